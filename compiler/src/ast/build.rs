@@ -1,0 +1,445 @@
+//! XML element tree → syntax tree: roots, templates, bodies, calls and conditions.
+//! Task fields are read in `fields.rs`.
+
+use super::schema::{self, BODY_ELEMENTS, TASK_ATTRS, TASK_CHILDREN};
+use super::*;
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::parser;
+use crate::source::SourceFile;
+use crate::xml::{Element, Text, XmlDoc};
+
+/// Builds the items of one file. Problems are reported; what could be read is kept.
+pub fn build_module(
+    file: FileId,
+    source: &SourceFile,
+    doc: &XmlDoc,
+    diags: &mut Diagnostics,
+) -> Module {
+    let mut b = Builder { diags };
+    let mut items = Vec::new();
+    match &doc.root {
+        None => {
+            if doc.complete {
+                b.diags.push(
+                    Diagnostic::error(Span::new(file, 0..0), "no root element: the file is empty")
+                        .with_help(
+                        "a template file holds one `<task>`, `<template>` or `<library>` element",
+                    ),
+                );
+            }
+        }
+        Some(root) => match root.name.as_str() {
+            "task" => {
+                let name = match root.attr("name") {
+                    Some(a) => (b.ident_attr(&a.value, "task name"), true),
+                    None => (Spanned::new(source.stem(), root.head()), false),
+                };
+                let task = b.task(root, true);
+                items.push(Item::Task(Box::new(NamedTask {
+                    name: name.0,
+                    explicit_name: name.1,
+                    task,
+                })));
+            }
+            "template" => items.extend(b.template(root).map(Item::Template)),
+            "library" => b.library(root, &mut items),
+            other => b.diags.push(
+                Diagnostic::error(
+                    root.head(),
+                    format!("`<{other}>` cannot be the root element"),
+                )
+                .with_help("a template file's root is `<task>`, `<template>` or `<library>`"),
+            ),
+        },
+    }
+    Module { file, items }
+}
+
+pub(super) struct Builder<'d> {
+    pub(super) diags: &'d mut Diagnostics,
+}
+
+impl Builder<'_> {
+    fn library(&mut self, el: &Element, items: &mut Vec<Item>) {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_text(el, self.diags);
+        for child in el.elements() {
+            match child.name.as_str() {
+                "template" => items.extend(self.template(child).map(Item::Template)),
+                "task" => {
+                    let task = self.task(child, true);
+                    match child.attr("name") {
+                        Some(a) => items.push(Item::Task(Box::new(NamedTask {
+                            name: self.ident_attr(&a.value, "task name"),
+                            explicit_name: true,
+                            task,
+                        }))),
+                        None => self.diags.push(
+                            Diagnostic::error(child.head(), "a `<task>` in a `<library>` needs a `name`")
+                                .with_help("add name=\"...\": the name is how callers and `tvm run --entry` find it"),
+                        ),
+                    }
+                }
+                _ => schema::unknown_element(child, "library", &["template", "task"], self.diags),
+            }
+        }
+    }
+
+    fn template(&mut self, el: &Element) -> Option<Template> {
+        schema::check_attrs(el, &["name", "params", "returns"], self.diags);
+        schema::no_text(el, self.diags);
+        let name = match el.attr("name") {
+            Some(a) => self.ident_attr(&a.value, "template name"),
+            None => {
+                self.diags.push(
+                    Diagnostic::error(el.head(), "a `<template>` needs a `name`")
+                        .with_help("add name=\"...\" so that `<call template>` can find it"),
+                );
+                Spanned::new(String::new(), el.head())
+            }
+        };
+        let params = el
+            .attr("params")
+            .map_or_else(Vec::new, |a| self.params(&a.value));
+        let returns = el
+            .attr("returns")
+            .and_then(|a| self.type_attr(&a.value, "return type"));
+        let body = self.single_body(el);
+        Some(Template {
+            name,
+            params,
+            returns,
+            body,
+            span: el.span,
+        })
+    }
+
+    /// `params="a, b:number"`.
+    fn params(&mut self, text: &Text) -> Vec<Param> {
+        let mut out: Vec<Param> = Vec::new();
+        if text.value.trim().is_empty() {
+            return out;
+        }
+        let mut offset = 0;
+        for piece in text.value.split(',') {
+            let range = offset..offset + piece.len();
+            offset += piece.len() + 1;
+            let lead = piece.len() - piece.trim_start().len();
+            let trimmed = piece.trim();
+            let at = range.start + lead;
+            let piece_span = text.span_of(at..at + trimmed.len());
+            if trimmed.is_empty() {
+                self.diags.push(
+                    Diagnostic::error(piece_span, "empty parameter name in `params`")
+                        .with_help("separate parameter names with single commas"),
+                );
+                continue;
+            }
+            let (name, ty) = match trimmed.split_once(':') {
+                Some((n, t)) => (n.trim_end(), Some((t, at + trimmed.len() - t.len()))),
+                None => (trimmed, None),
+            };
+            let name_span = text.span_of(at..at + name.len());
+            if !is_identifier(name) {
+                self.diags.push(
+                    Diagnostic::error(
+                        name_span,
+                        format!("parameter name `{name}` is not an identifier"),
+                    )
+                    .with_help(
+                        "a parameter name is letters, digits and `_`, not starting with a digit",
+                    ),
+                );
+                continue;
+            }
+            let ty = ty.and_then(|(t, t_at)| {
+                let lead = t.len() - t.trim_start().len();
+                let span = text.span_of(t_at + lead..t_at + t.trim_end().len());
+                self.parse_type(t, span, "parameter type")
+            });
+            if let Some(prev) = out.iter().find(|p| p.name.node == name) {
+                self.diags.push(
+                    Diagnostic::error(name_span, format!("parameter `{name}` is declared twice"))
+                        .with_secondary(prev.name.span, "first declared here"),
+                );
+                continue;
+            }
+            out.push(Param {
+                name: Spanned::new(name.to_string(), name_span),
+                ty,
+            });
+        }
+        out
+    }
+
+    pub(super) fn type_attr(&mut self, text: &Text, what: &str) -> Option<Spanned<Type>> {
+        self.parse_type(text.trimmed(), text.trimmed_span(), what)
+    }
+
+    fn parse_type(&mut self, s: &str, span: Span, what: &str) -> Option<Spanned<Type>> {
+        match Type::parse(s) {
+            Some(t) => Some(Spanned::new(t, span)),
+            None => {
+                let mut d = Diagnostic::error(span, format!("unknown {what} `{}`", s.trim()));
+                d = match schema::did_you_mean(
+                    s.trim(),
+                    &[
+                        "string", "number", "boolean", "null", "object", "array", "any",
+                    ],
+                ) {
+                    Some(c) => d.with_help(format!(
+                        "did you mean `{c}`? Types are {}",
+                        tv_stdlib::types::TYPE_NAMES
+                    )),
+                    None => d.with_help(format!("types are {}", tv_stdlib::types::TYPE_NAMES)),
+                };
+                self.diags.push(d);
+                None
+            }
+        }
+    }
+
+    pub(super) fn ident_attr(&mut self, text: &Text, what: &str) -> Ident {
+        let name = text.trimmed();
+        let span = text.trimmed_span();
+        if !is_identifier(name) {
+            self.diags.push(
+                Diagnostic::error(span, format!("{what} `{name}` is not an identifier"))
+                    .with_help("names are letters, digits and `_`, not starting with a digit"),
+            );
+        }
+        Spanned::new(name.to_string(), span)
+    }
+
+    /// The one task, call or cond inside `el` (a template body, a case).
+    pub(super) fn single_body(&mut self, el: &Element) -> Body {
+        let mut bodies = el
+            .elements()
+            .filter(|c| BODY_ELEMENTS.contains(&c.name.as_str()));
+        let first = bodies.next();
+        for extra in bodies {
+            self.diags.push(
+                Diagnostic::error(
+                    extra.head(),
+                    format!("`<{}>` holds exactly one task, call or cond", el.name),
+                )
+                .with_help("wrap several tasks in a `<task type=\"sequential\">` with `<steps>`"),
+            );
+        }
+        for other in el
+            .elements()
+            .filter(|c| !BODY_ELEMENTS.contains(&c.name.as_str()))
+        {
+            schema::unknown_element(other, &el.name, BODY_ELEMENTS, self.diags);
+        }
+        schema::no_text(el, self.diags);
+        match first {
+            Some(b) => self.body(b, &el.name),
+            None => {
+                self.diags.push(Diagnostic::error(
+                    el.head(),
+                    format!("`<{}>` needs a `<task>`, `<call>` or `<cond>`", el.name),
+                ));
+                Body::Missing(el.head())
+            }
+        }
+    }
+
+    /// A `<task>`, `<call>` or `<cond>` element.
+    pub(super) fn body(&mut self, el: &Element, parent: &str) -> Body {
+        match el.name.as_str() {
+            "task" => Body::Task(Box::new(self.task(el, false))),
+            "call" => Body::Call(self.call(el)),
+            "cond" => Body::Cond(self.cond(el)),
+            _ => {
+                schema::unknown_element(el, parent, BODY_ELEMENTS, self.diags);
+                Body::Missing(el.head())
+            }
+        }
+    }
+
+    /// A slot like `<director>`: one body element inside, or the fields of an atomic
+    /// task written directly in the slot.
+    pub(super) fn slot(&mut self, el: &Element) -> Body {
+        let children: Vec<&Element> = el.elements().collect();
+        if children.len() == 1
+            && BODY_ELEMENTS.contains(&children[0].name.as_str())
+            && el.attrs.is_empty()
+        {
+            schema::no_text(el, self.diags);
+            return self.body(children[0], &el.name);
+        }
+        Body::Task(Box::new(self.task(el, false)))
+    }
+
+    fn call(&mut self, el: &Element) -> Call {
+        schema::check_attrs(el, &["template"], self.diags);
+        schema::no_text(el, self.diags);
+        let template = match el.attr("template") {
+            Some(a) => self.ident_attr(&a.value, "template name"),
+            None => {
+                self.diags.push(Diagnostic::error(
+                    el.head(),
+                    "`<call>` needs a `template` attribute",
+                ));
+                Spanned::new(String::new(), el.head())
+            }
+        };
+        let mut args = Vec::new();
+        for child in el.elements() {
+            if child.name != "arg" {
+                schema::unknown_element(child, "call", &["arg"], self.diags);
+                continue;
+            }
+            args.push(self.arg(child));
+        }
+        Call {
+            template,
+            args,
+            span: el.span,
+        }
+    }
+
+    fn arg(&mut self, el: &Element) -> CallArg {
+        schema::check_attrs(el, &["name"], self.diags);
+        let name = el
+            .attr("name")
+            .map(|a| self.ident_attr(&a.value, "argument name"));
+        let children: Vec<&Element> = el.elements().collect();
+        let value = if let Some(first) = children.first() {
+            schema::no_text(el, self.diags);
+            for extra in &children[1..] {
+                self.diags.error(extra.head(), "an `<arg>` holds one value");
+            }
+            ArgValue::Body(self.body(first, "arg"))
+        } else {
+            let text = el.text();
+            let word = text.trimmed();
+            if is_identifier(word) && !matches!(word, "true" | "false" | "null") {
+                ArgValue::Word(Spanned::new(word.to_string(), text.trimmed_span()))
+            } else {
+                ArgValue::Text(parser::parse_template(&text, self.diags))
+            }
+        };
+        CallArg {
+            name,
+            value,
+            span: el.span,
+        }
+    }
+
+    fn cond(&mut self, el: &Element) -> Cond {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_text(el, self.diags);
+        let mut cases = Vec::new();
+        for child in el.elements() {
+            if child.name != "case" {
+                schema::unknown_element(child, "cond", &["case"], self.diags);
+                continue;
+            }
+            schema::check_attrs(child, &["test"], self.diags);
+            let test = match child.attr("test") {
+                Some(a) => parser::parse_test(&a.value, self.diags),
+                None => {
+                    self.diags.push(
+                        Diagnostic::error(child.head(), "`<case>` needs a `test` attribute")
+                            .with_help("write test=\"true\" for a case that always holds"),
+                    );
+                    Expr {
+                        kind: ExprKind::Error,
+                        span: child.head(),
+                    }
+                }
+            };
+            let body = self.single_body(child);
+            cases.push(Case {
+                test,
+                body,
+                span: child.span,
+            });
+        }
+        if cases.is_empty() {
+            self.diags
+                .error(el.head(), "`<cond>` needs at least one `<case>`");
+        }
+        Cond {
+            cases,
+            span: el.span,
+        }
+    }
+
+    /// A `<task>` element (or a slot written as one).
+    pub(super) fn task(&mut self, el: &Element, may_be_named: bool) -> Task {
+        schema::check_attrs(
+            el,
+            if el.name == "task" {
+                TASK_ATTRS
+            } else {
+                &["type", "subtype", "ref"]
+            },
+            self.diags,
+        );
+        if !may_be_named {
+            if let Some(a) = el.attr("name") {
+                self.diags.warning(
+                    a.name_span,
+                    "only a root task or a task in a `<library>` is named; this name is ignored",
+                );
+            }
+        }
+        let mut task = Task::new(el.span);
+        if let Some(a) = el.attr("type") {
+            task.explicit_type = true;
+            let span = a.value.trimmed_span();
+            let v = a.value.trimmed();
+            match TaskType::ALL.iter().find(|(n, _)| *n == v) {
+                Some((_, t)) => task.kind = Spanned::new(*t, span),
+                None => {
+                    task.type_invalid = true;
+                    self.bad_enum(span, "task type", v, &TaskType::ALL.map(|(n, _)| n));
+                }
+            }
+        } else {
+            task.kind = Spanned::new(TaskType::Atomic, el.head());
+        }
+        task.subtype = el
+            .attr("subtype")
+            .map(|a| Spanned::new(a.value.trimmed().to_string(), a.value.trimmed_span()));
+        task.reference = el
+            .attr("ref")
+            .map(|a| self.ident_attr(&a.value, "referenced template name"));
+        schema::no_text(el, self.diags);
+        let mut seen: Vec<&Element> = Vec::new();
+        for child in el.elements() {
+            if !TASK_CHILDREN.contains(&child.name.as_str()) {
+                schema::unknown_element(child, &el.name, TASK_CHILDREN, self.diags);
+                continue;
+            }
+            if let Some(prev) = seen.iter().find(|p| p.name == child.name) {
+                self.diags.push(
+                    Diagnostic::error(child.head(), format!("`<{}>` is given twice", child.name))
+                        .with_secondary(prev.head(), "first given here"),
+                );
+                continue;
+            }
+            seen.push(child);
+            self.task_field(&mut task, child);
+        }
+        task
+    }
+
+    pub(super) fn bad_enum(&mut self, span: Span, what: &str, found: &str, allowed: &[&str]) {
+        let mut d = Diagnostic::error(span, format!("`{found}` is not a valid {what}"))
+            .with_label(format!("expected {}", schema::list(allowed, "`", "`")));
+        if let Some(c) = schema::did_you_mean(found, allowed) {
+            d = d.with_help(format!("did you mean `{c}`?"));
+        }
+        self.diags.push(d);
+    }
+}
+
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}

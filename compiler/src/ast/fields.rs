@@ -1,0 +1,539 @@
+//! The fields of a `<task>`: text, flags, enumerations, numbers and nested parts.
+
+use super::build::Builder;
+use super::schema;
+use super::*;
+use crate::diag::Diagnostic;
+use crate::parser;
+use crate::xml::Element;
+use tv_stdlib::models::{self, Provider};
+
+impl Builder<'_> {
+    pub(super) fn task_field(&mut self, task: &mut Task, el: &Element) {
+        match el.name.as_str() {
+            "description" => task.description = Some(self.text_field(el)),
+            "instructions" => task.instructions = Some(self.text_field(el)),
+            "system" => task.system = Some(self.text_field(el)),
+            "criteria" => task.criteria = Some(self.text_field(el)),
+            "initial_value" => task.initial_value = Some(self.text_field(el)),
+            "model" => task.model = self.model(el),
+            "provider" => task.provider = self.provider(el),
+            "output_slot" => task.output_slot = Some(self.word_field(el)),
+            "input_source" => task.input_source = Some(self.word_field(el)),
+            "output_format" => task.output_format = Some(self.output_format(el)),
+            "context_management" => task.context = Some(self.context_management(el)),
+            "file_paths" => task.file_paths = self.file_paths(el),
+            "steps" => task.steps = Some(self.steps(el)),
+            "inputs" => task.inputs = self.inputs(el),
+            "context_relevance" => task.context_relevance = self.context_relevance(el),
+            "context_assembly" => task.context_assembly = Some(self.context_assembly(el)),
+            "manual_xml" => task.manual_xml = self.bool_field(el),
+            "disable_reparsing" => task.disable_reparsing = self.bool_field(el),
+            "max_iterations" => task.max_iterations = self.count_field(el),
+            "director" => task.director = Some(self.slot(el)),
+            "evaluator" => task.evaluator = Some(self.slot(el)),
+            "inner_task" => task.inner_task = Some(self.slot(el)),
+            "reduction_task" => task.reduction_task = Some(self.slot(el)),
+            "script_execution" => task.script = Some(self.script(el)),
+            "termination_condition" => task.termination = Some(self.termination(el)),
+            _ => {}
+        }
+    }
+
+    /// Text with `{{ }}` holes.
+    pub(super) fn text_field(&mut self, el: &Element) -> TextTemplate {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_elements(el, self.diags);
+        parser::parse_template(&el.text(), self.diags)
+    }
+
+    /// A plain word: no holes, surrounding white space dropped.
+    fn word_field(&mut self, el: &Element) -> Spanned<String> {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_elements(el, self.diags);
+        let t = el.text();
+        Spanned::new(t.trimmed().to_string(), t.trimmed_span())
+    }
+
+    fn bool_field(&mut self, el: &Element) -> Option<Spanned<bool>> {
+        let w = self.word_field(el);
+        self.parse_bool(&w, &format!("<{}>", el.name))
+    }
+
+    fn parse_bool(&mut self, w: &Spanned<String>, what: &str) -> Option<Spanned<bool>> {
+        match w.node.as_str() {
+            "true" => Some(Spanned::new(true, w.span)),
+            "false" => Some(Spanned::new(false, w.span)),
+            other => {
+                self.diags.push(
+                    Diagnostic::error(
+                        w.span,
+                        format!("`{what}` must be `true` or `false`, not `{other}`"),
+                    )
+                    .with_help("boolean fields are written exactly `true` or `false`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn count_field(&mut self, el: &Element) -> Option<Spanned<u64>> {
+        let w = self.word_field(el);
+        self.parse_count(&w, &format!("<{}>", el.name))
+    }
+
+    fn parse_count(&mut self, w: &Spanned<String>, what: &str) -> Option<Spanned<u64>> {
+        match w.node.parse::<u64>() {
+            Ok(n) if n > 0 => Some(Spanned::new(n, w.span)),
+            _ => {
+                self.diags.error(
+                    w.span,
+                    format!("`{what}` must be a positive whole number, not `{}`", w.node),
+                );
+                None
+            }
+        }
+    }
+
+    fn enum_field<T: Copy>(
+        &mut self,
+        el: &Element,
+        what: &str,
+        options: &[(&str, T)],
+    ) -> Option<Spanned<T>> {
+        let w = self.word_field(el);
+        match options.iter().find(|(n, _)| *n == w.node) {
+            Some((_, v)) => Some(Spanned::new(*v, w.span)),
+            None => {
+                let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+                self.bad_enum(w.span, what, &w.node, &names);
+                None
+            }
+        }
+    }
+
+    fn model(&mut self, el: &Element) -> Option<Spanned<String>> {
+        let w = self.word_field(el);
+        match models::parse_model(&w.node) {
+            Err(e) => {
+                self.diags.push(
+                    Diagnostic::error(w.span, format!("malformed model identifier: {e}"))
+                        .with_help("write `provider:model` (openai:gpt-4o-mini) or a known model name (claude-3-5-sonnet-latest)"),
+                );
+                None
+            }
+            Ok(m) => {
+                if m.provider.is_none() {
+                    self.diags.push(
+                        Diagnostic::warning(
+                            w.span,
+                            format!(
+                                "unknown model `{}`: no provider can be inferred from its name",
+                                m.name
+                            ),
+                        )
+                        .with_help(format!(
+                            "name the provider, e.g. `openai:{}` for an OpenAI-compatible server",
+                            m.name
+                        )),
+                    );
+                }
+                Some(w)
+            }
+        }
+    }
+
+    fn provider(&mut self, el: &Element) -> Option<Spanned<String>> {
+        let w = self.word_field(el);
+        if Provider::parse(&w.node).is_some() {
+            return Some(w);
+        }
+        let names: Vec<&str> = models::PROVIDERS.iter().map(|(n, _)| *n).collect();
+        self.bad_enum(w.span, "provider", &w.node, &names);
+        None
+    }
+
+    fn output_format(&mut self, el: &Element) -> OutputFormat {
+        schema::check_attrs(el, &["type", "schema"], self.diags);
+        schema::no_elements(el, self.diags);
+        schema::no_text(el, self.diags);
+        let kind = match el.attr("type") {
+            Some(a) => {
+                let v = a.value.trimmed();
+                let span = a.value.trimmed_span();
+                match v {
+                    "json" => Spanned::new(OutputKind::Json, span),
+                    "text" => Spanned::new(OutputKind::Text, span),
+                    _ => {
+                        self.bad_enum(span, "output format type", v, &["json", "text"]);
+                        Spanned::new(OutputKind::Text, span)
+                    }
+                }
+            }
+            None => {
+                self.diags.push(
+                    Diagnostic::error(el.head(), "`<output_format>` needs a `type` attribute")
+                        .with_help("write type=\"json\" or type=\"text\""),
+                );
+                Spanned::new(OutputKind::Text, el.head())
+            }
+        };
+        let schema = el
+            .attr("schema")
+            .and_then(|a| self.type_attr(&a.value, "schema type"));
+        if let (Some(s), OutputKind::Text) = (&schema, kind.node) {
+            if el.attr("type").is_some_and(|a| a.value.trimmed() == "text") {
+                self.diags.push(
+                    Diagnostic::error(s.span, "a `schema` applies only to `type=\"json\"` output")
+                        .with_help("use type=\"json\" or remove the schema"),
+                );
+            }
+        }
+        OutputFormat {
+            kind,
+            schema,
+            span: el.span,
+        }
+    }
+
+    fn context_management(&mut self, el: &Element) -> ContextManagement {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_text(el, self.diags);
+        let mut cm = ContextManagement {
+            span: el.span,
+            ..ContextManagement::default()
+        };
+        const CHILDREN: &[&str] = &[
+            "inherit_context",
+            "accumulate_data",
+            "accumulation_format",
+            "fresh_context",
+        ];
+        let mut seen: Vec<&Element> = Vec::new();
+        for child in el.elements() {
+            if let Some(prev) = seen.iter().find(|p| p.name == child.name) {
+                self.diags.push(
+                    Diagnostic::error(child.head(), format!("`<{}>` is given twice", child.name))
+                        .with_secondary(prev.head(), "first given here"),
+                );
+                continue;
+            }
+            seen.push(child);
+            match child.name.as_str() {
+                "inherit_context" => {
+                    cm.inherit_context = self.enum_field(
+                        child,
+                        "inherit_context",
+                        &[
+                            ("full", InheritContext::Full),
+                            ("none", InheritContext::None),
+                            ("subset", InheritContext::Subset),
+                        ],
+                    )
+                }
+                "accumulate_data" => cm.accumulate_data = self.bool_field(child),
+                "accumulation_format" => {
+                    cm.accumulation_format = self.enum_field(
+                        child,
+                        "accumulation_format",
+                        &[
+                            ("full", AccumulationFormat::Full),
+                            ("full_output", AccumulationFormat::Full),
+                            ("minimal", AccumulationFormat::Minimal),
+                            ("notes_only", AccumulationFormat::Minimal),
+                        ],
+                    )
+                }
+                "fresh_context" => {
+                    cm.fresh_context = self.enum_field(
+                        child,
+                        "fresh_context",
+                        &[
+                            ("enabled", FreshContext::Enabled),
+                            ("disabled", FreshContext::Disabled),
+                        ],
+                    )
+                }
+                _ => schema::unknown_element(child, "context_management", CHILDREN, self.diags),
+            }
+        }
+        cm
+    }
+
+    fn file_paths(&mut self, el: &Element) -> Option<Spanned<FilePaths>> {
+        schema::check_attrs(el, &["source"], self.diags);
+        schema::no_text(el, self.diags);
+        const SOURCES: [&str; 3] = ["literal", "command", "description"];
+        let source = match el.attr("source") {
+            Some(a) if SOURCES.contains(&a.value.trimmed()) => Some(a.value.trimmed().to_string()),
+            Some(a) => {
+                self.bad_enum(
+                    a.value.trimmed_span(),
+                    "file_paths source",
+                    a.value.trimmed(),
+                    &SOURCES,
+                );
+                return None;
+            }
+            None => None,
+        };
+        let mut paths = Vec::new();
+        let mut command = None;
+        let mut description = None;
+        for child in el.elements() {
+            match child.name.as_str() {
+                "path" => paths.push(self.text_field(child)),
+                "command" if command.is_none() => command = Some(self.text_field(child)),
+                "description" if description.is_none() => {
+                    description = Some(self.text_field(child))
+                }
+                "command" | "description" => {
+                    self.diags
+                        .error(child.head(), format!("`<{}>` is given twice", child.name));
+                }
+                _ => schema::unknown_element(
+                    child,
+                    "file_paths",
+                    &["path", "command", "description"],
+                    self.diags,
+                ),
+            }
+        }
+        let given = usize::from(!paths.is_empty())
+            + usize::from(command.is_some())
+            + usize::from(description.is_some());
+        if given > 1 {
+            self.diags.push(
+                Diagnostic::error(el.head(), "`<file_paths>` takes `<path>` elements, or one `<command>`, or one `<description>`, not a mix")
+                    .with_help("choose one source and say which with source=\"literal|command|description\""),
+            );
+            return None;
+        }
+        let fp = match source.as_deref() {
+            Some("command") => {
+                FilePaths::Command(command.or_else(|| self.missing_source(el, "command"))?)
+            }
+            Some("description") => FilePaths::Description(
+                description.or_else(|| self.missing_source(el, "description"))?,
+            ),
+            Some(_) if command.is_some() || description.is_some() => {
+                self.diags.push(
+                    Diagnostic::error(el.head(), "`source=\"literal\"` takes `<path>` elements")
+                        .with_help(
+                            "set source=\"command\" or source=\"description\" to match the child",
+                        ),
+                );
+                return None;
+            }
+            _ => match (command, description) {
+                (Some(c), _) => FilePaths::Command(c),
+                (_, Some(d)) => FilePaths::Description(d),
+                _ => FilePaths::Literal(paths),
+            },
+        };
+        Some(Spanned::new(fp, el.span))
+    }
+
+    fn missing_source(&mut self, el: &Element, child: &str) -> Option<TextTemplate> {
+        self.diags.error(
+            el.head(),
+            format!("`source=\"{child}\"` needs a `<{child}>` child"),
+        );
+        None
+    }
+
+    fn steps(&mut self, el: &Element) -> Spanned<Vec<Body>> {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_text(el, self.diags);
+        let steps = el.elements().map(|c| self.body(c, "steps")).collect();
+        Spanned::new(steps, el.span)
+    }
+
+    pub(super) fn inputs(&mut self, el: &Element) -> Vec<Input> {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_text(el, self.diags);
+        let mut out: Vec<Input> = Vec::new();
+        for child in el.elements() {
+            if child.name != "input" {
+                schema::unknown_element(child, "inputs", &["input"], self.diags);
+                continue;
+            }
+            let Some(input) = self.input(child) else {
+                continue;
+            };
+            if let Some(prev) = out.iter().find(|p| p.name.node == input.name.node) {
+                self.diags.push(
+                    Diagnostic::error(
+                        input.name.span,
+                        format!("input `{}` is declared twice", input.name.node),
+                    )
+                    .with_secondary(prev.name.span, "first declared here")
+                    .with_help("input names must be unique within a task"),
+                );
+                continue;
+            }
+            out.push(input);
+        }
+        out
+    }
+
+    fn input(&mut self, el: &Element) -> Option<Input> {
+        schema::check_attrs(el, &["name", "from"], self.diags);
+        let Some(name) = el.attr("name") else {
+            self.diags.push(Diagnostic::error(
+                el.head(),
+                "`<input>` needs a `name` attribute",
+            ));
+            return None;
+        };
+        let name = self.ident_attr(&name.value, "input name");
+        let from = el
+            .attr("from")
+            .map(|a| self.ident_attr(&a.value, "variable name"));
+        let children: Vec<&Element> = el.elements().collect();
+        let value = if let Some(first) = children.first() {
+            schema::no_text(el, self.diags);
+            for extra in &children[1..] {
+                self.diags
+                    .error(extra.head(), "an `<input>` holds one task, call or cond");
+            }
+            InputValue::Body(self.body(first, "input"))
+        } else if el.text().value.trim().is_empty() {
+            InputValue::Empty
+        } else {
+            InputValue::Text(parser::parse_template(&el.text(), self.diags))
+        };
+        if let (Some(f), InputValue::Body(_)) = (&from, &value) {
+            self.diags.push(
+                Diagnostic::error(
+                    f.span,
+                    format!("input `{}` has both `from` and a computed value", name.node),
+                )
+                .with_help(
+                    "bind it to a variable with `from`, or compute it with a nested task, not both",
+                ),
+            );
+        }
+        Some(Input {
+            name,
+            from,
+            value,
+            span: el.span,
+        })
+    }
+
+    fn context_relevance(&mut self, el: &Element) -> Vec<ContextRelevance> {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_text(el, self.diags);
+        let mut out = Vec::new();
+        for child in el.elements() {
+            if child.name != "input" {
+                schema::unknown_element(child, "context_relevance", &["input"], self.diags);
+                continue;
+            }
+            schema::check_attrs(child, &["name", "include"], self.diags);
+            let (Some(name), Some(include)) = (child.attr("name"), child.attr("include")) else {
+                self.diags.error(
+                    child.head(),
+                    "a context relevance `<input>` needs `name` and `include`",
+                );
+                continue;
+            };
+            let name = self.ident_attr(&name.value, "input name");
+            let w = Spanned::new(
+                include.value.trimmed().to_string(),
+                include.value.trimmed_span(),
+            );
+            if let Some(include) = self.parse_bool(&w, "include") {
+                out.push(ContextRelevance { name, include });
+            }
+        }
+        out
+    }
+
+    fn context_assembly(&mut self, el: &Element) -> ContextAssembly {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_text(el, self.diags);
+        let mut ca = ContextAssembly {
+            primary: None,
+            secondary: None,
+            excluded: None,
+        };
+        for child in el.elements() {
+            let slot = match child.name.as_str() {
+                "primary_elements" => &mut ca.primary,
+                "secondary_elements" => &mut ca.secondary,
+                "excluded_elements" => &mut ca.excluded,
+                _ => {
+                    schema::unknown_element(
+                        child,
+                        "context_assembly",
+                        &[
+                            "primary_elements",
+                            "secondary_elements",
+                            "excluded_elements",
+                        ],
+                        self.diags,
+                    );
+                    continue;
+                }
+            };
+            *slot = Some(self.text_field(child));
+        }
+        ca
+    }
+
+    fn script(&mut self, el: &Element) -> ScriptExecution {
+        schema::check_attrs(el, &[], self.diags);
+        schema::no_text(el, self.diags);
+        let mut s = ScriptExecution {
+            command: None,
+            timeout: None,
+            inputs: Vec::new(),
+            span: el.span,
+        };
+        for child in el.elements() {
+            match child.name.as_str() {
+                "command" => s.command = Some(self.text_field(child)),
+                "timeout" => s.timeout = self.count_field(child),
+                "inputs" => s.inputs = self.inputs(child),
+                _ => schema::unknown_element(
+                    child,
+                    "script_execution",
+                    &["command", "timeout", "inputs"],
+                    self.diags,
+                ),
+            }
+        }
+        s
+    }
+
+    fn termination(&mut self, el: &Element) -> Expr {
+        schema::check_attrs(el, &[], self.diags);
+        let conditions: Vec<&Element> = el.elements().collect();
+        match conditions.as_slice() {
+            [] if !el.text().value.trim().is_empty() => parser::parse_test(&el.text(), self.diags),
+            [c] if c.name == "condition" => {
+                schema::no_text(el, self.diags);
+                schema::check_attrs(c, &[], self.diags);
+                schema::no_elements(c, self.diags);
+                parser::parse_test(&c.text(), self.diags)
+            }
+            _ => {
+                for c in conditions.iter().filter(|c| c.name != "condition") {
+                    schema::unknown_element(c, "termination_condition", &["condition"], self.diags);
+                }
+                if conditions.len() != 1 {
+                    self.diags.error(
+                        el.head(),
+                        "`<termination_condition>` holds one `<condition>`",
+                    );
+                }
+                Expr {
+                    kind: ExprKind::Error,
+                    span: el.head(),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! Stage 3: the syntax tree of a program, built from the XML trees.
+//!
+//! Every node carries the [`Span`] it was read from. The tree keeps what the user wrote
+//! (an absent field stays `None`); defaults are applied by the checker and the IR.
+
+mod build;
+mod dump;
+mod fields;
+mod schema;
+
+pub use build::{build_module, is_identifier};
+pub use dump::dump_program;
+pub use schema::did_you_mean;
+
+use crate::source::{FileId, Span, Spanned};
+use tv_stdlib::types::Type;
+
+pub type Ident = Spanned<String>;
+
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub modules: Vec<Module>,
+}
+
+/// The definitions of one file.
+#[derive(Clone, Debug)]
+pub struct Module {
+    pub file: FileId,
+    pub items: Vec<Item>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Item {
+    /// `<template name params returns>`.
+    Template(Template),
+    /// A named `<task>` in a library, or a root `<task>` named after its file.
+    Task(Box<NamedTask>),
+}
+
+impl Item {
+    pub fn name(&self) -> &Ident {
+        match self {
+            Item::Template(t) => &t.name,
+            Item::Task(t) => &t.name,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Template {
+    pub name: Ident,
+    pub params: Vec<Param>,
+    pub returns: Option<Spanned<Type>>,
+    pub body: Body,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Param {
+    pub name: Ident,
+    pub ty: Option<Spanned<Type>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NamedTask {
+    pub name: Ident,
+    /// False when the name was taken from the file stem.
+    pub explicit_name: bool,
+    pub task: Task,
+}
+
+/// What may stand wherever a task may.
+#[derive(Clone, Debug)]
+pub enum Body {
+    Task(Box<Task>),
+    Call(Call),
+    Cond(Cond),
+    /// Nothing usable was written here; an error has been reported.
+    Missing(Span),
+}
+
+impl Body {
+    pub fn span(&self) -> Span {
+        match self {
+            Body::Task(t) => t.span,
+            Body::Call(c) => c.span,
+            Body::Cond(c) => c.span,
+            Body::Missing(s) => *s,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskType {
+    Atomic,
+    Sequential,
+    Reduce,
+    Script,
+    DirectorEvaluatorLoop,
+}
+
+impl TaskType {
+    pub const ALL: [(&'static str, TaskType); 5] = [
+        ("atomic", TaskType::Atomic),
+        ("sequential", TaskType::Sequential),
+        ("reduce", TaskType::Reduce),
+        ("script", TaskType::Script),
+        ("director_evaluator_loop", TaskType::DirectorEvaluatorLoop),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, t)| *t == self)
+            .map_or("", |(s, _)| s)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InheritContext {
+    Full,
+    None,
+    Subset,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccumulationFormat {
+    /// `full` or `full_output`.
+    Full,
+    /// `minimal` or `notes_only`.
+    Minimal,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreshContext {
+    Enabled,
+    Disabled,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ContextManagement {
+    pub inherit_context: Option<Spanned<InheritContext>>,
+    pub accumulate_data: Option<Spanned<bool>>,
+    pub accumulation_format: Option<Spanned<AccumulationFormat>>,
+    pub fresh_context: Option<Spanned<FreshContext>>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputKind {
+    Json,
+    Text,
+}
+
+#[derive(Clone, Debug)]
+pub struct OutputFormat {
+    pub kind: Spanned<OutputKind>,
+    pub schema: Option<Spanned<Type>>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum FilePaths {
+    Literal(Vec<TextTemplate>),
+    Command(TextTemplate),
+    Description(TextTemplate),
+}
+
+#[derive(Clone, Debug)]
+pub struct ContextAssembly {
+    pub primary: Option<TextTemplate>,
+    pub secondary: Option<TextTemplate>,
+    pub excluded: Option<TextTemplate>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ContextRelevance {
+    pub name: Ident,
+    pub include: Spanned<bool>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Input {
+    pub name: Ident,
+    pub from: Option<Ident>,
+    pub value: InputValue,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum InputValue {
+    Empty,
+    /// Documentation in a declaration; a literal value in `reduce`.
+    Text(TextTemplate),
+    Body(Body),
+}
+
+#[derive(Clone, Debug)]
+pub struct ScriptExecution {
+    pub command: Option<TextTemplate>,
+    pub timeout: Option<Spanned<u64>>,
+    pub inputs: Vec<Input>,
+    pub span: Span,
+}
+
+/// One `<task>` with every field the seeds define.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub span: Span,
+    pub kind: Spanned<TaskType>,
+    /// False when `type` was not written (atomic by default).
+    pub explicit_type: bool,
+    /// `type` names no operator (reported); the type-specific checks stay quiet.
+    pub type_invalid: bool,
+    pub subtype: Option<Ident>,
+    pub reference: Option<Ident>,
+    pub description: Option<TextTemplate>,
+    pub instructions: Option<TextTemplate>,
+    pub system: Option<TextTemplate>,
+    pub model: Option<Spanned<String>>,
+    pub provider: Option<Spanned<String>>,
+    pub criteria: Option<TextTemplate>,
+    pub output_slot: Option<Spanned<String>>,
+    pub input_source: Option<Spanned<String>>,
+    pub output_format: Option<OutputFormat>,
+    pub context: Option<ContextManagement>,
+    pub file_paths: Option<Spanned<FilePaths>>,
+    pub steps: Option<Spanned<Vec<Body>>>,
+    pub inputs: Vec<Input>,
+    pub context_relevance: Vec<ContextRelevance>,
+    pub context_assembly: Option<ContextAssembly>,
+    pub manual_xml: Option<Spanned<bool>>,
+    pub disable_reparsing: Option<Spanned<bool>>,
+    pub max_iterations: Option<Spanned<u64>>,
+    pub director: Option<Body>,
+    pub evaluator: Option<Body>,
+    pub script: Option<ScriptExecution>,
+    pub termination: Option<Expr>,
+    pub initial_value: Option<TextTemplate>,
+    pub inner_task: Option<Body>,
+    pub reduction_task: Option<Body>,
+}
+
+impl Task {
+    pub fn new(span: Span) -> Self {
+        Task {
+            span,
+            kind: Spanned::new(TaskType::Atomic, span),
+            explicit_type: false,
+            type_invalid: false,
+            subtype: None,
+            reference: None,
+            description: None,
+            instructions: None,
+            system: None,
+            model: None,
+            provider: None,
+            criteria: None,
+            output_slot: None,
+            input_source: None,
+            output_format: None,
+            context: None,
+            file_paths: None,
+            steps: None,
+            inputs: Vec::new(),
+            context_relevance: Vec::new(),
+            context_assembly: None,
+            manual_xml: None,
+            disable_reparsing: None,
+            max_iterations: None,
+            director: None,
+            evaluator: None,
+            script: None,
+            termination: None,
+            initial_value: None,
+            inner_task: None,
+            reduction_task: None,
+        }
+    }
+}
+
+/// `<call template="f">` with its `<arg>`s.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub template: Ident,
+    pub args: Vec<CallArg>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct CallArg {
+    pub name: Option<Ident>,
+    pub value: ArgValue,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum ArgValue {
+    /// A bare identifier: a variable when one of that name is in scope, else a literal.
+    Word(Ident),
+    Text(TextTemplate),
+    Body(Body),
+}
+
+#[derive(Clone, Debug)]
+pub struct Cond {
+    pub cases: Vec<Case>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub test: Expr,
+    pub body: Body,
+    pub span: Span,
+}
+
+/// Text with `{{ ... }}` holes.
+#[derive(Clone, Debug, Default)]
+pub struct TextTemplate {
+    pub parts: Vec<TextPart>,
+    pub span: Span,
+}
+
+impl TextTemplate {
+    /// The literal text when there are no holes.
+    pub fn as_literal(&self) -> Option<String> {
+        let mut out = String::new();
+        for p in &self.parts {
+            match p {
+                TextPart::Lit(s, _) => out.push_str(s),
+                TextPart::Expr(_) => return None,
+            }
+        }
+        Some(out)
+    }
+
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.parts.iter().filter_map(|p| match p {
+            TextPart::Expr(e) => Some(e),
+            TextPart::Lit(..) => None,
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum TextPart {
+    Lit(String, Span),
+    Expr(Expr),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Var(String),
+    Field(Box<Expr>, Spanned<Segment>),
+    Lit(Literal),
+    Call {
+        name: Ident,
+        args: Vec<Arg>,
+    },
+    Not(Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// A place where the parser recovered; the error is already reported.
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Segment {
+    Name(String),
+    Index(u64),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Literal {
+    Str(String),
+    Num(f64),
+    Bool(bool),
+    Null,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arg {
+    pub name: Option<Ident>,
+    pub value: Expr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        !matches!(self, BinOp::And | BinOp::Or)
+    }
+}

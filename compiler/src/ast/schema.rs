@@ -1,0 +1,142 @@
+//! Which elements and attributes each element accepts, and the helpers that report the
+//! rest ("unknown element `<instrutions>`; did you mean `<instructions>`?").
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::xml::{Element, Node};
+
+/// Children a `<task>` (and a slot written as a task: `<director>`, `<inner_task>`, ...) accepts.
+pub const TASK_CHILDREN: &[&str] = &[
+    "description",
+    "instructions",
+    "system",
+    "model",
+    "provider",
+    "criteria",
+    "output_slot",
+    "input_source",
+    "output_format",
+    "context_management",
+    "file_paths",
+    "steps",
+    "inputs",
+    "context_relevance",
+    "context_assembly",
+    "manual_xml",
+    "disable_reparsing",
+    "max_iterations",
+    "director",
+    "evaluator",
+    "script_execution",
+    "termination_condition",
+    "initial_value",
+    "inner_task",
+    "reduction_task",
+];
+
+pub const TASK_ATTRS: &[&str] = &["type", "subtype", "ref", "name"];
+
+pub const BODY_ELEMENTS: &[&str] = &["task", "call", "cond"];
+
+/// The closest candidate, when it is close enough to be a likely typo.
+pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(word, c), *c))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
+        .min()
+        .map(|(_, c)| c)
+}
+
+fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
+    did_you_mean(word, candidates).map(|c| format!("did you mean `{c}`?"))
+}
+
+pub fn unknown_element(el: &Element, parent: &str, allowed: &[&str], diags: &mut Diagnostics) {
+    let mut d = Diagnostic::error(
+        el.head(),
+        format!("unknown element `<{}>` in `<{parent}>`", el.name),
+    );
+    d = match suggestion(&el.name, allowed) {
+        Some(s) => d.with_help(s),
+        None => d.with_help(format!("`<{parent}>` accepts: {}", list(allowed, "<", ">"))),
+    };
+    diags.push(d);
+}
+
+/// Reports every attribute of `el` that is not in `allowed`.
+pub fn check_attrs(el: &Element, allowed: &[&str], diags: &mut Diagnostics) {
+    for a in &el.attrs {
+        if allowed.contains(&a.name.as_str()) || a.name.starts_with("xmlns") {
+            continue;
+        }
+        let mut d = Diagnostic::error(
+            a.name_span,
+            format!("unknown attribute `{}` on `<{}>`", a.name, el.name),
+        );
+        d = match suggestion(&a.name, allowed) {
+            Some(s) => d.with_help(s),
+            None if allowed.is_empty() => {
+                d.with_help(format!("`<{}>` takes no attributes", el.name))
+            }
+            None => d.with_help(format!(
+                "`<{}>` accepts: {}",
+                el.name,
+                list(allowed, "", "")
+            )),
+        };
+        diags.push(d);
+    }
+}
+
+/// Reports non-blank text directly inside an element that holds only elements.
+pub fn no_text(el: &Element, diags: &mut Diagnostics) {
+    for n in &el.children {
+        if let Node::Text(t) = n {
+            if !t.value.trim().is_empty() {
+                diags.error(
+                    t.trimmed_span(),
+                    format!(
+                        "unexpected text in `<{}>`, which holds elements only",
+                        el.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Reports child elements of an element that holds only text.
+pub fn no_elements(el: &Element, diags: &mut Diagnostics) {
+    for child in el.elements() {
+        diags.error(
+            child.head(),
+            format!(
+                "`<{}>` holds text, not elements like `<{}>`",
+                el.name, child.name
+            ),
+        );
+    }
+}
+
+pub fn list(items: &[&str], open: &str, close: &str) -> String {
+    items
+        .iter()
+        .map(|i| format!("{open}{i}{close}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typos_get_a_suggestion_and_strangers_do_not() {
+        assert_eq!(
+            did_you_mean("instrutions", TASK_CHILDREN),
+            Some("instructions")
+        );
+        assert_eq!(did_you_mean("sytem", TASK_CHILDREN), Some("system"));
+        assert_eq!(did_you_mean("banana", TASK_CHILDREN), None);
+    }
+}

@@ -1,0 +1,493 @@
+//! Expressions and calls: variables in scope, known functions, arity, named
+//! arguments, argument types, paths and comparisons.
+
+use super::scope::Scope;
+use super::{Checker, SigParam};
+use crate::ast::{
+    ArgValue, BinOp, Call, Expr, ExprKind, Ident, Literal, Segment, Task, TextTemplate,
+};
+use crate::diag::Diagnostic;
+use crate::source::Span;
+use tv_stdlib::builtins::{self, Builtin, Ret};
+use tv_stdlib::types::Type;
+
+/// One argument as the binder sees it, whatever syntax it came from.
+struct ArgInfo {
+    name: Option<Ident>,
+    span: Span,
+    ty: Type,
+    /// Set for `<arg>` text, which takes its meaning from the parameter's type.
+    text: Option<String>,
+    /// The parser could not read this argument; it has reported why.
+    broken: bool,
+}
+
+/// A callee: a user template or task, or a built-in.
+enum Callee<'a> {
+    User {
+        params: Vec<SigParam>,
+        noun: &'static str,
+        def: Span,
+    },
+    Builtin(&'a Builtin),
+}
+
+impl<'p> Checker<'p, '_> {
+    pub(super) fn check_text(&mut self, t: &TextTemplate, scope: &Scope) {
+        for e in t.exprs() {
+            self.check_expr(e, scope);
+        }
+    }
+
+    pub(super) fn check_test(&mut self, e: &Expr, scope: &Scope) {
+        self.check_expr(e, scope);
+    }
+
+    pub(super) fn check_var(&mut self, name: &str, span: Span, scope: &Scope) -> Type {
+        if let Some(b) = scope.lookup(name) {
+            return b.ty.clone();
+        }
+        let help = match crate::ast::did_you_mean(name, &scope.names()) {
+            Some(c) => format!("did you mean `{c}`?"),
+            None => scope.declare_help(name),
+        };
+        let d = Diagnostic::error(span, format!("undeclared variable `{name}`"))
+            .with_label("not in scope here")
+            .with_help(help);
+        self.diags.push(d);
+        Type::Any
+    }
+
+    pub(super) fn check_expr(&mut self, e: &Expr, scope: &Scope) -> Type {
+        match &e.kind {
+            ExprKind::Var(name) => self.check_var(name, e.span, scope),
+            ExprKind::Field(base, seg) => {
+                let base_ty = self.check_expr(base, scope);
+                self.field_type(&base_ty, seg.node.clone(), seg.span)
+            }
+            ExprKind::Lit(l) => literal_type(l),
+            ExprKind::Call { name, args } => {
+                let infos = args
+                    .iter()
+                    .map(|a| ArgInfo {
+                        name: a.name.clone(),
+                        span: a.value.span,
+                        ty: self.check_expr(&a.value, scope),
+                        text: None,
+                        broken: a.value.kind == ExprKind::Error,
+                    })
+                    .collect();
+                self.check_call(name, infos, e.span)
+            }
+            ExprKind::Not(inner) => {
+                self.check_expr(inner, scope);
+                Type::Boolean
+            }
+            ExprKind::Binary(op, l, r) => {
+                let lt = self.check_expr(l, scope);
+                let rt = self.check_expr(r, scope);
+                if op.is_comparison() {
+                    self.check_comparison(*op, &lt, &rt, e.span);
+                }
+                Type::Boolean
+            }
+            ExprKind::Error => Type::Any,
+        }
+    }
+
+    fn field_type(&mut self, base: &Type, seg: Segment, span: Span) -> Type {
+        match (base, &seg) {
+            (Type::Array(elem), Segment::Index(_)) => (**elem).clone(),
+            (Type::Any | Type::Object, _) => Type::Any,
+            (Type::Array(_), Segment::Name(n)) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        span,
+                        format!("`{n}` is not an index: the value is an array"),
+                    )
+                    .with_help("index an array with a number, like `.0`"),
+                );
+                Type::Any
+            }
+            (t, _) => {
+                self.diags.push(Diagnostic::error(
+                    span,
+                    format!("a `{t}` value has no fields"),
+                ));
+                Type::Any
+            }
+        }
+    }
+
+    fn check_comparison(&mut self, op: BinOp, l: &Type, r: &Type, span: Span) {
+        if !l.is_known() || !r.is_known() {
+            return;
+        }
+        let ordered = matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+        if ordered && !(l == r && matches!(l, Type::Number | Type::String)) {
+            self.diags.push(
+                Diagnostic::error(span, format!("`{}` compares `{l}` with `{r}`", op.as_str()))
+                    .with_help("ordering comparisons take two numbers or two strings"),
+            );
+        } else if !ordered && l != r && *l != Type::Null && *r != Type::Null && !l.fits(r) {
+            self.diags.push(
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "`{}` compares `{l}` with `{r}`, which is never equal",
+                        op.as_str()
+                    ),
+                )
+                .with_help("compare values of the same type"),
+            );
+        }
+    }
+
+    /// A `<call template>` element.
+    pub(super) fn check_call_element(&mut self, call: &'p Call, scope: &Scope) {
+        let infos = call
+            .args
+            .iter()
+            .map(|a| {
+                let (ty, text) = match &a.value {
+                    ArgValue::Word(w) => match scope.lookup(&w.node) {
+                        Some(b) => {
+                            self.word_vars.insert(w.span);
+                            (b.ty.clone(), None)
+                        }
+                        None => (Type::String, Some(w.node.clone())),
+                    },
+                    ArgValue::Text(t) => {
+                        self.check_text(t, scope);
+                        (Type::String, t.as_literal())
+                    }
+                    ArgValue::Body(b) => {
+                        self.check_body(b, scope, false);
+                        (self.infer_body(b), None)
+                    }
+                };
+                ArgInfo {
+                    name: a.name.clone(),
+                    span: a.span,
+                    ty,
+                    text,
+                    broken: false,
+                }
+            })
+            .collect();
+        if call.template.node.is_empty() {
+            return;
+        }
+        self.check_call(&call.template, infos, call.span);
+    }
+
+    /// `<task ref="name">`: the referenced item runs with this task's inputs.
+    pub(super) fn check_ref(&mut self, r: &Ident, task: &Task) {
+        let Some(callee) = self.resolve(r, false) else {
+            return;
+        };
+        let Callee::User { params, noun, def } = callee else {
+            return;
+        };
+        self.edge(r);
+        for input in &task.inputs {
+            if !params.iter().any(|p| p.name == input.name.node) {
+                self.diags.push(
+                    Diagnostic::error(
+                        input.name.span,
+                        format!("{noun} `{}` has no parameter `{}`", r.node, input.name.node),
+                    )
+                    .with_secondary(def, "defined here"),
+                );
+            }
+        }
+    }
+
+    fn check_call(&mut self, name: &Ident, args: Vec<ArgInfo>, span: Span) -> Type {
+        let Some(callee) = self.resolve(name, true) else {
+            return Type::Any;
+        };
+        match callee {
+            Callee::User { params, noun, def } => {
+                self.edge(name);
+                let params: Vec<(String, Option<Type>, bool)> =
+                    params.into_iter().map(|p| (p.name, p.ty, false)).collect();
+                self.bind_args(name, noun, &params, &args, span, Some(def));
+                self.returns.get(&name.node).cloned().unwrap_or(Type::Any)
+            }
+            Callee::Builtin(b) => {
+                let params: Vec<(String, Option<Type>, bool)> = b
+                    .params
+                    .iter()
+                    .map(|p| (p.name.to_string(), Some(p.ty.to_type()), p.optional))
+                    .collect();
+                self.bind_args(name, "function", &params, &args, span, None);
+                match b.returns {
+                    Ret::Fixed(t) => t.to_type(),
+                    Ret::SameAsFirst => args.first().map_or(Type::Any, |a| a.ty.clone()),
+                }
+            }
+        }
+    }
+
+    fn resolve(&mut self, name: &Ident, builtins_too: bool) -> Option<Callee<'static>> {
+        if let Some((sig, _)) = self.items.get(&name.node) {
+            return Some(Callee::User {
+                params: sig.params.clone(),
+                noun: sig.kind.noun(),
+                def: sig.def_span,
+            });
+        }
+        if builtins_too {
+            if let Some(b) = builtins::lookup(&name.node) {
+                return Some(Callee::Builtin(b));
+            }
+        }
+        let mut known: Vec<&str> = self.items.keys().map(String::as_str).collect();
+        if builtins_too {
+            known.extend(builtins::BUILTINS.iter().map(|b| b.name));
+        }
+        known.sort_unstable();
+        let what = if builtins_too {
+            "template or function"
+        } else {
+            "template"
+        };
+        let mut d = Diagnostic::error(name.span, format!("unknown {what} `{}`", name.node));
+        if let Some(c) = crate::ast::did_you_mean(&name.node, &known) {
+            d = d.with_help(format!("did you mean `{c}`?"));
+        } else {
+            d = d.with_help("define it with <template name=\"...\" params=\"...\"> in one of the program's files");
+        }
+        self.diags.push(d);
+        None
+    }
+
+    fn edge(&mut self, callee: &Ident) {
+        self.calls
+            .entry(self.current.clone())
+            .or_default()
+            .push((callee.node.clone(), callee.span));
+    }
+
+    /// Matches arguments to parameters: positional first, then by name.
+    fn bind_args(
+        &mut self,
+        callee: &Ident,
+        noun: &str,
+        params: &[(String, Option<Type>, bool)],
+        args: &[ArgInfo],
+        span: Span,
+        def: Option<Span>,
+    ) {
+        let with_def = |d: Diagnostic| match def {
+            Some(s) => d.with_secondary(s, "defined here"),
+            None => d,
+        };
+        if args.iter().any(|a| a.broken) || !self.args_in_order(args) {
+            return;
+        }
+        let mut filled: Vec<Option<Span>> = vec![None; params.len()];
+        let positional = args.iter().filter(|a| a.name.is_none()).count();
+        // A misnamed argument was probably meant for the missing parameter.
+        let mut misnamed = false;
+        for (i, arg) in args.iter().enumerate() {
+            let slot = match &arg.name {
+                None if i < params.len() => i,
+                None => {
+                    if i == params.len() {
+                        let d = Diagnostic::error(
+                            arg.span,
+                            format!(
+                                "{noun} `{}` takes {} but {} given",
+                                callee.node,
+                                count(params.len()),
+                                were(positional)
+                            ),
+                        )
+                        .with_label("unexpected argument")
+                        .with_help(signature_help(&callee.node, params));
+                        self.diags.push(with_def(d));
+                    }
+                    continue;
+                }
+                Some(n) => match params.iter().position(|p| p.0 == n.node) {
+                    Some(p) => p,
+                    None => {
+                        let names: Vec<&str> = params.iter().map(|p| p.0.as_str()).collect();
+                        let mut d = Diagnostic::error(
+                            n.span,
+                            format!(
+                                "{noun} `{}` has no parameter named `{}`",
+                                callee.node, n.node
+                            ),
+                        );
+                        d = match crate::ast::did_you_mean(&n.node, &names) {
+                            Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                            None => d.with_help(signature_help(&callee.node, params)),
+                        };
+                        self.diags.push(with_def(d));
+                        misnamed = true;
+                        continue;
+                    }
+                },
+            };
+            if let Some(prev) = filled[slot] {
+                let how = if slot < positional {
+                    "by position and by name"
+                } else {
+                    "twice"
+                };
+                self.diags.push(
+                    Diagnostic::error(
+                        arg.span,
+                        format!("argument `{}` is given {how}", params[slot].0),
+                    )
+                    .with_secondary(prev, "first given here"),
+                );
+                continue;
+            }
+            filled[slot] = Some(arg.span);
+            if let Some(want) = &params[slot].1 {
+                self.check_arg_type(arg, &params[slot].0, want);
+            }
+        }
+        let missing: Vec<&str> = params
+            .iter()
+            .zip(&filled)
+            .filter(|((_, _, optional), f)| f.is_none() && !optional)
+            .map(|((n, _, _), _)| n.as_str())
+            .collect();
+        if !missing.is_empty() && !misnamed {
+            let list = missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let msg = if args.len() < params.iter().filter(|p| !p.2).count() {
+                format!(
+                    "{noun} `{}` takes {} but {} given",
+                    callee.node,
+                    count(params.len()),
+                    were(args.len())
+                )
+            } else {
+                format!("{noun} `{}` is missing the argument {list}", callee.node)
+            };
+            let d = Diagnostic::error(span, msg)
+                .with_label(format!("missing {list}"))
+                .with_help(signature_help(&callee.node, params));
+            self.diags.push(with_def(d));
+        }
+    }
+
+    /// Positional arguments first, each name once.
+    fn args_in_order(&mut self, args: &[ArgInfo]) -> bool {
+        let mut named: Vec<&Ident> = Vec::new();
+        for a in args {
+            match &a.name {
+                None if !named.is_empty() => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            a.span,
+                            "a positional argument cannot follow a named one",
+                        )
+                        .with_help("put positional arguments first, or name this one too"),
+                    );
+                    return false;
+                }
+                None => {}
+                Some(n) => {
+                    if let Some(prev) = named.iter().find(|p| p.node == n.node) {
+                        self.diags.push(
+                            Diagnostic::error(
+                                n.span,
+                                format!("named argument `{}` is given twice", n.node),
+                            )
+                            .with_secondary(prev.span, "first given here"),
+                        );
+                        return false;
+                    }
+                    named.push(n);
+                }
+            }
+        }
+        true
+    }
+
+    fn check_arg_type(&mut self, arg: &ArgInfo, param: &str, want: &Type) {
+        let ty = match &arg.text {
+            // `<arg>` text is read as the parameter's type when it can be.
+            Some(text) => text_as(text.trim(), want).unwrap_or(Type::String),
+            None => arg.ty.clone(),
+        };
+        if ty.fits(want) {
+            return;
+        }
+        let found = match &arg.text {
+            Some(t) => format!("the text `{}`", t.trim()),
+            None => format!("a `{ty}`"),
+        };
+        self.diags.push(
+            Diagnostic::error(
+                arg.span,
+                format!("parameter `{param}` expects `{want}`, but the argument is {found}"),
+            )
+            .with_label(format!("expected `{want}`")),
+        );
+    }
+}
+
+/// The type `<arg>` text has when read as `want`, if it reads as one.
+fn text_as(text: &str, want: &Type) -> Option<Type> {
+    match want {
+        Type::Number => text.parse::<f64>().ok().map(|_| Type::Number),
+        Type::Boolean => matches!(text, "true" | "false").then_some(Type::Boolean),
+        Type::Null => (text == "null").then_some(Type::Null),
+        Type::Object | Type::Array(_) => serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| match v {
+                serde_json::Value::Object(_) => Some(Type::Object),
+                serde_json::Value::Array(_) => Some(Type::Array(Box::new(Type::Any))),
+                _ => None,
+            }),
+        _ => None,
+    }
+}
+
+fn literal_type(l: &Literal) -> Type {
+    match l {
+        Literal::Str(_) => Type::String,
+        Literal::Num(_) => Type::Number,
+        Literal::Bool(_) => Type::Boolean,
+        Literal::Null => Type::Null,
+    }
+}
+
+fn were(n: usize) -> String {
+    match n {
+        1 => "1 was".into(),
+        n => format!("{n} were"),
+    }
+}
+
+fn count(n: usize) -> String {
+    match n {
+        1 => "1 argument".into(),
+        n => format!("{n} arguments"),
+    }
+}
+
+fn signature_help(name: &str, params: &[(String, Option<Type>, bool)]) -> String {
+    let ps: Vec<String> = params
+        .iter()
+        .map(|(n, t, opt)| {
+            let q = if *opt { "?" } else { "" };
+            match t {
+                Some(t) => format!("{n}{q}: {t}"),
+                None => format!("{n}{q}"),
+            }
+        })
+        .collect();
+    format!("the signature is {name}({})", ps.join(", "))
+}

@@ -1,0 +1,215 @@
+//! Stage 4: names, scopes, calls, types and structure of a whole program.
+//!
+//! The checker reads the syntax tree of every file at once (template names are global)
+//! and reports every problem it finds; it never stops at the first one.
+
+mod expr;
+mod graph;
+mod infer;
+mod scope;
+mod task;
+
+use crate::ast::{Item, Program, Template};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::source::Span;
+use scope::{Owner, Scope};
+use std::collections::{HashMap, HashSet};
+use tv_stdlib::builtins;
+use tv_stdlib::types::Type;
+
+/// A callable item's interface as callers see it.
+#[derive(Clone, Debug)]
+pub struct Signature {
+    pub name: String,
+    pub params: Vec<SigParam>,
+    pub def_span: Span,
+    pub kind: ItemKind,
+}
+
+#[derive(Clone, Debug)]
+pub struct SigParam {
+    pub name: String,
+    pub ty: Option<Type>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemKind {
+    Template,
+    Task,
+}
+
+impl ItemKind {
+    pub fn noun(self) -> &'static str {
+        match self {
+            ItemKind::Template => "template",
+            ItemKind::Task => "task",
+        }
+    }
+}
+
+/// What the checker learned, for the later stages.
+#[derive(Debug, Default)]
+pub struct Symbols {
+    pub items: HashMap<String, Signature>,
+    pub returns: HashMap<String, Type>,
+    /// Bare `<arg>` words that name a variable in scope (by the word's span); every
+    /// other bare word is a string literal.
+    pub word_vars: HashSet<Span>,
+}
+
+pub struct Checker<'p, 'd> {
+    program: &'p Program,
+    diags: &'d mut Diagnostics,
+    items: HashMap<String, (Signature, &'p Item)>,
+    returns: HashMap<String, Type>,
+    /// Calls made by each item: the call graph, for the cycle warning.
+    calls: HashMap<String, Vec<(String, Span)>>,
+    current: String,
+    word_vars: HashSet<Span>,
+}
+
+pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
+    let mut c = Checker {
+        program,
+        diags,
+        items: HashMap::new(),
+        returns: HashMap::new(),
+        calls: HashMap::new(),
+        current: String::new(),
+        word_vars: HashSet::new(),
+    };
+    c.register();
+    c.infer_returns();
+    for module in &program.modules {
+        for item in &module.items {
+            c.check_item(item);
+        }
+    }
+    graph::warn_cycles(program, &c.calls, c.diags);
+    Symbols {
+        items: c.items.into_iter().map(|(k, (s, _))| (k, s)).collect(),
+        returns: c.returns,
+        word_vars: c.word_vars,
+    }
+}
+
+impl<'p> Checker<'p, '_> {
+    fn register(&mut self) {
+        for module in &self.program.modules {
+            for item in &module.items {
+                let name = item.name();
+                if name.node.is_empty() {
+                    continue;
+                }
+                if builtins::lookup(&name.node).is_some() {
+                    self.diags.push(
+                        Diagnostic::error(
+                            name.span,
+                            format!("`{}` is the name of a built-in function", name.node),
+                        )
+                        .with_help("choose another name: user templates do not shadow built-ins"),
+                    );
+                    continue;
+                }
+                if let Some((prev, _)) = self.items.get(&name.node) {
+                    self.diags.push(
+                        Diagnostic::error(name.span, format!("`{}` is defined twice", name.node))
+                            .with_secondary(prev.def_span, "first defined here")
+                            .with_help(
+                                "template and task names are unique across all files of a program",
+                            ),
+                    );
+                    continue;
+                }
+                let sig = signature(item);
+                self.items.insert(name.node.clone(), (sig, item));
+            }
+        }
+    }
+
+    fn check_item(&mut self, item: &'p Item) {
+        let name = &item.name().node;
+        // A duplicate was reported at registration; checking it too would repeat errors.
+        if self
+            .items
+            .get(name)
+            .is_some_and(|(s, _)| s.def_span != item.name().span)
+        {
+            return;
+        }
+        self.current = name.clone();
+        match item {
+            Item::Template(t) => self.check_template(t),
+            Item::Task(t) => {
+                let scope = Scope::new(Owner::Task(t.name.node.clone()));
+                self.check_task(&t.task, &scope, true);
+            }
+        }
+    }
+
+    fn check_template(&mut self, t: &'p Template) {
+        let mut scope = Scope::new(Owner::Template(t.name.node.clone()));
+        for p in &t.params {
+            let ty = p.ty.as_ref().map_or(Type::Any, |t| t.node.clone());
+            scope.bind(&p.name.node, ty);
+        }
+        self.check_body(&t.body, &scope, true);
+        let Some(ret) = &t.returns else { return };
+        let produced = self.infer_body(&t.body);
+        if !produced.fits(&ret.node) {
+            let mut d = Diagnostic::error(
+                ret.span,
+                format!(
+                    "template `{}` declares `returns=\"{}\"` but its body produces `{produced}`",
+                    t.name.node, ret.node
+                ),
+            );
+            if produced == Type::String {
+                d = d.with_help(format!(
+                    "the body's output is text; add <output_format type=\"json\" schema=\"{}\"/> to its task",
+                    ret.node
+                ));
+            }
+            if let Some(span) = infer::output_schema_span(&t.body) {
+                d = d.with_secondary(span, "the body's output is declared here");
+            }
+            self.diags.push(d);
+        }
+    }
+}
+
+fn signature(item: &Item) -> Signature {
+    match item {
+        Item::Template(t) => Signature {
+            name: t.name.node.clone(),
+            params: t
+                .params
+                .iter()
+                .map(|p| SigParam {
+                    name: p.name.node.clone(),
+                    ty: p.ty.as_ref().map(|t| t.node.clone()),
+                    span: p.name.span,
+                })
+                .collect(),
+            def_span: t.name.span,
+            kind: ItemKind::Template,
+        },
+        Item::Task(t) => Signature {
+            name: t.name.node.clone(),
+            params: t
+                .task
+                .inputs
+                .iter()
+                .filter(|i| i.from.is_none())
+                .map(|i| SigParam {
+                    name: i.name.node.clone(),
+                    ty: None,
+                    span: i.name.span,
+                })
+                .collect(),
+            def_span: t.name.span,
+            kind: ItemKind::Task,
+        },
+    }
+}

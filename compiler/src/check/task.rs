@@ -1,0 +1,379 @@
+//! Bodies and tasks: what each operator requires, what it forbids, and the scope each
+//! nested part sees.
+
+use super::scope::Scope;
+use super::Checker;
+use crate::ast::{
+    Body, Cond, ContextManagement, FilePaths, FreshContext, InheritContext, Input, InputValue,
+    Task, TaskType,
+};
+use crate::diag::Diagnostic;
+use crate::source::Span;
+use tv_stdlib::types::Type;
+
+const LOOP_VARS: &[&str] = &[
+    "director_result",
+    "evaluation_feedback",
+    "current_iteration",
+    "evaluation",
+    "script_output",
+];
+
+impl<'p> Checker<'p, '_> {
+    pub(super) fn check_body(&mut self, body: &'p Body, scope: &Scope, decl: bool) {
+        match body {
+            Body::Task(t) => self.check_task(t, scope, decl),
+            Body::Call(c) => self.check_call_element(c, scope),
+            Body::Cond(c) => self.check_cond(c, scope),
+            Body::Missing(_) => {}
+        }
+    }
+
+    fn check_cond(&mut self, cond: &'p Cond, scope: &Scope) {
+        for case in &cond.cases {
+            self.check_test(&case.test, scope);
+            self.check_body(&case.body, scope, false);
+        }
+    }
+
+    /// `decl`: this task is an item's own task, so its `<inputs>` declare what callers pass.
+    pub(super) fn check_task(&mut self, task: &'p Task, outer: &Scope, decl: bool) {
+        let mut scope = outer.clone();
+        let is_reduce = task.kind.node == TaskType::Reduce;
+        self.bind_inputs(&task.inputs, outer, &mut scope, decl && !is_reduce);
+        if let Some(r) = &task.reference {
+            self.check_ref(r, task);
+        }
+        for t in [
+            &task.description,
+            &task.instructions,
+            &task.system,
+            &task.criteria,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            self.check_text(t, &scope);
+        }
+        self.check_files(task, &scope);
+        if let Some(cm) = &task.context {
+            self.check_context(cm);
+        }
+        if task.type_invalid {
+            return;
+        }
+        self.check_fields_fit(task);
+        match task.kind.node {
+            TaskType::Atomic => self.check_atomic(task),
+            TaskType::Sequential => self.check_steps(task, &scope),
+            TaskType::Reduce => self.check_reduce(task, &scope),
+            TaskType::Script => self.check_script(task, &scope, true),
+            TaskType::DirectorEvaluatorLoop => self.check_loop(task, &scope),
+        }
+    }
+
+    fn bind_inputs(&mut self, inputs: &'p [Input], outer: &Scope, scope: &mut Scope, decl: bool) {
+        for input in inputs {
+            let name = &input.name.node;
+            if let Some(from) = &input.from {
+                let ty = self.check_var(&from.node, from.span, outer);
+                scope.bind(name, ty);
+                continue;
+            }
+            match &input.value {
+                InputValue::Body(b) => {
+                    self.check_body(b, outer, false);
+                    let ty = self.infer_body(b);
+                    scope.bind(name, ty);
+                }
+                // In a declaration the text documents the input.
+                InputValue::Text(_) | InputValue::Empty if decl => scope.bind(name, Type::Any),
+                InputValue::Text(t) => {
+                    self.check_text(t, outer);
+                    scope.bind(name, Type::String);
+                }
+                InputValue::Empty => {
+                    // An empty input of a nested task passes on the caller's variable of that name.
+                    let ty = match outer.lookup(name) {
+                        Some(b) => b.ty.clone(),
+                        None => {
+                            self.diags.push(
+                                Diagnostic::error(
+                                    input.name.span,
+                                    format!("input `{name}` has no value and no variable `{name}` is in scope"),
+                                )
+                                .with_help(format!(
+                                    "bind it with from=\"variable\", write its value inside <input name=\"{name}\">…</input>, or compute it with a nested task"
+                                )),
+                            );
+                            Type::Any
+                        }
+                    };
+                    scope.bind(name, ty);
+                }
+            }
+        }
+    }
+
+    fn check_files(&mut self, task: &'p Task, scope: &Scope) {
+        if let Some(fp) = &task.file_paths {
+            match &fp.node {
+                FilePaths::Literal(paths) => paths.iter().for_each(|p| self.check_text(p, scope)),
+                FilePaths::Command(t) | FilePaths::Description(t) => self.check_text(t, scope),
+            }
+        }
+        if let Some(ca) = &task.context_assembly {
+            for t in [&ca.primary, &ca.secondary, &ca.excluded]
+                .into_iter()
+                .flatten()
+            {
+                self.check_text(t, scope);
+            }
+        }
+        for rel in &task.context_relevance {
+            if !task.inputs.iter().any(|i| i.name.node == rel.name.node) {
+                self.diags.push(
+                    Diagnostic::error(
+                        rel.name.span,
+                        format!(
+                            "context relevance names `{}`, which is not an input of this task",
+                            rel.name.node
+                        ),
+                    )
+                    .with_help("context_relevance refers to the names in this task's <inputs>"),
+                );
+            }
+        }
+    }
+
+    /// DESIGN §3: two explicit settings that conflict are an error.
+    fn check_context(&mut self, cm: &ContextManagement) {
+        let (Some(inherit), Some(fresh)) = (&cm.inherit_context, &cm.fresh_context) else {
+            return;
+        };
+        if fresh.node == FreshContext::Enabled && inherit.node != InheritContext::None {
+            let stated = if inherit.node == InheritContext::Full {
+                "full"
+            } else {
+                "subset"
+            };
+            self.diags.push(
+                Diagnostic::error(
+                    fresh.span,
+                    format!("fresh_context=enabled cannot be combined with inherit_context={stated}"),
+                )
+                .with_label("fresh context is generated here")
+                .with_secondary(inherit.span, "while the parent's context is inherited here")
+                .with_help("fresh_context=enabled requires inherit_context=none; set one of them the other way, or leave one out to take the compatible default"),
+            );
+        }
+    }
+
+    /// Fields that only some task types use.
+    fn check_fields_fit(&mut self, task: &Task) {
+        let kind = task.kind.node;
+        let mut misplaced = |span: Option<Span>, field: &str, owner: &str, wanted: &[TaskType]| {
+            let Some(span) = span else { return };
+            if wanted.contains(&kind) {
+                return;
+            }
+            self.diags.push(
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "`<{field}>` belongs to {owner}, but this task is {}",
+                        kind.as_str()
+                    ),
+                )
+                .with_help(format!(
+                    "set type=\"{}\" on the task, or remove `<{field}>`",
+                    wanted[0].as_str()
+                )),
+            );
+        };
+        use TaskType::*;
+        misplaced(
+            task.steps.as_ref().map(|s| s.span),
+            "steps",
+            "a sequential task",
+            &[Sequential],
+        );
+        misplaced(
+            task.inner_task.as_ref().map(Body::span),
+            "inner_task",
+            "a reduce task",
+            &[Reduce],
+        );
+        misplaced(
+            task.reduction_task.as_ref().map(Body::span),
+            "reduction_task",
+            "a reduce task",
+            &[Reduce],
+        );
+        misplaced(
+            task.initial_value.as_ref().map(|t| t.span),
+            "initial_value",
+            "a reduce task",
+            &[Reduce],
+        );
+        misplaced(
+            task.director.as_ref().map(Body::span),
+            "director",
+            "a director_evaluator_loop",
+            &[DirectorEvaluatorLoop],
+        );
+        misplaced(
+            task.evaluator.as_ref().map(Body::span),
+            "evaluator",
+            "a director_evaluator_loop",
+            &[DirectorEvaluatorLoop],
+        );
+        misplaced(
+            task.max_iterations.as_ref().map(|m| m.span),
+            "max_iterations",
+            "a director_evaluator_loop",
+            &[DirectorEvaluatorLoop],
+        );
+        misplaced(
+            task.termination.as_ref().map(|t| t.span),
+            "termination_condition",
+            "a director_evaluator_loop",
+            &[DirectorEvaluatorLoop],
+        );
+        misplaced(
+            task.script.as_ref().map(|s| s.span),
+            "script_execution",
+            "a script task or a director_evaluator_loop",
+            &[Script, DirectorEvaluatorLoop],
+        );
+    }
+
+    fn check_atomic(&mut self, task: &Task) {
+        if task.reference.is_none() && task.instructions.is_none() && task.description.is_none() {
+            self.diags.push(
+                Diagnostic::error(
+                    task.kind.span,
+                    "an atomic task needs a prompt: `<instructions>` or `<description>`",
+                )
+                .with_help("add <instructions>what the model should do</instructions>"),
+            );
+        }
+    }
+
+    fn check_steps(&mut self, task: &'p Task, scope: &Scope) {
+        let steps = match &task.steps {
+            Some(s) if !s.node.is_empty() => s,
+            Some(s) => {
+                self.diags
+                    .error(s.span, "`<steps>` of a sequential task is empty");
+                return;
+            }
+            None => {
+                self.diags.push(
+                    Diagnostic::error(task.kind.span, "a sequential task needs `<steps>`")
+                        .with_help("add <steps> with one <task>, <call> or <cond> per step"),
+                );
+                return;
+            }
+        };
+        let mut previous: Option<Type> = None;
+        for step in &steps.node {
+            let mut step_scope = scope.clone();
+            if let Some(ty) = previous.take() {
+                step_scope.bind("output", ty);
+            }
+            self.check_body(step, &step_scope, false);
+            previous = Some(self.infer_body(step));
+        }
+    }
+
+    fn check_reduce(&mut self, task: &'p Task, scope: &Scope) {
+        if let Some(t) = &task.initial_value {
+            self.check_text(t, scope);
+        }
+        if task.inputs.is_empty() {
+            self.diags.push(
+                Diagnostic::error(
+                    task.kind.span,
+                    "a reduce task needs `<inputs>` to reduce over",
+                )
+                .with_help("each <input> of a reduce task is one value, in order"),
+            );
+        }
+        let missing = |what: &str| {
+            Diagnostic::error(task.kind.span, format!("a reduce task needs `<{what}>`"))
+                .with_help("reduce runs inner_task on each input, then reduction_task to fold its result into the accumulator")
+        };
+        match &task.inner_task {
+            Some(b) => {
+                let mut s = scope.clone();
+                s.bind_context(&["current_input", "original_input"]);
+                s.in_inner_task = true;
+                self.check_body(b, &s, false);
+            }
+            None => self.diags.push(missing("inner_task")),
+        }
+        match &task.reduction_task {
+            Some(b) => {
+                let mut s = scope.clone();
+                s.bind_context(&[
+                    "current_input",
+                    "original_input",
+                    "accumulator",
+                    "current_result",
+                ]);
+                self.check_body(b, &s, false);
+            }
+            None => self.diags.push(missing("reduction_task")),
+        }
+    }
+
+    fn check_script(&mut self, task: &'p Task, scope: &Scope, required: bool) {
+        let Some(script) = &task.script else {
+            if required {
+                self.diags.push(
+                    Diagnostic::error(
+                        task.kind.span,
+                        "a script task needs `<script_execution>` with a `<command>`",
+                    )
+                    .with_help(
+                        "add <script_execution><command>./check.sh</command></script_execution>",
+                    ),
+                );
+            }
+            return;
+        };
+        let mut s = scope.clone();
+        self.bind_inputs(&script.inputs, scope, &mut s, false);
+        match &script.command {
+            Some(c) if c.as_literal().is_some_and(|l| l.trim().is_empty()) => {
+                self.diags.error(c.span, "the script command is empty");
+            }
+            Some(c) => self.check_text(c, &s),
+            None => self
+                .diags
+                .error(script.span, "`<script_execution>` needs a `<command>`"),
+        }
+    }
+
+    fn check_loop(&mut self, task: &'p Task, scope: &Scope) {
+        let mut s = scope.clone();
+        s.bind_context(LOOP_VARS);
+        for (slot, name) in [(&task.director, "director"), (&task.evaluator, "evaluator")] {
+            match slot {
+                Some(b) => self.check_body(b, &s, false),
+                None => self.diags.push(
+                    Diagnostic::error(
+                        task.kind.span,
+                        format!("a director_evaluator_loop needs `<{name}>`"),
+                    )
+                    .with_help("the director proposes, the evaluator judges; both are tasks"),
+                ),
+            }
+        }
+        self.check_script(task, &s, false);
+        if let Some(t) = &task.termination {
+            self.check_test(t, &s);
+        }
+    }
+}

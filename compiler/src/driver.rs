@@ -1,0 +1,183 @@
+//! The driver: finds the files, runs the stages in order and decides, from the
+//! diagnostics they return, whether the program is usable.
+
+use crate::ast::{self, Program};
+use crate::check::{self, Symbols};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::source::{FileId, SourceMap, Span};
+use crate::xml;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// Files larger than this are refused before they are read into memory.
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Everything the front end produced for one program.
+#[derive(Debug)]
+pub struct Compilation {
+    pub sources: SourceMap,
+    pub xml: Vec<Option<xml::XmlDoc>>,
+    pub program: Program,
+    pub symbols: Symbols,
+    pub diags: Diagnostics,
+}
+
+/// Expands directories into the `*.xml` files below them, sorted, so that a program
+/// is the same whatever order the file system lists it in.
+pub fn collect_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if meta.is_dir() {
+            let mut found = Vec::new();
+            walk(p, &mut found).map_err(|e| format!("{}: {e}", p.display()))?;
+            found.sort();
+            if found.is_empty() {
+                return Err(format!("{}: no *.xml files in this directory", p.display()));
+            }
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "xml") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Reads the files; an unreadable or non-UTF-8 file is a diagnostic, not a failure.
+pub fn load(paths: &[PathBuf]) -> (SourceMap, Diagnostics, HashSet<FileId>) {
+    let mut sources = SourceMap::new();
+    let mut diags = Diagnostics::new();
+    let mut unusable = HashSet::new();
+    for path in paths {
+        let (text, problem) = read(path);
+        let id = sources.add(path.clone(), text);
+        if let Some((at, msg)) = problem {
+            diags.push(Diagnostic::error(Span::new(id, at..at), msg));
+            unusable.insert(id);
+        }
+    }
+    (sources, diags, unusable)
+}
+
+fn read(path: &Path) -> (String, Option<(usize, String)>) {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_FILE_BYTES => {
+            return (
+                String::new(),
+                Some((
+                    0,
+                    format!("file is larger than {} MiB", MAX_FILE_BYTES >> 20),
+                )),
+            )
+        }
+        _ => {}
+    }
+    match std::fs::read(path) {
+        Err(e) => (
+            String::new(),
+            Some((0, format!("cannot read the file: {e}"))),
+        ),
+        Ok(bytes) => from_bytes(bytes),
+    }
+}
+
+/// The text of a file, or its readable part and where the first invalid byte is.
+pub fn from_bytes(bytes: Vec<u8>) -> (String, Option<(usize, String)>) {
+    match String::from_utf8(bytes) {
+        Ok(text) => (text, None),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+            (
+                text,
+                Some((
+                    at,
+                    "the file is not valid UTF-8 (template files are UTF-8 text)".into(),
+                )),
+            )
+        }
+    }
+}
+
+/// Runs every front-end stage over loaded sources.
+pub fn check_sources(
+    sources: SourceMap,
+    mut diags: Diagnostics,
+    unusable: HashSet<FileId>,
+) -> Compilation {
+    let mut broken = unusable.clone();
+    let mut later = Diagnostics::new();
+    let mut docs = Vec::new();
+    let mut program = Program::default();
+    for (id, file) in sources.files() {
+        if unusable.contains(&id) {
+            docs.push(None);
+            continue;
+        }
+        let doc = xml::parse(id, &file.text, &mut diags);
+        if !doc.complete {
+            broken.insert(id);
+        }
+        program
+            .modules
+            .push(ast::build_module(id, file, &doc, &mut later));
+        docs.push(Some(doc));
+    }
+    let symbols = check::check_program(&program, &mut later);
+    // A file the reader could not finish yields a partial tree; what seems missing from
+    // it may only be unread, so only its syntax error is shown.
+    for d in later.iter() {
+        if !broken.contains(&d.span.file) {
+            diags.push(d.clone());
+        }
+    }
+    Compilation {
+        sources,
+        xml: docs,
+        program,
+        symbols,
+        diags,
+    }
+}
+
+/// `tvc check`: collects, loads and checks.
+pub fn check_paths(paths: &[PathBuf]) -> Result<Compilation, String> {
+    let files = collect_paths(paths)?;
+    let (sources, diags, unusable) = load(&files);
+    Ok(check_sources(sources, diags, unusable))
+}
+
+/// Checks one in-memory file given as raw bytes (fuzzing): any bytes at all.
+pub fn check_bytes(path: &str, bytes: &[u8]) -> Compilation {
+    let mut sources = SourceMap::new();
+    let mut diags = Diagnostics::new();
+    let mut unusable = HashSet::new();
+    let (text, problem) = from_bytes(bytes.to_vec());
+    let id = sources.add(path, text);
+    if let Some((at, msg)) = problem {
+        diags.push(Diagnostic::error(Span::new(id, at..at), msg));
+        unusable.insert(id);
+    }
+    check_sources(sources, diags, unusable)
+}
+
+/// Checks in-memory sources (tests, fuzzing): `(path, text)` pairs.
+pub fn check_texts<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> Compilation {
+    let mut sources = SourceMap::new();
+    for (path, text) in files {
+        sources.add(path, text);
+    }
+    check_sources(sources, Diagnostics::new(), HashSet::new())
+}

@@ -1,0 +1,170 @@
+//! Source files, spans and line/column positions.
+//!
+//! A [`Span`] is a file id plus a byte range. Every syntax node carries one, and the
+//! diagnostics turn it into `path:line:col` only when they are printed, so spans stay
+//! cheap to copy and to compare.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::PathBuf;
+
+/// Index of a file in a [`SourceMap`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FileId(pub u32);
+
+/// A byte range inside one source file.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Span {
+    pub file: FileId,
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(file: FileId, range: Range<usize>) -> Self {
+        Span {
+            file,
+            start: saturate(range.start),
+            end: saturate(range.end.max(range.start)),
+        }
+    }
+
+    pub fn range(self) -> Range<usize> {
+        self.start as usize..self.end as usize
+    }
+
+    /// The smallest span covering both; spans of different files keep `self`.
+    pub fn to(self, other: Span) -> Span {
+        if self.file != other.file {
+            return self;
+        }
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+
+    /// A sub-range given relative to the start of this span.
+    pub fn slice(self, range: Range<usize>) -> Span {
+        let base = self.start as usize;
+        Span::new(self.file, base + range.start..base + range.end)
+    }
+}
+
+impl fmt::Debug for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}..{}", self.file.0, self.start, self.end)
+    }
+}
+
+fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// One loaded file: its display path, its text and where its lines start.
+#[derive(Debug)]
+pub struct SourceFile {
+    pub path: PathBuf,
+    pub text: String,
+    line_starts: Vec<usize>,
+}
+
+impl SourceFile {
+    pub fn new(path: PathBuf, text: String) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        SourceFile {
+            path,
+            text,
+            line_starts,
+        }
+    }
+
+    /// 1-based line and column of a byte offset; columns count characters.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let start = self.line_starts[line];
+        let col = self
+            .text
+            .get(start..offset)
+            .map_or(offset - start, |s| s.chars().count());
+        (line + 1, col + 1)
+    }
+
+    /// The file stem, used to name a root `<task>` that has no `name`.
+    pub fn stem(&self) -> String {
+        self.path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// Every file of one program.
+#[derive(Debug, Default)]
+pub struct SourceMap {
+    files: Vec<SourceFile>,
+}
+
+impl SourceMap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> FileId {
+        let id = FileId(saturate(self.files.len()));
+        self.files.push(SourceFile::new(path.into(), text.into()));
+        id
+    }
+
+    pub fn get(&self, id: FileId) -> &SourceFile {
+        &self.files[id.0 as usize]
+    }
+
+    pub fn files(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
+        self.files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (FileId(saturate(i)), f))
+    }
+
+    /// `path:line:col` of the start of a span.
+    pub fn location(&self, span: Span) -> String {
+        let file = self.get(span.file);
+        let (line, col) = file.line_col(span.start as usize);
+        format!("{}:{}:{}", file.path.display(), line, col)
+    }
+}
+
+/// A value with the span it was read from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spanned<T> {
+    pub node: T,
+    pub span: Span,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(node: T, span: Span) -> Self {
+        Spanned { node, span }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_count_characters_from_one() {
+        let f = SourceFile::new("a.xml".into(), "ab\nçd\n".into());
+        assert_eq!(f.line_col(0), (1, 1));
+        assert_eq!(f.line_col(3), (2, 1));
+        assert_eq!(f.line_col(5), (2, 2));
+        assert_eq!(f.line_col(100), (3, 1));
+    }
+}

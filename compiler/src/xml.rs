@@ -1,0 +1,629 @@
+//! Stage 1: XML text to a positioned element tree.
+//!
+//! quick-xml does the tokenising; this module keeps, for every element, attribute and
+//! text node, where it came from. Text is stored decoded (entities resolved) together
+//! with an [`OffsetMap`], so an expression found inside decoded text can still be
+//! reported at its exact place in the file. A malformed document yields the part that
+//! was read before the fault plus one diagnostic; it never panics.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::source::{FileId, Span};
+use quick_xml::events::Event;
+use quick_xml::Reader;
+use std::fmt::Write as _;
+
+/// Elements nested deeper than this are reported and skipped, so no later recursive
+/// pass can exhaust the stack on hostile input.
+pub const MAX_DEPTH: usize = 200;
+
+#[derive(Clone, Debug, Default)]
+pub struct XmlDoc {
+    pub root: Option<Element>,
+    /// False when the reader stopped at a syntax error; later stages then stay quiet
+    /// about what is missing, since it may simply not have been read.
+    pub complete: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Element {
+    pub name: String,
+    pub name_span: Span,
+    /// From `<` of the start tag to `>` of the end tag.
+    pub span: Span,
+    pub attrs: Vec<Attr>,
+    pub children: Vec<Node>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Attr {
+    pub name: String,
+    pub name_span: Span,
+    pub value: Text,
+}
+
+#[derive(Clone, Debug)]
+pub enum Node {
+    Element(Element),
+    Text(Text),
+}
+
+/// Decoded character data and the way back to source offsets.
+#[derive(Clone, Debug, Default)]
+pub struct Text {
+    pub value: String,
+    pub map: OffsetMap,
+    /// The raw source range (for a value: inside the quotes).
+    pub span: Span,
+}
+
+/// Anchors `(decoded offset, source offset)`; between anchors the text was copied
+/// byte for byte, so offsets move together.
+#[derive(Clone, Debug, Default)]
+pub struct OffsetMap {
+    anchors: Vec<(u32, u32)>,
+}
+
+impl OffsetMap {
+    fn anchor(&mut self, decoded: usize, source: usize) {
+        let a = (decoded as u32, source as u32);
+        if self.anchors.last() != Some(&a) {
+            self.anchors.push(a);
+        }
+    }
+
+    /// The source offset of a decoded offset.
+    pub fn source(&self, decoded: usize) -> usize {
+        let d = decoded as u32;
+        let i = self.anchors.partition_point(|&(dec, _)| dec <= d);
+        match i.checked_sub(1).and_then(|i| self.anchors.get(i)) {
+            Some(&(dec, src)) => (src + (d - dec)) as usize,
+            None => decoded,
+        }
+    }
+}
+
+impl Text {
+    /// The source span of a byte range of the decoded value.
+    pub fn span_of(&self, range: std::ops::Range<usize>) -> Span {
+        let start = self.map.source(range.start);
+        let end = if range.end > range.start {
+            self.map.source(range.end - 1) + 1
+        } else {
+            start
+        };
+        Span::new(self.span.file, start..end.max(start))
+    }
+
+    pub fn trimmed(&self) -> &str {
+        self.value.trim()
+    }
+
+    /// Span of the trimmed value, or of the whole node when it is blank.
+    pub fn trimmed_span(&self) -> Span {
+        let lead = self.value.len() - self.value.trim_start().len();
+        let t = self.value.trim();
+        if t.is_empty() {
+            return self.span;
+        }
+        self.span_of(lead..lead + t.len())
+    }
+
+    fn push_raw(&mut self, raw: &str, at: usize) {
+        self.map.anchor(self.value.len(), at);
+        self.value.push_str(raw);
+    }
+}
+
+impl Element {
+    pub fn attr(&self, name: &str) -> Option<&Attr> {
+        self.attrs.iter().find(|a| a.name == name)
+    }
+
+    pub fn elements(&self) -> impl Iterator<Item = &Element> {
+        self.children.iter().filter_map(|n| match n {
+            Node::Element(e) => Some(e),
+            Node::Text(_) => None,
+        })
+    }
+
+    /// All character data directly inside, concatenated (usually a single node).
+    pub fn text(&self) -> Text {
+        let mut texts = self.children.iter().filter_map(|n| match n {
+            Node::Text(t) => Some(t),
+            Node::Element(_) => None,
+        });
+        let Some(first) = texts.next() else {
+            let at = self.name_span.end as usize;
+            return Text {
+                span: Span::new(self.span.file, at..at),
+                ..Text::default()
+            };
+        };
+        let mut out = first.clone();
+        for t in texts {
+            for &(dec, src) in &t.map.anchors {
+                out.map.anchor(out.value.len() + dec as usize, src as usize);
+            }
+            out.value.push_str(&t.value);
+            out.span = out.span.to(t.span);
+        }
+        out
+    }
+
+    /// Span of the start tag's name, the usual place to report "this element".
+    pub fn head(&self) -> Span {
+        self.name_span
+    }
+}
+
+struct Open {
+    el: Element,
+    start: usize,
+}
+
+/// Reads one document. Every problem becomes a diagnostic.
+pub fn parse(file: FileId, src: &str, diags: &mut Diagnostics) -> XmlDoc {
+    let mut r = Builder {
+        file,
+        src,
+        stack: Vec::new(),
+        root: None,
+        skipped: 0,
+        truncated: false,
+        malformed: false,
+        diags,
+        text: None,
+    };
+    // A cut subtree leaves its parent looking incomplete; say so rather than report it.
+    let complete = r.run() && !r.truncated && !r.malformed;
+    XmlDoc {
+        root: r.root,
+        complete,
+    }
+}
+
+struct Builder<'a, 'd> {
+    file: FileId,
+    src: &'a str,
+    stack: Vec<Open>,
+    root: Option<Element>,
+    /// Depth inside a subtree that is too deep to keep.
+    skipped: usize,
+    truncated: bool,
+    /// A well-formedness error the reader stepped over.
+    malformed: bool,
+    diags: &'d mut Diagnostics,
+    text: Option<Text>,
+}
+
+impl<'a> Builder<'a, '_> {
+    fn span(&self, start: usize, end: usize) -> Span {
+        Span::new(self.file, start..end)
+    }
+
+    fn run(&mut self) -> bool {
+        let mut reader = Reader::from_str(self.src);
+        let cfg = reader.config_mut();
+        cfg.check_end_names = true;
+        cfg.check_comments = false;
+        cfg.expand_empty_elements = false;
+        loop {
+            let before = reader.buffer_position() as usize;
+            let event = reader.read_event();
+            let after = reader.buffer_position() as usize;
+            match event {
+                Ok(Event::Eof) => return self.finish(),
+                Ok(ev) => self.event(ev, before, after),
+                Err(e) => {
+                    let at = reader.error_position() as usize;
+                    self.syntax_error(&e, at);
+                    self.close_all(at);
+                    return false;
+                }
+            }
+        }
+    }
+
+    fn event(&mut self, ev: Event<'a>, before: usize, after: usize) {
+        match ev {
+            Event::Start(e) => {
+                self.flush_text();
+                self.open(&e, before, after);
+            }
+            Event::Empty(e) => {
+                self.flush_text();
+                self.open(&e, before, after);
+                self.close(after);
+            }
+            Event::End(_) => {
+                self.flush_text();
+                self.close(after);
+            }
+            Event::Text(t) => {
+                let raw = t.into_inner();
+                self.add_text(&raw, before, true);
+            }
+            Event::CData(t) => {
+                let raw = t.into_inner();
+                // `<![CDATA[` is 9 bytes; the content follows it verbatim.
+                self.add_text(&raw, before + 9, false);
+            }
+            Event::GeneralRef(r) => {
+                let raw = r.into_inner();
+                self.add_entity(&raw, before);
+            }
+            Event::Decl(_) if before > self.bom_len() => {
+                self.diags.push(
+                    Diagnostic::error(
+                        self.span(before, after),
+                        "the XML declaration must come first in the file",
+                    )
+                    .with_help("move `<?xml ...?>` to the very start, or remove it"),
+                );
+            }
+            Event::Comment(_) | Event::Decl(_) | Event::PI(_) | Event::DocType(_) => {}
+            Event::Eof => {}
+        }
+    }
+
+    fn open(&mut self, e: &quick_xml::events::BytesStart<'a>, before: usize, after: usize) {
+        if self.skipped > 0 || self.stack.len() >= MAX_DEPTH {
+            if self.skipped == 0 && !self.truncated {
+                self.truncated = true;
+                self.diags.push(
+                    Diagnostic::error(
+                        self.span(before, after),
+                        format!("elements are nested more than {MAX_DEPTH} levels deep"),
+                    )
+                    .with_help("split the template into function templates and call them"),
+                );
+            }
+            self.skipped += 1;
+            return;
+        }
+        if self.stack.is_empty() && self.root.is_some() {
+            self.diags.error(
+                self.span(before, after),
+                "a document has exactly one root element; this is a second one",
+            );
+        }
+        let name = e.name();
+        let name = name.as_ref().to_string();
+        let name_start = before + 1;
+        let el = Element {
+            name_span: self.span(name_start, name_start + name.len()),
+            name,
+            span: self.span(before, after),
+            attrs: self.attrs(e, before, after),
+            children: Vec::new(),
+        };
+        self.stack.push(Open { el, start: before });
+    }
+
+    fn attrs(
+        &mut self,
+        e: &quick_xml::events::BytesStart<'a>,
+        before: usize,
+        after: usize,
+    ) -> Vec<Attr> {
+        let mut out: Vec<Attr> = Vec::new();
+        // Duplicates are found below, where both places can be shown.
+        for a in e.attributes().with_checks(false) {
+            let a = match a {
+                Ok(a) => a,
+                Err(err) => {
+                    self.attr_error(&err, before, after);
+                    break;
+                }
+            };
+            let key = a.key.as_ref().to_string();
+            let value_at = self.offset_of(&a.value).unwrap_or(before);
+            if let Some(lt) = a.value.find('<') {
+                self.diags.push(
+                    Diagnostic::error(
+                        self.span(value_at + lt, value_at + lt + 1),
+                        "`<` cannot appear in an attribute value",
+                    )
+                    .with_help("write it as `&lt;`"),
+                );
+            }
+            let key_at = self.offset_of(a.key.as_ref()).unwrap_or(before);
+            let mut text = Text {
+                span: self.span(value_at, value_at + a.value.len()),
+                ..Text::default()
+            };
+            self.decode_into(&mut text, &a.value, value_at);
+            let attr = Attr {
+                name_span: self.span(key_at, key_at + key.len()),
+                name: key,
+                value: text,
+            };
+            if let Some(prev) = out.iter().find(|p| p.name == attr.name) {
+                self.diags.push(
+                    Diagnostic::error(
+                        attr.name_span,
+                        format!("attribute `{}` is given twice", attr.name),
+                    )
+                    .with_secondary(prev.name_span, "first given here"),
+                );
+                continue;
+            }
+            out.push(attr);
+        }
+        out
+    }
+
+    fn attr_error(
+        &mut self,
+        err: &quick_xml::events::attributes::AttrError,
+        before: usize,
+        after: usize,
+    ) {
+        use quick_xml::events::attributes::AttrError as A;
+        let (pos, msg) = match *err {
+            A::ExpectedEq(p) => (
+                p,
+                "malformed XML: an attribute needs `=` and a quoted value",
+            ),
+            A::ExpectedValue(p) => (
+                p,
+                "malformed XML: an attribute is missing its value after `=`",
+            ),
+            A::UnquotedValue(p) => (
+                p,
+                "malformed XML: an attribute value must be quoted with `\"` or `'`",
+            ),
+            A::ExpectedQuote(p, _) => (
+                p,
+                "malformed XML: an attribute value is missing its closing quote",
+            ),
+            A::Duplicated(p, _) => (p, "malformed XML: an attribute is given twice"),
+        };
+        self.diags
+            .error(self.char_at((before + pos).min(after)), msg);
+        self.malformed = true;
+    }
+
+    /// The span of the one character at (or just before) a byte offset.
+    fn char_at(&self, at: usize) -> Span {
+        let mut at = at.min(self.src.len());
+        while !self.src.is_char_boundary(at) {
+            at -= 1;
+        }
+        let len = self.src[at..].chars().next().map_or(0, char::len_utf8);
+        self.span(at, at + len)
+    }
+
+    fn bom_len(&self) -> usize {
+        if self.src.starts_with('\u{feff}') {
+            3
+        } else {
+            0
+        }
+    }
+
+    /// Where a slice borrowed from the source starts in it.
+    fn offset_of(&self, s: &str) -> Option<usize> {
+        let off = (s.as_ptr() as usize).wrapping_sub(self.src.as_ptr() as usize);
+        (off <= self.src.len() && self.src.as_bytes()[off..].starts_with(s.as_bytes()))
+            .then_some(off)
+    }
+
+    fn close(&mut self, after: usize) {
+        if self.skipped > 0 {
+            self.skipped -= 1;
+            return;
+        }
+        let Some(Open { mut el, start }) = self.stack.pop() else {
+            return;
+        };
+        el.span = self.span(start, after);
+        match self.stack.last_mut() {
+            Some(parent) => parent.el.children.push(Node::Element(el)),
+            None => {
+                if self.root.is_none() {
+                    self.root = Some(el);
+                }
+            }
+        }
+    }
+
+    fn close_all(&mut self, at: usize) {
+        self.flush_text();
+        self.skipped = 0;
+        while !self.stack.is_empty() {
+            self.close(at);
+        }
+    }
+
+    fn finish(&mut self) -> bool {
+        self.flush_text();
+        if let Some(open) = self.stack.last() {
+            self.diags.push(
+                Diagnostic::error(
+                    open.el.name_span,
+                    format!("element `<{}>` is never closed", open.el.name),
+                )
+                .with_help(format!("add `</{}>`", open.el.name)),
+            );
+            self.close_all(self.src.len());
+            return false;
+        }
+        true
+    }
+
+    fn add_text(&mut self, raw: &str, at: usize, escaped: bool) {
+        if self.skipped > 0 {
+            return;
+        }
+        if self.stack.is_empty() {
+            if !raw.trim().is_empty() {
+                let lead = raw.len() - raw.trim_start().len();
+                self.diags.error(
+                    self.span(at + lead, at + raw.trim_end().len()),
+                    "text outside the root element",
+                );
+            }
+            return;
+        }
+        let mut text = self.text.take().unwrap_or_else(|| Text {
+            span: self.span(at, at),
+            ..Text::default()
+        });
+        if escaped {
+            self.decode_into(&mut text, raw, at);
+        } else {
+            text.push_raw(raw, at);
+        }
+        text.span = text.span.to(self.span(at, at + raw.len()));
+        self.text = Some(text);
+    }
+
+    fn add_entity(&mut self, name: &str, before: usize) {
+        let raw = format!("&{name};");
+        self.add_text(&raw, before, true);
+    }
+
+    fn flush_text(&mut self) {
+        if let Some(t) = self.text.take() {
+            if let Some(open) = self.stack.last_mut() {
+                open.el.children.push(Node::Text(t));
+            }
+        }
+    }
+
+    /// Decodes entity and character references of `raw` (which starts at source
+    /// offset `at`) onto the end of `text`.
+    fn decode_into(&mut self, text: &mut Text, raw: &str, at: usize) {
+        let mut rest = raw;
+        let mut pos = at;
+        while let Some(amp) = rest.find('&') {
+            text.push_raw(&rest[..amp], pos);
+            pos += amp;
+            rest = &rest[amp..];
+            let Some(semi) = rest.find(';').filter(|&s| s <= 12) else {
+                self.diags.push(
+                    Diagnostic::error(self.span(pos, pos + 1), "`&` does not start a reference")
+                        .with_help("write a literal ampersand as `&amp;`"),
+                );
+                text.push_raw("&", pos);
+                pos += 1;
+                rest = &rest[1..];
+                continue;
+            };
+            let name = &rest[1..semi];
+            let decoded = decode_entity(name);
+            let mut buf = String::new();
+            match decoded {
+                Some(c) => buf.push(c),
+                None => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            self.span(pos, pos + semi + 1),
+                            format!("unknown entity `&{name};`"),
+                        )
+                        .with_help("XML knows &lt; &gt; &amp; &quot; &apos; and &#N; / &#xN;"),
+                    );
+                    let _ = write!(buf, "&{name};");
+                }
+            }
+            // The decoded character maps onto the reference's first byte.
+            text.map.anchor(text.value.len(), pos);
+            text.value.push_str(&buf);
+            pos += semi + 1;
+            rest = &rest[semi + 1..];
+            text.map.anchor(text.value.len(), pos);
+        }
+        text.push_raw(rest, pos);
+    }
+
+    fn syntax_error(&mut self, e: &quick_xml::Error, at: usize) {
+        let msg = describe_error(e);
+        self.diags.push(Diagnostic::error(self.char_at(at), msg));
+    }
+}
+
+fn decode_entity(name: &str) -> Option<char> {
+    match name {
+        "lt" => Some('<'),
+        "gt" => Some('>'),
+        "amp" => Some('&'),
+        "quot" => Some('"'),
+        "apos" => Some('\''),
+        _ => {
+            let num = name.strip_prefix('#')?;
+            let code = match num.strip_prefix('x').or_else(|| num.strip_prefix('X')) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => num.parse().ok()?,
+            };
+            char::from_u32(code).filter(|&c| c != '\0')
+        }
+    }
+}
+
+fn describe_error(e: &quick_xml::Error) -> String {
+    use quick_xml::errors::{IllFormedError as I, SyntaxError as S};
+    match e {
+        quick_xml::Error::Syntax(s) => match s {
+            S::UnclosedTag => "malformed XML: a tag is not closed with `>`".into(),
+            S::UnclosedComment => "malformed XML: a comment is not closed with `-->`".into(),
+            S::UnclosedCData => "malformed XML: a CDATA section is not closed with `]]>`".into(),
+            S::UnclosedDoubleQuotedAttributeValue | S::UnclosedSingleQuotedAttributeValue => {
+                "malformed XML: an attribute value is missing its closing quote".into()
+            }
+            other => format!("malformed XML: {other}"),
+        },
+        quick_xml::Error::IllFormed(i) => match i {
+            I::MismatchedEndTag { expected, found } => {
+                format!("malformed XML: `</{found}>` closes `<{expected}>`")
+            }
+            I::UnmatchedEndTag(name) => {
+                format!("malformed XML: `</{name}>` closes no open element")
+            }
+            I::MissingEndTag(name) => format!("element `<{name}>` is never closed"),
+            other => format!("malformed XML: {other}"),
+        },
+        other => format!("malformed XML: {other}"),
+    }
+}
+
+/// The element trees as an indented listing with `line:col` of every node
+/// (`tvc check --emit xml`).
+pub fn dump_docs(docs: &[Option<XmlDoc>], sources: &crate::source::SourceMap) -> String {
+    let mut out = String::new();
+    for (i, doc) in docs.iter().enumerate() {
+        let file = sources.get(FileId(i as u32));
+        let _ = writeln!(out, "== {}", file.path.display());
+        if let Some(root) = doc.as_ref().and_then(|d| d.root.as_ref()) {
+            dump_element(root, file, 0, &mut out);
+        }
+    }
+    out
+}
+
+fn dump_element(el: &Element, file: &crate::source::SourceFile, depth: usize, out: &mut String) {
+    let pos = |s: Span| {
+        let (l, c) = file.line_col(s.start as usize);
+        format!("{l}:{c}")
+    };
+    let pad = "  ".repeat(depth);
+    let _ = writeln!(out, "{pad}<{}> {}", el.name, pos(el.name_span));
+    for a in &el.attrs {
+        let _ = writeln!(
+            out,
+            "{pad}  @{}={:?} {}",
+            a.name,
+            a.value.value,
+            pos(a.value.span)
+        );
+    }
+    for n in &el.children {
+        match n {
+            Node::Element(e) => dump_element(e, file, depth + 1, out),
+            Node::Text(t) if t.value.trim().is_empty() => {}
+            Node::Text(t) => {
+                let _ = writeln!(out, "{pad}  {:?} {}", t.value.trim(), pos(t.trimmed_span()));
+            }
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! What the compiler and the VM share: value types, built-in function signatures and
+//! model identifiers. Nothing here does I/O.
+
+pub mod builtins;
+pub mod models;
+pub mod types;

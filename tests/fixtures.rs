@@ -1,0 +1,125 @@
+//! Every fixture under `tests/fixtures`: invalid programs are rejected with exactly
+//! the diagnostics in `snapshots/diagnostics`; valid ones compile without errors, with
+//! their syntax tree in `snapshots/ast` and their warnings in `snapshots/diagnostics`.
+
+use tv_tests::{compile, fixtures, in_suite, rendered};
+
+#[test]
+fn every_invalid_fixture_is_rejected_with_its_snapshotted_diagnostics() {
+    let all = fixtures("invalid");
+    assert!(all.len() >= 60, "only {} invalid fixtures", all.len());
+    for f in &all {
+        let c = compile(f);
+        assert!(c.diags.has_errors(), "{} was accepted", f.path.display());
+        in_suite("diagnostics", || {
+            insta::assert_snapshot!(format!("invalid__{}", f.name), rendered(&c));
+        });
+    }
+}
+
+#[test]
+fn every_valid_fixture_compiles_and_its_syntax_tree_is_snapshotted() {
+    let all = fixtures("valid");
+    assert!(!all.is_empty());
+    for f in &all {
+        let c = compile(f);
+        assert!(
+            !c.diags.has_errors(),
+            "{} was rejected:\n{}",
+            f.path.display(),
+            rendered(&c)
+        );
+        in_suite("ast", || {
+            insta::assert_snapshot!(
+                format!("valid__{}", f.name),
+                tv_compiler::ast::dump_program(&c.program, &c.sources, &c.symbols.word_vars)
+            );
+        });
+        if !c.diags.is_empty() {
+            in_suite("diagnostics", || {
+                insta::assert_snapshot!(format!("valid__{}", f.name), rendered(&c));
+            });
+        }
+    }
+}
+
+#[test]
+fn every_invalid_fixture_says_what_it_rejects_on_its_first_line() {
+    for f in fixtures("invalid") {
+        let first = if f.path.is_dir() {
+            continue;
+        } else {
+            std::fs::read(&f.path).unwrap_or_default()
+        };
+        if first.is_empty() {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&first);
+        assert!(
+            text.lines().next().is_some_and(|l| l.contains("rejects:")),
+            "{} does not start with a `rejects:` comment",
+            f.path.display()
+        );
+    }
+}
+
+#[test]
+fn expressions_read_as_snapshotted_one_per_line() {
+    let list = std::fs::read_to_string("tests/fixtures/expressions.txt").expect("expressions.txt");
+    let mut out = String::new();
+    for line in list
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let (expr, diags) = tv_compiler::parser::parse_standalone(line);
+        out.push_str(&format!("{line}\n  => {expr}\n"));
+        for d in diags {
+            out.push_str(&format!(
+                "  error {}..{}: {}\n",
+                d.span.start, d.span.end, d.message
+            ));
+        }
+    }
+    in_suite("parser", || insta::assert_snapshot!("expressions", out));
+}
+
+#[test]
+fn every_valid_fixture_has_its_xml_tree_snapshotted() {
+    for f in fixtures("valid") {
+        let c = compile(&f);
+        in_suite("xml", || {
+            insta::assert_snapshot!(
+                format!("valid__{}", f.name),
+                tv_compiler::xml::dump_docs(&c.xml, &c.sources)
+            );
+        });
+    }
+}
+
+#[test]
+fn every_snapshot_file_belongs_to_a_fixture() {
+    let mut expected = std::collections::BTreeSet::new();
+    for f in fixtures("invalid") {
+        expected.insert(format!("diagnostics/invalid__{}.snap", f.name));
+    }
+    for f in fixtures("valid") {
+        expected.insert(format!("ast/valid__{}.snap", f.name));
+        expected.insert(format!("xml/valid__{}.snap", f.name));
+        if !compile(&f).diags.is_empty() {
+            expected.insert(format!("diagnostics/valid__{}.snap", f.name));
+        }
+    }
+    expected.insert("parser/expressions.snap".to_string());
+    let mut found = std::collections::BTreeSet::new();
+    for suite in ["ast", "diagnostics", "parser", "xml"] {
+        for e in std::fs::read_dir(format!("snapshots/{suite}")).expect("snapshot folder") {
+            let name = e.expect("entry").file_name().to_string_lossy().into_owned();
+            found.insert(format!("{suite}/{name}"));
+        }
+    }
+    let stale: Vec<_> = found.difference(&expected).collect();
+    assert!(
+        stale.is_empty(),
+        "snapshots without a fixture (delete them): {stale:?}"
+    );
+}

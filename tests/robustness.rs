@@ -1,0 +1,208 @@
+//! Bad input of every kind gets diagnostics, never a panic: random bytes, mutated
+//! fixtures, truncations, huge and deeply nested documents.
+
+use proptest::prelude::*;
+use tv_compiler::driver::{self, Compilation};
+use tv_tests::fixtures;
+
+/// Every diagnostic points inside its file, and rendering it works.
+fn assert_well_formed(c: &Compilation) {
+    for d in c.diags.iter() {
+        let text = &c.sources.get(d.span.file).text;
+        let len = text.len();
+        assert!(
+            d.span.start <= d.span.end && d.span.end as usize <= len,
+            "span {:?} outside a file of {len} bytes: {}",
+            d.span,
+            d.message
+        );
+        assert!(
+            text.is_char_boundary(d.span.start as usize)
+                && text.is_char_boundary(d.span.end as usize),
+            "span {:?} splits a character: {}",
+            d.span,
+            d.message
+        );
+    }
+    let _ = c.diags.render(&c.sources, false);
+    let _ = tv_compiler::ast::dump_program(&c.program, &c.sources, &c.symbols.word_vars);
+}
+
+fn corpus() -> Vec<Vec<u8>> {
+    let mut all = Vec::new();
+    for kind in ["valid", "invalid"] {
+        for f in fixtures(kind).into_iter().filter(|f| f.path.is_file()) {
+            all.push(std::fs::read(&f.path).expect("fixture"));
+        }
+    }
+    all
+}
+
+/// Fragments that upset XML readers and expression parsers.
+const NASTY: &[&str] = &[
+    "<",
+    ">",
+    "&",
+    "&amp;",
+    "&#x0;",
+    "\"",
+    "'",
+    "{{",
+    "}}",
+    "\\{{",
+    "(",
+    ")",
+    ",",
+    "=",
+    "<![CDATA[",
+    "]]>",
+    "<!--",
+    "-->",
+    "</task>",
+    "<task>",
+    "<cond><case test=\"x\">",
+    "{{f(",
+    "\u{0}",
+    "\u{feff}",
+    "é",
+    "\n",
+    "<?xml version=\"1.0\"?>",
+];
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Flip(usize, u8),
+    Truncate(usize),
+    Insert(usize, usize),
+    Delete(usize, usize),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::Flip(i, b)),
+        any::<usize>().prop_map(Mutation::Truncate),
+        (any::<usize>(), 0..NASTY.len()).prop_map(|(i, n)| Mutation::Insert(i, n)),
+        (any::<usize>(), 1usize..64).prop_map(|(i, n)| Mutation::Delete(i, n)),
+    ]
+}
+
+fn apply(mut bytes: Vec<u8>, m: &Mutation) -> Vec<u8> {
+    let at = |i: usize, len: usize| if len == 0 { 0 } else { i % (len + 1) };
+    match *m {
+        Mutation::Flip(i, b) if !bytes.is_empty() => {
+            let i = i % bytes.len();
+            bytes[i] ^= b;
+        }
+        Mutation::Flip(..) => {}
+        Mutation::Truncate(i) => bytes.truncate(at(i, bytes.len())),
+        Mutation::Insert(i, n) => {
+            let i = at(i, bytes.len());
+            bytes.splice(i..i, NASTY[n].bytes());
+        }
+        Mutation::Delete(i, n) => {
+            let i = at(i, bytes.len());
+            let end = (i + n).min(bytes.len());
+            bytes.drain(i..end);
+        }
+    }
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes_get_diagnostics_not_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        let c = driver::check_bytes("random.xml", &bytes);
+        assert_well_formed(&c);
+    }
+
+    #[test]
+    fn mutated_fixtures_get_diagnostics_not_a_panic(
+        pick in any::<prop::sample::Index>(),
+        mutations in proptest::collection::vec(mutation(), 1..6),
+    ) {
+        let all = corpus();
+        let mut bytes = all[pick.index(all.len())].clone();
+        for m in &mutations {
+            bytes = apply(bytes, m);
+        }
+        let c = driver::check_bytes("mutated.xml", &bytes);
+        assert_well_formed(&c);
+    }
+
+    #[test]
+    fn random_expressions_parse_or_report_without_panicking(src in "[a-z0-9 _.,()=!<>&|'\"{}\\\\-]{0,64}") {
+        let (_, diags) = tv_compiler::parser::parse_standalone(&src);
+        for d in diags {
+            prop_assert!(d.span.end as usize <= src.len());
+        }
+    }
+}
+
+#[test]
+fn every_truncation_of_a_rich_fixture_is_handled() {
+    let bytes =
+        std::fs::read("tests/fixtures/valid/atomic_all_optional_fields.xml").expect("fixture");
+    for cut in 0..bytes.len() {
+        assert_well_formed(&driver::check_bytes("cut.xml", &bytes[..cut]));
+    }
+}
+
+#[test]
+fn a_program_of_several_megabytes_checks_cleanly() {
+    let mut src = String::from("<library>\n");
+    for i in 0..25_000 {
+        src.push_str(&format!(
+            "<template name=\"t{i}\" params=\"a,b:number\" returns=\"object\"><task><instructions>Step {i}: {{{{upper(a)}}}} {{{{t{}(a, b)}}}}</instructions><output_format type=\"json\" schema=\"object\"/></task></template>\n",
+            (i + 1) % 25_000
+        ));
+    }
+    src.push_str("</library>\n");
+    assert!(src.len() > 4_000_000);
+    let c = driver::check_texts([("big.xml", src.as_str())]);
+    assert_eq!(
+        c.diags.error_count(),
+        0,
+        "{}",
+        c.diags.render_short(&c.sources)
+    );
+    // The templates call each other in one big ring: one cycle warning, not thousands.
+    assert_eq!(c.diags.warning_count(), 1);
+}
+
+#[test]
+fn nesting_far_past_the_limit_is_reported_once_without_overflowing_the_stack() {
+    let depth = 50_000;
+    let src = format!(
+        "<task type=\"sequential\"><steps>{}<task><instructions>x</instructions></task>{}</steps></task>",
+        "<cond><case test=\"true\">".repeat(depth),
+        "</case></cond>".repeat(depth)
+    );
+    let c = driver::check_texts([("deep.xml", src.as_str())]);
+    let short = c.diags.render_short(&c.sources);
+    assert_eq!(c.diags.error_count(), 1, "{short}");
+    assert!(short.contains("nested more than"), "{short}");
+
+    let expr = format!(
+        "<task><instructions>{{{{{}x{}}}}}</instructions></task>",
+        "(".repeat(depth),
+        ")".repeat(depth)
+    );
+    let c = driver::check_texts([("deep-expr.xml", expr.as_str())]);
+    let short = c.diags.render_short(&c.sources);
+    assert_eq!(c.diags.error_count(), 1, "{short}");
+    assert!(short.contains("expression nested more than"), "{short}");
+}
+
+#[test]
+fn non_utf8_bytes_are_reported_at_their_line_and_column() {
+    let c = driver::check_bytes(
+        "latin1.xml",
+        b"<task>\n  <instructions>caf\xe9</instructions>\n</task>",
+    );
+    assert_eq!(
+        c.diags.render_short(&c.sources),
+        "latin1.xml:2:20: error: the file is not valid UTF-8 (template files are UTF-8 text)\n"
+    );
+}
