@@ -2,5 +2,6 @@
 //! model identifiers. Nothing here does I/O.
 
 pub mod builtins;
+pub mod functions;
 pub mod models;
 pub mod types;

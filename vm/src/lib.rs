@@ -1,1 +1,10 @@
+//! The virtual machine: instruction set, bundles, verifier, interpreter, host calls.
 
+pub mod bundle;
+pub mod disasm;
+pub mod host;
+pub mod interp;
+pub mod isa;
+pub mod limits;
+pub mod result;
+pub mod verify;

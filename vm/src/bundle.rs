@@ -1,0 +1,223 @@
+//! The bundle file: a checked header, then a bincode payload.
+//!
+//! ```text
+//! magic "TVB\0" | format version u16 LE | payload length u32 LE | CRC-32 u32 LE | payload
+//! ```
+//! The payload is decoded with a size limit; a bundle that is truncated, altered or
+//! simply not a bundle is refused with a [`BundleError`], never a panic. Decoding is
+//! followed by the verifier before anything runs.
+
+use crate::isa::Op;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub const MAGIC: &[u8; 4] = b"TVB\0";
+/// Bumped whenever an older reader would misread the bytes of a newer writer.
+pub const VERSION: u16 = 1;
+const HEADER: usize = 4 + 2 + 4 + 4;
+/// The largest payload a reader accepts.
+pub const MAX_PAYLOAD: usize = 256 << 20;
+
+/// A compiled program.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bundle {
+    pub compiler_version: String,
+    pub constants: Vec<Const>,
+    pub functions: Vec<Function>,
+    pub tasks: Vec<TaskMeta>,
+    pub entries: Vec<Entry>,
+    /// Source file paths, for the source map.
+    pub files: Vec<String>,
+}
+
+/// A constant; arrays and objects are built at run time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Const {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Function {
+    pub name: String,
+    pub params: Vec<Param>,
+    /// Locals including the parameters, which come first.
+    pub locals: u16,
+    pub code: Vec<Op>,
+    /// Source position of each instruction (`lines[pc]`).
+    pub lines: Vec<Loc>,
+    /// What the function returns, as written in the source (`any` when unstated).
+    pub returns: String,
+    /// Set for templates that subtask requests may select.
+    pub matchable: Option<MatchInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Param {
+    pub name: String,
+    pub ty: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Loc {
+    pub file: u32,
+    pub line: u32,
+    pub col: u32,
+}
+
+/// What template selection for subtask requests looks at.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchInfo {
+    pub task_type: String,
+    pub subtype: Option<String>,
+    pub description: String,
+}
+
+/// What a host call needs to know about the task that makes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskMeta {
+    pub name: String,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    pub output: Output,
+    pub context: ContextSettings,
+    pub file_paths: FilePaths,
+    pub criteria: Option<String>,
+    /// Script timeout in seconds.
+    pub timeout: Option<u64>,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Output {
+    Text,
+    /// JSON, optionally of a declared type (`object`, `string[]`, ...).
+    Json(Option<String>),
+}
+
+/// Context settings after defaults and explicit settings are merged (DESIGN §3).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextSettings {
+    pub inherit: String,
+    pub accumulate: bool,
+    pub full_output: bool,
+    pub fresh: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FilePaths {
+    None,
+    Literal(Vec<String>),
+    Command(String),
+    Description(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub name: String,
+    pub function: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BundleError {
+    TooShort,
+    NotABundle,
+    Version(u16),
+    Length { declared: usize, actual: usize },
+    Checksum,
+    Decode(String),
+    Invalid(String),
+}
+
+impl fmt::Display for BundleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BundleError::TooShort => f.write_str("the file is too short to be a bundle"),
+            BundleError::NotABundle => f.write_str("the file is not a bundle (wrong magic bytes)"),
+            BundleError::Version(v) => write!(
+                f,
+                "bundle format version {v} is not supported (this tvm reads version {VERSION}); recompile it with a matching tvc"
+            ),
+            BundleError::Length { declared, actual } => write!(
+                f,
+                "the bundle is damaged: its header declares {declared} bytes of payload but {actual} follow"
+            ),
+            BundleError::Checksum => f.write_str("the bundle is damaged: its checksum does not match"),
+            BundleError::Decode(e) => write!(f, "the bundle is damaged: {e}"),
+            BundleError::Invalid(e) => write!(f, "the bundle is invalid: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BundleError {}
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<MAX_PAYLOAD>()
+}
+
+impl Bundle {
+    /// The bytes of the bundle file; the same bundle always gives the same bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let payload = bincode::serde::encode_to_vec(self, config()).unwrap_or_default();
+        let mut out = Vec::with_capacity(HEADER + payload.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    /// Reads and verifies a bundle.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        if bytes.len() < 4 {
+            return Err(BundleError::TooShort);
+        }
+        if &bytes[..4] != MAGIC {
+            return Err(BundleError::NotABundle);
+        }
+        if bytes.len() < HEADER {
+            return Err(BundleError::TooShort);
+        }
+        let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+        if version != VERSION {
+            return Err(BundleError::Version(version));
+        }
+        let declared = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]) as usize;
+        let payload = &bytes[HEADER..];
+        if declared != payload.len() || declared > MAX_PAYLOAD {
+            return Err(BundleError::Length {
+                declared,
+                actual: payload.len(),
+            });
+        }
+        let sum = u32::from_le_bytes([bytes[10], bytes[11], bytes[12], bytes[13]]);
+        if crc32fast::hash(payload) != sum {
+            return Err(BundleError::Checksum);
+        }
+        let (bundle, used): (Bundle, usize) = bincode::serde::decode_from_slice(payload, config())
+            .map_err(|e| BundleError::Decode(e.to_string()))?;
+        if used != payload.len() {
+            return Err(BundleError::Decode(format!(
+                "{} bytes after the payload",
+                payload.len() - used
+            )));
+        }
+        crate::verify::verify(&bundle).map_err(BundleError::Invalid)?;
+        Ok(bundle)
+    }
+
+    pub fn entry(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    pub fn location(&self, loc: Loc) -> String {
+        let file = self
+            .files
+            .get(loc.file as usize)
+            .map_or("?", String::as_str);
+        format!("{file}:{}:{}", loc.line, loc.col)
+    }
+}

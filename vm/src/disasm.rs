@@ -1,0 +1,137 @@
+//! The listing `tvm disasm` prints and the snapshots keep: every function with its
+//! instructions, addresses, jump targets, constants shown inline, and a
+//! `# file:line:col` line wherever the source position changes.
+
+use crate::bundle::{Bundle, Const, FilePaths, Loc, Output};
+use crate::isa::Op;
+use std::fmt::Write as _;
+use tv_stdlib::builtins::BUILTINS;
+
+pub fn disassemble(b: &Bundle) -> String {
+    let mut out = String::new();
+    for e in &b.entries {
+        let name = b
+            .functions
+            .get(e.function as usize)
+            .map_or("?", |f| f.name.as_str());
+        let _ = writeln!(out, "entry {} -> fn{} {name}", e.name, e.function);
+    }
+    for (i, t) in b.tasks.iter().enumerate() {
+        let _ = writeln!(out, "task{i} {} # {}", describe_task(t), b.location(t.loc));
+    }
+    for (i, f) in b.functions.iter().enumerate() {
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, p.ty))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\nfn{i} {}({}) -> {} locals={}",
+            f.name,
+            params.join(", "),
+            f.returns,
+            f.locals
+        );
+        let mut last: Option<Loc> = None;
+        for (pc, op) in f.code.iter().enumerate() {
+            let loc = f.lines.get(pc).copied().unwrap_or_default();
+            if last != Some(loc) {
+                let _ = writeln!(out, "       # {}", b.location(loc));
+                last = Some(loc);
+            }
+            let _ = writeln!(out, "  {pc:04}  {}", show(b, *op));
+        }
+    }
+    out
+}
+
+fn describe_task(t: &crate::bundle::TaskMeta) -> String {
+    let mut s = t.name.clone();
+    if let Some(m) = &t.model {
+        let _ = write!(s, " model={m}");
+    }
+    match &t.output {
+        Output::Text => {}
+        Output::Json(None) => s.push_str(" output=json"),
+        Output::Json(Some(ty)) => {
+            let _ = write!(s, " output=json:{ty}");
+        }
+    }
+    let c = &t.context;
+    let _ = write!(
+        s,
+        " inherit={} accumulate={}{} fresh={}",
+        c.inherit,
+        c.accumulate,
+        if c.full_output { ":full" } else { ":minimal" },
+        c.fresh
+    );
+    match &t.file_paths {
+        FilePaths::None => {}
+        FilePaths::Literal(p) => {
+            let _ = write!(s, " files={p:?}");
+        }
+        FilePaths::Command(c) => {
+            let _ = write!(s, " files=command:{c:?}");
+        }
+        FilePaths::Description(d) => {
+            let _ = write!(s, " files=description:{d:?}");
+        }
+    }
+    if let Some(t) = t.timeout {
+        let _ = write!(s, " timeout={t}s");
+    }
+    s
+}
+
+fn constant(b: &Bundle, i: u32) -> String {
+    match b.constants.get(i as usize) {
+        Some(Const::Null) => "null".into(),
+        Some(Const::Bool(v)) => v.to_string(),
+        Some(Const::Num(n)) => n.to_string(),
+        Some(Const::Str(s)) => format!("{s:?}"),
+        None => "<missing>".into(),
+    }
+}
+
+fn show(b: &Bundle, op: Op) -> String {
+    match op {
+        Op::Const(i) => format!("Const {i:<12} ; {}", constant(b, i)),
+        Op::Field(i) => format!("Field {i:<12} ; {}", constant(b, i)),
+        Op::CheckReturn(i) => format!("CheckReturn {i:<6} ; {}", constant(b, i)),
+        Op::Builtin(id, n) => {
+            let name = BUILTINS.get(id as usize).map_or("?", |b| b.name);
+            format!("Builtin {id} {n:<8} ; {name}")
+        }
+        Op::Call(f, n) => {
+            let name = b.functions.get(f as usize).map_or("?", |f| f.name.as_str());
+            format!("Call fn{f} {n:<7} ; {name}")
+        }
+        Op::MakeObject(first, n) => {
+            let keys: Vec<String> = (0..u32::from(n)).map(|k| constant(b, first + k)).collect();
+            format!("MakeObject {first} {n:<4} ; {{{}}}", keys.join(", "))
+        }
+        Op::Compare(c) => format!("Compare {}", c.as_str()),
+        Op::Atomic(t) | Op::Script(t) => {
+            let name = b.tasks.get(t as usize).map_or("?", |t| t.name.as_str());
+            let kind = if matches!(op, Op::Atomic(_)) {
+                "Atomic"
+            } else {
+                "Script"
+            };
+            format!("{kind} task{t:<8} ; {name}")
+        }
+        _ => match op.target() {
+            Some(t) => format!(
+                "{} -> {t:04}",
+                format!("{op:?}").split('(').next().unwrap_or("")
+            ),
+            None => format!("{op:?}")
+                .replace(['(', ')'], " ")
+                .replace(", ", " ")
+                .trim_end()
+                .to_string(),
+        },
+    }
+}

@@ -1,0 +1,93 @@
+//! Host calls: everything that touches the world. The interpreter halts with a
+//! [`HostRequest`] and is resumed with the matching [`HostReply`].
+
+use crate::bundle::TaskMeta;
+use serde::Serialize;
+
+/// What the machine asks of the world.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum HostRequest {
+    Llm(LlmRequest),
+    Script(ScriptRequest),
+}
+
+/// One handler session turn (the seeds' HandlerPayload).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LlmRequest {
+    pub task: TaskMeta,
+    #[serde(rename = "systemPrompt")]
+    pub system_prompt: String,
+    pub messages: Vec<Message>,
+    pub context: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScriptRequest {
+    pub task: TaskMeta,
+    /// The command line, every interpolated value already shell-quoted.
+    pub command: String,
+    /// Passed as environment variables and, as a JSON object, on stdin.
+    pub inputs: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostReply {
+    Llm(Result<LlmReply, HostError>),
+    Script(Result<ScriptReply, HostError>),
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct LlmReply {
+    pub content: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ScriptReply {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i32,
+}
+
+/// A host call that could not be answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostError {
+    /// One of the seeds' TaskFailureReason values.
+    pub reason: String,
+    pub message: String,
+}
+
+/// A deterministic host for tests: answers each request from a function.
+pub trait Host {
+    fn call(&mut self, request: &HostRequest) -> HostReply;
+}
+
+/// Answers every LLM request with its own prompt, and runs no script (dry runs).
+#[derive(Debug, Default)]
+pub struct EchoHost;
+
+impl Host for EchoHost {
+    fn call(&mut self, request: &HostRequest) -> HostReply {
+        match request {
+            HostRequest::Llm(r) => HostReply::Llm(Ok(LlmReply {
+                content: r
+                    .messages
+                    .last()
+                    .map(|m| m.content.clone())
+                    .unwrap_or_default(),
+                ..LlmReply::default()
+            })),
+            HostRequest::Script(s) => HostReply::Script(Ok(ScriptReply {
+                stdout: s.command.clone(),
+                ..ScriptReply::default()
+            })),
+        }
+    }
+}

@@ -1,0 +1,698 @@
+//! The interpreter: explicit call frames, a synchronous dispatch loop that halts on
+//! host calls, and the limits checked before any further host call is made.
+
+use crate::bundle::{Bundle, Const, Output};
+use crate::host::{
+    HostReply, HostRequest, LlmReply, LlmRequest, Message, ScriptReply, ScriptRequest,
+};
+use crate::isa::{CmpOp, Op};
+use crate::limits::Limits;
+use crate::result::{complete, exhausted, is_failed, set_note, task_failure, value_of};
+use serde_json::{json, Map, Value};
+use std::cmp::Ordering;
+use tv_stdlib::builtins::BUILTINS;
+use tv_stdlib::functions::{self as f, to_text, truthy};
+use tv_stdlib::types::Type;
+
+/// Why [`Vm::run`] stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Waiting for this host call; resume with its reply.
+    Host(Box<HostRequest>),
+    /// The entry function returned this TaskResult.
+    Done(Value),
+}
+
+#[derive(Debug)]
+struct Frame {
+    function: usize,
+    pc: usize,
+    base: usize,
+    locals: Vec<Value>,
+}
+
+/// What is used of the limits so far.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub instructions: u64,
+    pub iterations: u64,
+    pub turns: u64,
+    pub tokens: u64,
+}
+
+pub struct Vm<'b> {
+    bundle: &'b Bundle,
+    limits: Limits,
+    frames: Vec<Frame>,
+    stack: Vec<Value>,
+    usage: Usage,
+    /// The task of the host call in flight.
+    waiting: Option<u32>,
+    done: Option<Value>,
+}
+
+/// A run-time fault: the run ends with this result.
+type Fault = Value;
+
+impl<'b> Vm<'b> {
+    /// A machine about to run `function` with `args` (one per parameter).
+    pub fn new(bundle: &'b Bundle, function: u32, args: Vec<Value>, limits: Limits) -> Self {
+        let mut vm = Vm {
+            bundle,
+            limits,
+            frames: Vec::new(),
+            stack: Vec::new(),
+            usage: Usage::default(),
+            waiting: None,
+            done: None,
+        };
+        if let Err(fault) = vm.push_frame(function as usize, args) {
+            vm.done = Some(fault);
+        }
+        vm
+    }
+
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Runs until the next host call or the end.
+    pub fn run(&mut self) -> Step {
+        if let Some(r) = &self.done {
+            return Step::Done(r.clone());
+        }
+        if self.waiting.is_some() {
+            return self.finish(fault(
+                "the machine was run again before its host call was answered",
+            ));
+        }
+        loop {
+            match self.step() {
+                Ok(None) => {}
+                Ok(Some(step)) => return step,
+                Err(fault) => return self.finish(fault),
+            }
+        }
+    }
+
+    fn finish(&mut self, r: Value) -> Step {
+        self.frames.clear();
+        self.stack.clear();
+        self.done = Some(r.clone());
+        Step::Done(r)
+    }
+
+    fn step(&mut self) -> Result<Option<Step>, Fault> {
+        self.usage.instructions += 1;
+        if self.usage.instructions > self.limits.instructions {
+            return Err(exhausted(
+                "instructions",
+                format!(
+                    "the run executed more than {} instructions",
+                    self.limits.instructions
+                ),
+                self.usage.instructions,
+                self.limits.instructions,
+            ));
+        }
+        let frame = self
+            .frames
+            .last_mut()
+            .ok_or_else(|| fault("no frame to run"))?;
+        let function = self
+            .bundle
+            .functions
+            .get(frame.function)
+            .ok_or_else(|| fault("no such function"))?;
+        let op = *function
+            .code
+            .get(frame.pc)
+            .ok_or_else(|| fault("control ran past the end of a function"))?;
+        frame.pc += 1;
+        self.exec(op)
+    }
+
+    fn exec(&mut self, op: Op) -> Result<Option<Step>, Fault> {
+        match op {
+            Op::Const(i) => {
+                let c = self
+                    .bundle
+                    .constants
+                    .get(i as usize)
+                    .ok_or_else(|| fault("no such constant"))?;
+                self.stack.push(const_value(c));
+            }
+            Op::Load(i) => {
+                let v = self
+                    .frame()?
+                    .locals
+                    .get(i as usize)
+                    .cloned()
+                    .ok_or_else(|| fault("no such local"))?;
+                self.stack.push(v);
+            }
+            Op::Store(i) => {
+                let v = self.pop()?;
+                *self.local(i)? = v;
+            }
+            Op::Pop => {
+                self.pop()?;
+            }
+            Op::Dup => {
+                let v = self.peek()?.clone();
+                self.stack.push(v);
+            }
+            Op::Field(i) => {
+                let name = self.string_const(i)?.to_string();
+                let v = self.pop()?;
+                self.stack
+                    .push(v.get(&name).cloned().unwrap_or(Value::Null));
+            }
+            Op::Index(i) => {
+                let v = self.pop()?;
+                self.stack
+                    .push(v.get(i as usize).cloned().unwrap_or(Value::Null));
+            }
+            Op::IndexDyn => {
+                let i = self.pop()?;
+                let v = self.pop()?;
+                let item = i
+                    .as_u64()
+                    .and_then(|i| v.get(i as usize))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                self.stack.push(item);
+            }
+            Op::Not => {
+                let v = self.pop()?;
+                self.stack.push(Value::Bool(!truthy(&v)));
+            }
+            Op::Compare(c) => {
+                let b = self.pop()?;
+                let a = self.pop()?;
+                self.stack.push(Value::Bool(compare(c, &a, &b)));
+            }
+            Op::Jump(t) => self.frame_mut()?.pc = t as usize,
+            Op::JumpIfFalse(t) => {
+                if !truthy(&self.pop()?) {
+                    self.frame_mut()?.pc = t as usize;
+                }
+            }
+            Op::JumpIfTrue(t) => {
+                if truthy(&self.pop()?) {
+                    self.frame_mut()?.pc = t as usize;
+                }
+            }
+            Op::JumpIfFailed(t) => {
+                if is_failed(self.peek()?) {
+                    self.frame_mut()?.pc = t as usize;
+                }
+            }
+            Op::Concat(n) => {
+                let parts = self.pop_n(n as usize)?;
+                self.stack
+                    .push(Value::String(parts.iter().map(to_text).collect()));
+            }
+            Op::ShellQuote => {
+                let v = self.pop()?;
+                self.stack.push(Value::String(shell_quote(&to_text(&v))));
+            }
+            Op::Builtin(id, n) => {
+                let args = self.pop_n(n as usize)?;
+                let b = BUILTINS
+                    .get(id as usize)
+                    .ok_or_else(|| fault("no such built-in"))?;
+                let v = f::call(b.name, &args).map_err(|e| self.located(e.to_string()))?;
+                self.stack.push(v);
+            }
+            Op::Call(callee, n) => {
+                let args = self.pop_n(n as usize)?;
+                self.push_frame(callee as usize, args)?;
+            }
+            Op::Return => return self.ret(),
+            Op::ReturnIfFailed => {
+                if is_failed(self.peek()?) {
+                    return self.ret();
+                }
+            }
+            Op::Value => {
+                let r = self.pop()?;
+                self.stack.push(value_of(&r));
+            }
+            Op::Complete => {
+                let v = self.pop()?;
+                let mut r = complete(to_text(&v));
+                if !v.is_string() {
+                    r["parsedContent"] = v;
+                }
+                self.stack.push(r);
+            }
+            Op::MakeArray(n) => {
+                let items = self.pop_n(n as usize)?;
+                self.stack.push(Value::Array(items));
+            }
+            Op::MakeObject(first, n) => {
+                let values = self.pop_n(n as usize)?;
+                let mut obj = Map::new();
+                for (k, v) in values.into_iter().enumerate() {
+                    obj.insert(self.string_const(first + k as u32)?.to_string(), v);
+                }
+                self.stack.push(Value::Object(obj));
+            }
+            Op::Append(i) => {
+                let v = self.pop()?;
+                match self.local(i)? {
+                    Value::Array(items) => items.push(v),
+                    other => *other = Value::Array(vec![v]),
+                }
+            }
+            Op::Increment(i) => {
+                let l = self.local(i)?;
+                *l = json!(l.as_u64().unwrap_or(0) + 1);
+            }
+            Op::LoopGuard => {
+                self.usage.iterations += 1;
+                if self.usage.iterations > self.limits.loop_iterations {
+                    return Err(exhausted(
+                        "iterations",
+                        format!(
+                            "loops ran more than {} iterations",
+                            self.limits.loop_iterations
+                        ),
+                        self.usage.iterations,
+                        self.limits.loop_iterations,
+                    ));
+                }
+            }
+            Op::Accumulate(full) => {
+                let results = self.pop()?;
+                self.stack.push(Value::String(accumulate(&results, full)));
+            }
+            Op::FailSequence(step, total) => {
+                let failed = self.pop()?;
+                let partial = self.pop()?;
+                self.stack.push(fail_sequence(failed, partial, step, total));
+            }
+            Op::FailReduce => {
+                let total = self.pop()?;
+                let index = self.pop()?;
+                let failed = self.pop()?;
+                let accumulator = self.pop()?;
+                let processed = self.pop()?;
+                self.stack
+                    .push(fail_reduce(failed, index, total, processed, accumulator));
+            }
+            Op::CheckReturn(i) => {
+                let ty = self.string_const(i)?.to_string();
+                let r = self.pop()?;
+                self.stack.push(check_return(r, &ty));
+            }
+            Op::Atomic(t) => return self.atomic(t).map(Some),
+            Op::Script(t) => return self.script(t).map(Some),
+        }
+        Ok(None)
+    }
+
+    fn atomic(&mut self, task: u32) -> Result<Step, Fault> {
+        let context = to_text(&self.pop()?);
+        let prompt = to_text(&self.pop()?);
+        let system = to_text(&self.pop()?);
+        if self.usage.turns >= self.limits.turns {
+            return Err(exhausted(
+                "turns",
+                "the run reached its limit of assistant turns",
+                self.usage.turns,
+                self.limits.turns,
+            ));
+        }
+        if self.usage.tokens >= self.limits.tokens {
+            return Err(exhausted(
+                "context",
+                "the run reached its token limit",
+                self.usage.tokens,
+                self.limits.tokens,
+            ));
+        }
+        let meta = self.task(task)?;
+        self.waiting = Some(task);
+        Ok(Step::Host(Box::new(HostRequest::Llm(LlmRequest {
+            task: meta,
+            system_prompt: system,
+            messages: vec![Message {
+                role: "user".into(),
+                content: prompt,
+            }],
+            context,
+        }))))
+    }
+
+    fn script(&mut self, task: u32) -> Result<Step, Fault> {
+        let inputs = match self.pop()? {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let command = to_text(&self.pop()?);
+        let meta = self.task(task)?;
+        self.waiting = Some(task);
+        Ok(Step::Host(Box::new(HostRequest::Script(ScriptRequest {
+            task: meta,
+            command,
+            inputs,
+        }))))
+    }
+
+    /// Resumes after a host call with its reply, which becomes a task result.
+    pub fn resume(&mut self, reply: HostReply) {
+        let Some(task) = self.waiting.take() else {
+            self.done = Some(fault("a host reply arrived with no host call in flight"));
+            return;
+        };
+        let output = self
+            .bundle
+            .tasks
+            .get(task as usize)
+            .map(|t| t.output.clone())
+            .unwrap_or(Output::Text);
+        let r = match reply {
+            HostReply::Llm(Ok(reply)) => {
+                self.usage.turns += 1;
+                self.usage.tokens += reply.input_tokens + reply.output_tokens;
+                llm_result(reply, &output)
+            }
+            HostReply::Script(Ok(reply)) => script_result(reply),
+            HostReply::Llm(Err(e)) | HostReply::Script(Err(e)) => {
+                task_failure(&e.reason, e.message, Value::Null)
+            }
+        };
+        self.stack.push(r);
+    }
+
+    fn push_frame(&mut self, function: usize, mut args: Vec<Value>) -> Result<(), Fault> {
+        if self.frames.len() >= self.limits.call_depth {
+            return Err(exhausted(
+                "depth",
+                format!(
+                    "template calls nested deeper than {}",
+                    self.limits.call_depth
+                ),
+                self.frames.len() as u64 + 1,
+                self.limits.call_depth as u64,
+            ));
+        }
+        let f = self
+            .bundle
+            .functions
+            .get(function)
+            .ok_or_else(|| fault("no such function"))?;
+        args.resize(f.locals as usize, Value::Null);
+        self.frames.push(Frame {
+            function,
+            pc: 0,
+            base: self.stack.len(),
+            locals: args,
+        });
+        Ok(())
+    }
+
+    fn ret(&mut self) -> Result<Option<Step>, Fault> {
+        let r = self.pop()?;
+        let frame = self
+            .frames
+            .pop()
+            .ok_or_else(|| fault("return without a frame"))?;
+        self.stack.truncate(frame.base);
+        if self.frames.is_empty() {
+            self.done = Some(r.clone());
+            return Ok(Some(Step::Done(r)));
+        }
+        self.stack.push(r);
+        Ok(None)
+    }
+
+    fn frame(&self) -> Result<&Frame, Fault> {
+        self.frames.last().ok_or_else(|| fault("no frame"))
+    }
+
+    fn frame_mut(&mut self) -> Result<&mut Frame, Fault> {
+        self.frames.last_mut().ok_or_else(|| fault("no frame"))
+    }
+
+    fn local(&mut self, i: u16) -> Result<&mut Value, Fault> {
+        self.frame_mut()?
+            .locals
+            .get_mut(i as usize)
+            .ok_or_else(|| fault("no such local"))
+    }
+
+    fn pop(&mut self) -> Result<Value, Fault> {
+        let base = self.frame()?.base;
+        if self.stack.len() <= base {
+            return Err(fault("the operand stack is empty"));
+        }
+        self.stack
+            .pop()
+            .ok_or_else(|| fault("the operand stack is empty"))
+    }
+
+    fn pop_n(&mut self, n: usize) -> Result<Vec<Value>, Fault> {
+        let base = self.frame()?.base;
+        if self.stack.len() < base + n {
+            return Err(fault("the operand stack holds too few values"));
+        }
+        Ok(self.stack.split_off(self.stack.len() - n))
+    }
+
+    fn peek(&self) -> Result<&Value, Fault> {
+        self.stack
+            .last()
+            .ok_or_else(|| fault("the operand stack is empty"))
+    }
+
+    fn string_const(&self, i: u32) -> Result<&str, Fault> {
+        match self.bundle.constants.get(i as usize) {
+            Some(Const::Str(s)) => Ok(s),
+            _ => Err(fault("a string constant was expected")),
+        }
+    }
+
+    fn task(&self, t: u32) -> Result<crate::bundle::TaskMeta, Fault> {
+        self.bundle
+            .tasks
+            .get(t as usize)
+            .cloned()
+            .ok_or_else(|| fault("no such task"))
+    }
+
+    /// An error in the template's own logic, with the source position it happened at.
+    fn located(&self, message: String) -> Fault {
+        let loc = self.frames.last().and_then(|fr| {
+            let f = self.bundle.functions.get(fr.function)?;
+            f.lines.get(fr.pc.saturating_sub(1)).copied()
+        });
+        let at = loc.map(|l| self.bundle.location(l)).unwrap_or_default();
+        task_failure(
+            "unexpected_error",
+            format!("{at}: {message}"),
+            json!({"location": at}),
+        )
+    }
+}
+
+/// A fault of the machine itself: a verified bundle never causes one.
+fn fault(message: &str) -> Value {
+    task_failure(
+        "unexpected_error",
+        format!("internal VM error: {message}"),
+        Value::Null,
+    )
+}
+
+fn const_value(c: &Const) -> Value {
+    match c {
+        Const::Null => Value::Null,
+        Const::Bool(b) => Value::Bool(*b),
+        Const::Num(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
+        Const::Str(s) => Value::String(s.clone()),
+    }
+}
+
+fn compare(op: CmpOp, a: &Value, b: &Value) -> bool {
+    match op {
+        CmpOp::Eq => f::equal(a, b),
+        CmpOp::Ne => !f::equal(a, b),
+        CmpOp::Lt => f::compare(a, b) == Some(Ordering::Less),
+        CmpOp::Le => matches!(f::compare(a, b), Some(Ordering::Less | Ordering::Equal)),
+        CmpOp::Gt => f::compare(a, b) == Some(Ordering::Greater),
+        CmpOp::Ge => matches!(f::compare(a, b), Some(Ordering::Greater | Ordering::Equal)),
+    }
+}
+
+/// POSIX single quoting: no value can end the quote and inject a command.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn accumulate(results: &Value, full: bool) -> String {
+    let Some(items) = results.as_array() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (i, r) in items.iter().enumerate() {
+        let content = r.get("content").map(to_text).unwrap_or_default();
+        if full {
+            let notes = r.get("notes").map(to_text).unwrap_or_default();
+            out.push_str(&format!(
+                "Step {} output:\n{content}\nStep {} notes: {notes}\n",
+                i + 1,
+                i + 1
+            ));
+        } else {
+            let summary: String = content.chars().take(200).collect();
+            out.push_str(&format!("Step {}: {summary}\n", i + 1));
+        }
+    }
+    out
+}
+
+fn error_of(r: &Value) -> (String, String, Value) {
+    let e = r.pointer("/notes/error").cloned().unwrap_or(Value::Null);
+    let reason = e
+        .get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or("unexpected_error")
+        .to_string();
+    let message = e
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("a step failed")
+        .to_string();
+    (reason, message, e)
+}
+
+fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Value {
+    let (reason, message, error) = error_of(&failed);
+    task_failure(
+        &reason,
+        format!("step {} of {total} failed: {message}", step + 1),
+        json!({"failedStep": step, "totalSteps": total, "partialResults": partial, "stepError": error}),
+    )
+}
+
+fn fail_reduce(
+    failed: Value,
+    index: Value,
+    total: Value,
+    processed: Value,
+    accumulator: Value,
+) -> Value {
+    let (reason, message, error) = error_of(&failed);
+    task_failure(
+        &reason,
+        format!(
+            "input {} of the reduction failed: {message}",
+            index.as_u64().unwrap_or(0) + 1
+        ),
+        json!({
+            "failedInputIndex": index,
+            "totalInputs": total,
+            "processedInputs": processed,
+            "currentAccumulator": accumulator,
+            "inputError": error,
+        }),
+    )
+}
+
+/// Whether a value is of a type written in the source.
+pub fn fits(v: &Value, ty: &Type) -> bool {
+    match (ty, v) {
+        (Type::Any, _) => true,
+        (Type::String, Value::String(_)) | (Type::Number, Value::Number(_)) => true,
+        (Type::Boolean, Value::Bool(_))
+        | (Type::Null, Value::Null)
+        | (Type::Object, Value::Object(_)) => true,
+        (Type::Array(item), Value::Array(items)) => items.iter().all(|i| fits(i, item)),
+        _ => false,
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn check_return(r: Value, ty: &str) -> Value {
+    let Some(t) = Type::parse(ty) else { return r };
+    if is_failed(&r) {
+        return r;
+    }
+    let v = value_of(&r);
+    if fits(&v, &t) {
+        return r;
+    }
+    let content = r.get("content").cloned().unwrap_or(Value::Null);
+    task_failure(
+        "output_format_failure",
+        format!("the result should be `{ty}` but is {}", kind_of(&v)),
+        json!({"expected": ty, "actual": kind_of(&v), "content": content}),
+    )
+}
+
+fn llm_result(reply: LlmReply, output: &Output) -> Value {
+    let mut r = complete(reply.content.clone());
+    set_note(
+        &mut r,
+        "tokens",
+        json!({"input": reply.input_tokens, "output": reply.output_tokens}),
+    );
+    let Output::Json(schema) = output else {
+        return r;
+    };
+    match (f::parse_json_text(&reply.content), schema) {
+        (Ok(v), None) => r["parsedContent"] = v,
+        (Ok(v), Some(ty)) => {
+            let expected = Type::parse(ty).unwrap_or(Type::Any);
+            if !fits(&v, &expected) {
+                return task_failure(
+                    "output_format_failure",
+                    format!(
+                        "the model's output should be `{ty}` JSON but is {}",
+                        kind_of(&v)
+                    ),
+                    json!({"expected": ty, "actual": kind_of(&v), "content": reply.content}),
+                );
+            }
+            r["parsedContent"] = v;
+        }
+        (Err(e), None) => set_note(&mut r, "parseError", Value::String(e)),
+        (Err(e), Some(ty)) => {
+            return task_failure(
+                "output_format_failure",
+                format!("the model's output should be `{ty}` JSON but does not parse: {e}"),
+                json!({"expected": ty, "actual": "text", "content": reply.content, "parseError": e}),
+            )
+        }
+    }
+    r
+}
+
+fn script_result(reply: ScriptReply) -> Value {
+    let output =
+        json!({"stdout": reply.stdout, "stderr": reply.stderr, "exitCode": reply.exit_code});
+    let mut r = if reply.exit_code == 0 {
+        complete(reply.stdout)
+    } else {
+        task_failure(
+            "unexpected_error",
+            format!("the script exited with status {}", reply.exit_code),
+            json!({"exitCode": reply.exit_code}),
+        )
+    };
+    set_note(&mut r, "scriptOutput", output);
+    r
+}

@@ -1,0 +1,132 @@
+//! The instruction set. One enum; each variant documents its stack effect as
+//! `[inputs] -> [outputs]` (top of stack last).
+//!
+//! Bundles store opcodes by variant index, so variants are only ever appended: a new
+//! opcode goes at the end, and a changed meaning bumps [`crate::bundle::VERSION`].
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// `[] -> [constants[i]]`
+    Const(u32),
+    /// `[] -> [locals[i]]`
+    Load(u16),
+    /// `[v] -> []`, into `locals[i]`
+    Store(u16),
+    /// `[v] -> []`
+    Pop,
+    /// `[v] -> [v v]`
+    Dup,
+    /// `[v] -> [v.name]`, the name is string constant `i`; null when absent
+    Field(u32),
+    /// `[v] -> [v[i]]`; null when absent
+    Index(u32),
+    /// `[v] -> [!truthy(v)]`
+    Not,
+    /// `[a b] -> [a op b]`
+    Compare(CmpOp),
+    /// `[] -> []`, continue at the target
+    Jump(u32),
+    /// `[v] -> []`, jump when `v` is falsy
+    JumpIfFalse(u32),
+    /// `[v] -> []`, jump when `v` is truthy
+    JumpIfTrue(u32),
+    /// `[v1 .. vn] -> [text]`: strings as they are, other values as JSON
+    Concat(u16),
+    /// `[a1 .. an] -> [result]`: built-in function `id` of the standard library
+    Builtin(u16, u8),
+    /// `[a1 .. an] -> [task result]`: a new frame for function `f`
+    Call(u32, u8),
+    /// `[task result] -> ` the caller's stack
+    Return,
+    /// `[task result] -> [value]`: `parsedContent` when present, else `content`
+    Value,
+    /// `[system prompt context] -> [task result]`: an LLM host call for task `meta`
+    Atomic(u32),
+    /// `[command inputs] -> [task result]`: a script host call for task `meta`
+    Script(u32),
+    /// `[v1 .. vn] -> [array]`
+    MakeArray(u16),
+    /// `[v1 .. vn] -> [object]`, keys are the `n` string constants from `first_key`
+    MakeObject(u32, u16),
+    /// `[v] -> [COMPLETE result whose content is the text of v]`
+    Complete,
+    /// `[r] -> [r]`, jump when task result `r` failed
+    JumpIfFailed(u32),
+    /// `[partial_results failed] -> [FAILED result]` of step `step` of `total`
+    FailSequence(u16, u16),
+    /// `[v] -> []`, appends `v` to the array in `locals[i]`
+    Append(u16),
+    /// `[array index] -> [array[index]]`
+    IndexDyn,
+    /// `[] -> []`: one more iteration of a loop; fails past the iteration limit
+    LoopGuard,
+    /// `[results] -> [text]`: earlier step results as context (`true`: full output)
+    Accumulate(bool),
+    /// `[processed accumulator failed index total] -> [FAILED result]` of a reduce
+    FailReduce,
+    /// `[r] -> [r]`: checks the value of result `r` against return type constant `i`
+    CheckReturn(u32),
+    /// `[r] -> [r]`; when task result `r` failed, the frame returns it at once
+    ReturnIfFailed,
+    /// `[v] -> [text]`: the text of `v` quoted for a POSIX shell
+    ShellQuote,
+    /// `[] -> []`: `locals[i] += 1`
+    Increment(u16),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+}
+
+impl Op {
+    /// Values popped and pushed; `None` for `Return`, which ends the frame.
+    pub fn stack_effect(self) -> Option<(usize, usize)> {
+        use Op::*;
+        Some(match self {
+            Const(_) | Load(_) => (0, 1),
+            Store(_) | Pop | JumpIfFalse(_) | JumpIfTrue(_) | Append(_) => (1, 0),
+            Dup => (1, 2),
+            Field(_) | Index(_) | Not | Value | Complete | CheckReturn(_) | ReturnIfFailed
+            | ShellQuote => (1, 1),
+            Compare(_) | IndexDyn | Script(_) => (2, 1),
+            Jump(_) | LoopGuard | Increment(_) => (0, 0),
+            Concat(n) | MakeArray(n) | MakeObject(_, n) => (n as usize, 1),
+            Builtin(_, n) | Call(_, n) => (n as usize, 1),
+            Return => return None,
+            Atomic(_) => (3, 1),
+            JumpIfFailed(_) => (1, 1),
+            FailSequence(..) => (2, 1),
+            Accumulate(_) => (1, 1),
+            FailReduce => (5, 1),
+        })
+    }
+
+    /// The jump target, for the verifier and the disassembler.
+    pub fn target(self) -> Option<u32> {
+        match self {
+            Op::Jump(t) | Op::JumpIfFalse(t) | Op::JumpIfTrue(t) | Op::JumpIfFailed(t) => Some(t),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! Every limit the machine enforces, in one place, with its default.
+
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    /// Nested template calls (frames). Default 64.
+    pub call_depth: usize,
+    /// Nested subtasks spawned by models (DESIGN §6). Default 5.
+    pub subtask_depth: usize,
+    /// Iterations of all director-evaluator loops together. Default 100.
+    pub loop_iterations: u64,
+    /// Assistant turns (LLM replies) over the whole run. Default 200.
+    pub turns: u64,
+    /// Tokens reported by providers over the whole run. Default 1,000,000.
+    pub tokens: u64,
+    /// Wall-clock time of the whole run. Default 30 minutes.
+    pub wall_time: Duration,
+    /// Instructions executed, a bound on pure computation. Default 10,000,000.
+    pub instructions: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            call_depth: 64,
+            subtask_depth: 5,
+            loop_iterations: 100,
+            turns: 200,
+            tokens: 1_000_000,
+            wall_time: Duration::from_secs(30 * 60),
+            instructions: 10_000_000,
+        }
+    }
+}
