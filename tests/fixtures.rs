@@ -35,6 +35,28 @@ fn every_valid_fixture_compiles_and_its_syntax_tree_is_snapshotted() {
                 tv_compiler::ast::dump_program(&c.program, &c.sources, &c.symbols.word_vars)
             );
         });
+        let (ir, bundle) = tv_compiler::driver::compile(&c).expect("a valid fixture compiles");
+        let bytes = bundle.to_bytes();
+        let back = tv_vm::bundle::Bundle::from_bytes(&bytes)
+            .unwrap_or_else(|e| panic!("{}: the bundle does not load back: {e}", f.path.display()));
+        assert_eq!(
+            back,
+            bundle,
+            "{}: the bundle changes on a round trip",
+            f.path.display()
+        );
+        in_suite("ir", || {
+            insta::assert_snapshot!(
+                format!("valid__{}", f.name),
+                tv_compiler::ir::dump(&ir, &c.sources)
+            );
+        });
+        in_suite("bytecode", || {
+            insta::assert_snapshot!(
+                format!("valid__{}", f.name),
+                tv_vm::disasm::disassemble(&bundle)
+            );
+        });
         if !c.diags.is_empty() {
             in_suite("diagnostics", || {
                 insta::assert_snapshot!(format!("valid__{}", f.name), rendered(&c));
@@ -105,13 +127,15 @@ fn every_snapshot_file_belongs_to_a_fixture() {
     for f in fixtures("valid") {
         expected.insert(format!("ast/valid__{}.snap", f.name));
         expected.insert(format!("xml/valid__{}.snap", f.name));
+        expected.insert(format!("ir/valid__{}.snap", f.name));
+        expected.insert(format!("bytecode/valid__{}.snap", f.name));
         if !compile(&f).diags.is_empty() {
             expected.insert(format!("diagnostics/valid__{}.snap", f.name));
         }
     }
     expected.insert("parser/expressions.snap".to_string());
     let mut found = std::collections::BTreeSet::new();
-    for suite in ["ast", "diagnostics", "parser", "xml"] {
+    for suite in ["ast", "bytecode", "diagnostics", "ir", "parser", "xml"] {
         for e in std::fs::read_dir(format!("snapshots/{suite}")).expect("snapshot folder") {
             let name = e.expect("entry").file_name().to_string_lossy().into_owned();
             found.insert(format!("{suite}/{name}"));

@@ -181,3 +181,13 @@ pub fn check_texts<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> C
     }
     check_sources(sources, Diagnostics::new(), HashSet::new())
 }
+
+/// The typed IR and the bundle of a program that checked without errors.
+pub fn compile(c: &Compilation) -> Option<(crate::ir::Program, tv_vm::bundle::Bundle)> {
+    if c.diags.has_errors() {
+        return None;
+    }
+    let ir = crate::lower::lower(&c.program, &c.symbols, &c.sources);
+    let bundle = crate::codegen::generate(&ir, &c.sources);
+    Some((ir, bundle))
+}

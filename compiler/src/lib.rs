@@ -2,9 +2,12 @@
 
 pub mod ast;
 pub mod check;
+pub mod codegen;
 pub mod diag;
 pub mod driver;
+pub mod ir;
 pub mod lexer;
+pub mod lower;
 pub mod parser;
 pub mod source;
 pub mod xml;

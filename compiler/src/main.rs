@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tv_compiler::driver;
 
@@ -23,19 +23,34 @@ enum Command {
     Check {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Also print a stage's output: the XML tree or the syntax tree.
+        /// Also print a stage's output: xml, ast, the typed IR or the bytecode listing.
         #[arg(long, value_enum)]
         emit: Option<Emit>,
         /// Colour the diagnostics (default: when stderr is a terminal).
         #[arg(long, value_enum, default_value_t = Color::Auto)]
         color: Color,
     },
+    /// Compile templates into a bundle (nothing is written when there are errors).
+    Compile {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The bundle file to write.
+        #[arg(short, long, required_unless_present = "emit")]
+        output: Option<PathBuf>,
+        /// Print a stage's output: xml, ast, the typed IR or the bytecode listing.
+        #[arg(long, value_enum)]
+        emit: Option<Emit>,
+        #[arg(long, value_enum, default_value_t = Color::Auto)]
+        color: Color,
+    },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Emit {
     Xml,
     Ast,
+    Ir,
+    Bytecode,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -48,11 +63,18 @@ enum Color {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check { paths, emit, color } => check(&paths, emit, color),
+        Command::Check { paths, emit, color } => run(&paths, None, emit, color),
+        Command::Compile {
+            paths,
+            output,
+            emit,
+            color,
+        } => run(&paths, output.as_deref(), emit, color),
     }
 }
 
-fn check(paths: &[PathBuf], emit: Option<Emit>, color: Color) -> ExitCode {
+/// Checks, prints what was asked for, and writes the bundle when one is wanted.
+fn run(paths: &[PathBuf], output: Option<&Path>, emit: Option<Emit>, color: Color) -> ExitCode {
     let comp = match driver::check_paths(paths) {
         Ok(c) => c,
         Err(e) => {
@@ -66,7 +88,7 @@ fn check(paths: &[PathBuf], emit: Option<Emit>, color: Color) -> ExitCode {
             tv_compiler::ast::dump_program(&comp.program, &comp.sources, &comp.symbols.word_vars)
         ),
         Some(Emit::Xml) => print!("{}", tv_compiler::xml::dump_docs(&comp.xml, &comp.sources)),
-        None => {}
+        _ => {}
     }
     let color = match color {
         Color::Auto => std::io::stderr().is_terminal(),
@@ -78,6 +100,23 @@ fn check(paths: &[PathBuf], emit: Option<Emit>, color: Color) -> ExitCode {
     if e > 0 {
         eprintln!("tvc: {} and {}", plural(e, "error"), plural(w, "warning"));
         return ExitCode::from(1);
+    }
+    if output.is_none() && !matches!(emit, Some(Emit::Ir | Emit::Bytecode)) {
+        return ExitCode::SUCCESS;
+    }
+    let Some((ir, bundle)) = driver::compile(&comp) else {
+        return ExitCode::from(1);
+    };
+    match emit {
+        Some(Emit::Ir) => print!("{}", tv_compiler::ir::dump(&ir, &comp.sources)),
+        Some(Emit::Bytecode) => print!("{}", tv_vm::disasm::disassemble(&bundle)),
+        _ => {}
+    }
+    if let Some(out) = output {
+        if let Err(e) = std::fs::write(out, bundle.to_bytes()) {
+            eprintln!("tvc: error: cannot write {}: {e}", out.display());
+            return ExitCode::from(2);
+        }
     }
     ExitCode::SUCCESS
 }

@@ -2,6 +2,8 @@
 
 pub mod bundle;
 pub mod disasm;
+#[cfg(feature = "runtime")]
+pub mod driver;
 pub mod host;
 pub mod interp;
 pub mod isa;

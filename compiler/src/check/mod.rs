@@ -9,6 +9,8 @@ mod infer;
 mod scope;
 mod task;
 
+pub use infer::output_type as infer_output_type;
+
 use crate::ast::{Item, Program, Template};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
@@ -201,7 +203,8 @@ fn signature(item: &Item) -> Signature {
                 .task
                 .inputs
                 .iter()
-                .filter(|i| i.from.is_none())
+                // A reduce's inputs are the values it reduces, not parameters.
+                .filter(|i| i.from.is_none() && t.task.kind.node != crate::ast::TaskType::Reduce)
                 .map(|i| SigParam {
                     name: i.name.node.clone(),
                     ty: None,

@@ -1,0 +1,241 @@
+//! Stage 6: typed IR → bytecode bundle. Each instruction is emitted with the span of
+//! the node it comes from, into a side table, not into the opcode.
+
+mod node;
+
+use crate::ir::{self, Expr, ExprKind};
+use crate::source::{SourceMap, Span};
+use std::collections::HashMap;
+use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
+use tv_vm::isa::Op;
+
+pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
+    let mut consts = Pool::default();
+    let functions = p
+        .functions
+        .iter()
+        .map(|f| {
+            let mut g = Gen {
+                sources,
+                consts: &mut consts,
+                code: Vec::new(),
+                lines: Vec::new(),
+                span: f.span,
+            };
+            g.node(&f.body);
+            if let Some(ty) = &f.returns {
+                let c = g.consts.add(Const::Str(ty.to_string()));
+                g.emit(Op::CheckReturn(c));
+            }
+            g.emit(Op::Return);
+            Function {
+                name: f.name.clone(),
+                params: f
+                    .params
+                    .iter()
+                    .map(|(n, t)| Param {
+                        name: n.clone(),
+                        ty: t.to_string(),
+                    })
+                    .collect(),
+                locals: f.locals.len() as u16,
+                code: g.code,
+                lines: g.lines,
+                returns: f.returns.as_ref().map_or("any".into(), |t| t.to_string()),
+                matchable: f.matchable.clone(),
+            }
+        })
+        .collect();
+    Bundle {
+        compiler_version: env!("CARGO_PKG_VERSION").to_string(),
+        constants: consts.items,
+        functions,
+        tasks: p.tasks.clone(),
+        entries: p
+            .entries
+            .iter()
+            .map(|(n, f)| tv_vm::bundle::Entry {
+                name: n.clone(),
+                function: *f,
+            })
+            .collect(),
+        files: sources
+            .files()
+            .map(|(_, f)| f.path.display().to_string())
+            .collect(),
+    }
+}
+
+/// The constant pool; equal constants share one slot.
+#[derive(Default)]
+struct Pool {
+    items: Vec<Const>,
+    index: HashMap<String, u32>,
+}
+
+impl Pool {
+    fn add(&mut self, c: Const) -> u32 {
+        let key = format!("{c:?}");
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        self.items.push(c);
+        let i = (self.items.len() - 1) as u32;
+        self.index.insert(key, i);
+        i
+    }
+
+    /// `n` consecutive string constants (object keys), not shared.
+    fn run(&mut self, keys: &[String]) -> u32 {
+        let first = self.items.len() as u32;
+        self.items
+            .extend(keys.iter().map(|k| Const::Str(k.clone())));
+        first
+    }
+}
+
+struct Gen<'a> {
+    sources: &'a SourceMap,
+    consts: &'a mut Pool,
+    code: Vec<Op>,
+    lines: Vec<Loc>,
+    /// The span instructions are attributed to.
+    span: Span,
+}
+
+/// A jump whose target is patched once known.
+struct Hole(usize);
+
+impl Gen<'_> {
+    fn emit(&mut self, op: Op) -> usize {
+        let file = self.sources.get(self.span.file);
+        let (line, col) = file.line_col(self.span.start as usize);
+        self.code.push(op);
+        self.lines.push(Loc {
+            file: self.span.file.0,
+            line: line as u32,
+            col: col as u32,
+        });
+        self.code.len() - 1
+    }
+
+    fn here(&self) -> u32 {
+        self.code.len() as u32
+    }
+
+    fn jump(&mut self, make: fn(u32) -> Op) -> Hole {
+        Hole(self.emit(make(u32::MAX)))
+    }
+
+    fn patch(&mut self, hole: Hole) {
+        let target = self.here();
+        if let Some(op) = self.code.get_mut(hole.0) {
+            *op = match *op {
+                Op::Jump(_) => Op::Jump(target),
+                Op::JumpIfFalse(_) => Op::JumpIfFalse(target),
+                Op::JumpIfTrue(_) => Op::JumpIfTrue(target),
+                Op::JumpIfFailed(_) => Op::JumpIfFailed(target),
+                other => other,
+            };
+        }
+    }
+
+    fn constant(&mut self, c: Const) {
+        let i = self.consts.add(c);
+        self.emit(Op::Const(i));
+    }
+
+    fn at<T>(&mut self, span: Span, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = std::mem::replace(&mut self.span, span);
+        let out = f(self);
+        self.span = saved;
+        out
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        self.at(e.span, |g| g.expr_kind(&e.kind));
+    }
+
+    fn expr_kind(&mut self, k: &ExprKind) {
+        match k {
+            ExprKind::Null => self.constant(Const::Null),
+            ExprKind::Bool(b) => self.constant(Const::Bool(*b)),
+            ExprKind::Num(n) => self.constant(Const::Num(*n)),
+            ExprKind::Str(s) => self.constant(Const::Str(s.clone())),
+            ExprKind::Local(l) => {
+                self.emit(Op::Load(*l));
+            }
+            ExprKind::Field(base, name) => {
+                self.expr(base);
+                let c = self.consts.add(Const::Str(name.clone()));
+                self.emit(Op::Field(c));
+            }
+            ExprKind::Index(base, i) => {
+                self.expr(base);
+                self.emit(Op::Index(*i));
+            }
+            ExprKind::Not(x) => {
+                self.expr(x);
+                self.emit(Op::Not);
+            }
+            ExprKind::Compare(op, a, b) => {
+                self.expr(a);
+                self.expr(b);
+                self.emit(Op::Compare(*op));
+            }
+            ExprKind::And(a, b) => self.short_circuit(a, b, Op::JumpIfFalse),
+            ExprKind::Or(a, b) => self.short_circuit(a, b, Op::JumpIfTrue),
+            ExprKind::Concat(parts) => {
+                for (p, quote) in parts {
+                    self.expr(p);
+                    if *quote {
+                        self.emit(Op::ShellQuote);
+                    }
+                }
+                self.emit(Op::Concat(parts.len() as u16));
+            }
+            ExprKind::Builtin(id, args) => {
+                args.iter().for_each(|a| self.expr(a));
+                self.emit(Op::Builtin(*id, args.len() as u8));
+            }
+            ExprKind::Call(f, args) => {
+                args.iter().for_each(|a| self.expr(a));
+                self.emit(Op::Call(*f, args.len() as u8));
+                self.emit(Op::ReturnIfFailed);
+                self.emit(Op::Value);
+            }
+            ExprKind::Task(n) => {
+                self.node(n);
+                self.emit(Op::ReturnIfFailed);
+                self.emit(Op::Value);
+            }
+            ExprKind::Accumulated(l, full) => {
+                self.emit(Op::Load(*l));
+                self.emit(Op::Accumulate(*full));
+            }
+        }
+    }
+
+    /// `a && b` / `a || b` as a boolean, evaluating `b` only when needed.
+    fn short_circuit(&mut self, a: &Expr, b: &Expr, skip: fn(u32) -> Op) {
+        self.expr(a);
+        self.emit(Op::Not);
+        self.emit(Op::Not);
+        self.emit(Op::Dup);
+        let done = self.jump(skip);
+        self.emit(Op::Pop);
+        self.expr(b);
+        self.emit(Op::Not);
+        self.emit(Op::Not);
+        self.patch(done);
+    }
+
+    fn object(&mut self, fields: &[(String, Expr)]) {
+        for (_, e) in fields {
+            self.expr(e);
+        }
+        let keys: Vec<String> = fields.iter().map(|(k, _)| k.clone()).collect();
+        let first = self.consts.run(&keys);
+        self.emit(Op::MakeObject(first, keys.len() as u16));
+    }
+}

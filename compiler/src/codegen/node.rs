@@ -1,0 +1,196 @@
+//! Task nodes: each leaves one task result on the stack.
+
+use super::{Gen, Hole};
+use crate::ir::{Loop, Node, NodeKind, Reduce, Sequence};
+use tv_vm::bundle::Const;
+use tv_vm::isa::{CmpOp, Op};
+
+impl Gen<'_> {
+    pub(super) fn node(&mut self, n: &Node) {
+        self.at(n.span, |g| g.node_kind(&n.kind));
+    }
+
+    fn node_kind(&mut self, k: &NodeKind) {
+        match k {
+            NodeKind::Atomic {
+                task,
+                system,
+                prompt,
+                context,
+            } => {
+                self.expr(system);
+                self.expr(prompt);
+                self.expr(context);
+                self.emit(Op::Atomic(*task));
+            }
+            NodeKind::Script {
+                task,
+                command,
+                inputs,
+            } => {
+                self.expr(command);
+                self.object(inputs);
+                self.emit(Op::Script(*task));
+            }
+            NodeKind::Call { function, args } => {
+                args.iter().for_each(|a| self.expr(a));
+                self.emit(Op::Call(*function, args.len() as u8));
+            }
+            NodeKind::Let { local, value, body } => {
+                self.expr(value);
+                self.emit(Op::Store(*local));
+                self.node(body);
+            }
+            NodeKind::Complete(e) => {
+                self.expr(e);
+                self.emit(Op::Complete);
+            }
+            NodeKind::Cond { cases } => {
+                let mut ends = Vec::new();
+                for (test, body) in cases {
+                    self.expr(test);
+                    let next = self.jump(Op::JumpIfFalse);
+                    self.node(body);
+                    ends.push(self.jump(Op::Jump));
+                    self.patch(next);
+                }
+                // No case held: an empty COMPLETE.
+                self.constant(Const::Str(String::new()));
+                self.emit(Op::Complete);
+                ends.into_iter().for_each(|h| self.patch(h));
+            }
+            NodeKind::Sequence(s) => self.sequence(s),
+            NodeKind::Reduce(r) => self.reduce(r),
+            NodeKind::Loop(l) => self.director_loop(l),
+        }
+    }
+
+    /// Steps in order; a failing step ends the sequence with its details.
+    fn sequence(&mut self, s: &Sequence) {
+        self.emit(Op::MakeArray(0));
+        self.emit(Op::Store(s.results));
+        let total = s.steps.len() as u16;
+        let mut failures: Vec<(Hole, u16)> = Vec::new();
+        for (i, step) in s.steps.iter().enumerate() {
+            self.node(step);
+            failures.push((self.jump(Op::JumpIfFailed), i as u16));
+            self.emit(Op::Dup);
+            self.emit(Op::Append(s.results));
+            if i + 1 < s.steps.len() {
+                self.emit(Op::Value);
+                self.emit(Op::Store(s.output));
+            }
+        }
+        if s.steps.is_empty() {
+            self.constant(Const::Str(String::new()));
+            self.emit(Op::Complete);
+        }
+        let mut ends = vec![self.jump(Op::Jump)];
+        for (hole, step) in failures {
+            self.patch(hole);
+            self.emit(Op::Store(s.scratch));
+            self.emit(Op::Load(s.results));
+            self.emit(Op::Load(s.scratch));
+            self.emit(Op::FailSequence(step, total));
+            ends.push(self.jump(Op::Jump));
+        }
+        ends.into_iter().for_each(|h| self.patch(h));
+    }
+
+    /// Unrolled over the inputs, which the template lists: inner task, then reduction.
+    fn reduce(&mut self, r: &Reduce) {
+        self.expr(&r.initial);
+        self.emit(Op::Dup);
+        self.emit(Op::Store(r.accumulator));
+        self.emit(Op::Complete);
+        self.emit(Op::Store(r.last));
+        self.emit(Op::MakeArray(0));
+        self.emit(Op::Store(r.processed));
+        let total = r.items.len();
+        let mut failures: Vec<(Hole, usize)> = Vec::new();
+        for (i, item) in r.items.iter().enumerate() {
+            self.expr(item);
+            self.emit(Op::Dup);
+            self.emit(Op::Store(r.current_input));
+            self.emit(Op::Store(r.original_input));
+            self.node(&r.inner);
+            failures.push((self.jump(Op::JumpIfFailed), i));
+            self.emit(Op::Value);
+            self.emit(Op::Store(r.current_result));
+            self.node(&r.reduction);
+            failures.push((self.jump(Op::JumpIfFailed), i));
+            self.emit(Op::Dup);
+            self.emit(Op::Store(r.last));
+            self.emit(Op::Value);
+            self.emit(Op::Store(r.accumulator));
+            self.emit(Op::Load(r.current_input));
+            self.emit(Op::Append(r.processed));
+        }
+        self.emit(Op::Load(r.last));
+        let mut ends = vec![self.jump(Op::Jump)];
+        for (hole, i) in failures {
+            self.patch(hole);
+            self.emit(Op::Store(r.scratch));
+            self.emit(Op::Load(r.processed));
+            self.emit(Op::Load(r.accumulator));
+            self.emit(Op::Load(r.scratch));
+            self.constant(Const::Num(i as f64));
+            self.constant(Const::Num(total as f64));
+            self.emit(Op::FailReduce);
+            ends.push(self.jump(Op::Jump));
+        }
+        ends.into_iter().for_each(|h| self.patch(h));
+    }
+
+    /// director → optional script → evaluator, until the condition or the evaluator's
+    /// `success` holds, at most `max_iterations` times.
+    fn director_loop(&mut self, l: &Loop) {
+        self.constant(Const::Num(0.0));
+        self.emit(Op::Store(l.iteration));
+        self.constant(Const::Str(String::new()));
+        self.emit(Op::Complete);
+        self.emit(Op::Store(l.last));
+        let top = self.here();
+        self.emit(Op::Load(l.iteration));
+        self.constant(Const::Num(l.max_iterations as f64));
+        self.emit(Op::Compare(CmpOp::Ge));
+        let out = self.jump(Op::JumpIfTrue);
+        self.emit(Op::LoopGuard);
+        self.emit(Op::Increment(l.iteration));
+        self.node(&l.director);
+        self.emit(Op::ReturnIfFailed);
+        self.emit(Op::Dup);
+        self.emit(Op::Store(l.last));
+        self.emit(Op::Value);
+        self.emit(Op::Store(l.director_result));
+        if let Some(script) = &l.script {
+            self.node(script);
+            let notes = self.consts.add(Const::Str("notes".into()));
+            let output = self.consts.add(Const::Str("scriptOutput".into()));
+            self.emit(Op::Field(notes));
+            self.emit(Op::Field(output));
+            self.emit(Op::Store(l.script_output));
+        }
+        self.node(&l.evaluator);
+        self.emit(Op::ReturnIfFailed);
+        self.emit(Op::Value);
+        self.emit(Op::Dup);
+        self.emit(Op::Store(l.evaluation));
+        let feedback = self.consts.add(Const::Str("feedback".into()));
+        self.emit(Op::Field(feedback));
+        self.emit(Op::Store(l.evaluation_feedback));
+        match &l.termination {
+            Some(cond) => self.expr(cond),
+            None => {
+                self.emit(Op::Load(l.evaluation));
+                let success = self.consts.add(Const::Str("success".into()));
+                self.emit(Op::Field(success));
+            }
+        }
+        let done = self.jump(Op::JumpIfTrue);
+        self.emit(Op::Jump(top));
+        self.patch(out);
+        self.patch(done);
+        self.emit(Op::Load(l.last));
+    }
+}

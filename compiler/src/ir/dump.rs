@@ -1,0 +1,214 @@
+//! `tvc compile --emit ir`: the typed IR as an indented listing; every node shows its
+//! type and `line:col`.
+
+use super::*;
+use crate::source::SourceMap;
+use std::fmt::Write as _;
+
+pub fn dump(p: &Program, sources: &SourceMap) -> String {
+    let mut d = Dumper {
+        sources,
+        out: String::new(),
+    };
+    for (i, t) in p.tasks.iter().enumerate() {
+        let _ = writeln!(
+            d.out,
+            "task{i} {} context={:?} output={:?}",
+            t.name, t.context, t.output
+        );
+    }
+    for (i, f) in p.functions.iter().enumerate() {
+        let params: Vec<String> = f.params.iter().map(|(n, t)| format!("{n}: {t}")).collect();
+        let ret = f
+            .returns
+            .as_ref()
+            .map_or("(inferred)".to_string(), |t| t.to_string());
+        let _ = writeln!(
+            d.out,
+            "\nfn{i} {}({}) -> {ret} @{}",
+            f.name,
+            params.join(", "),
+            d.pos(f.span)
+        );
+        let locals: Vec<String> = f
+            .locals
+            .iter()
+            .enumerate()
+            .map(|(i, (n, t))| format!("%{i} {n}: {t}"))
+            .collect();
+        let _ = writeln!(d.out, "  locals {}", locals.join(", "));
+        d.node(&f.body, 1);
+    }
+    d.out
+}
+
+struct Dumper<'a> {
+    sources: &'a SourceMap,
+    out: String,
+}
+
+impl Dumper<'_> {
+    fn pos(&self, s: Span) -> String {
+        let (l, c) = self.sources.get(s.file).line_col(s.start as usize);
+        format!("{l}:{c}")
+    }
+
+    fn line(&mut self, depth: usize, text: String, ty: &Type, span: Span) {
+        let pos = self.pos(span);
+        let _ = writeln!(self.out, "{}{text} : {ty} @{pos}", "  ".repeat(depth));
+    }
+
+    fn node(&mut self, n: &Node, d: usize) {
+        match &n.kind {
+            NodeKind::Atomic {
+                task,
+                system,
+                prompt,
+                context,
+            } => {
+                self.line(d, format!("atomic task{task}"), &n.ty, n.span);
+                self.labelled("system", system, d + 1);
+                self.labelled("prompt", prompt, d + 1);
+                self.labelled("context", context, d + 1);
+            }
+            NodeKind::Script {
+                task,
+                command,
+                inputs,
+            } => {
+                self.line(d, format!("script task{task}"), &n.ty, n.span);
+                self.labelled("command", command, d + 1);
+                for (name, e) in inputs {
+                    self.labelled(&format!("input {name}"), e, d + 1);
+                }
+            }
+            NodeKind::Sequence(s) => {
+                let h = format!("sequence output=%{} results=%{}", s.output, s.results);
+                self.line(d, h, &n.ty, n.span);
+                for step in &s.steps {
+                    self.node(step, d + 1);
+                }
+            }
+            NodeKind::Reduce(r) => {
+                let h = format!(
+                    "reduce current_input=%{} current_result=%{} accumulator=%{}",
+                    r.current_input, r.current_result, r.accumulator
+                );
+                self.line(d, h, &n.ty, n.span);
+                for item in &r.items {
+                    self.labelled("item", item, d + 1);
+                }
+                self.labelled("initial", &r.initial, d + 1);
+                self.sub("inner", &r.inner, d + 1);
+                self.sub("reduction", &r.reduction, d + 1);
+            }
+            NodeKind::Loop(l) => {
+                self.line(
+                    d,
+                    format!(
+                        "loop max_iterations={} iteration=%{}",
+                        l.max_iterations, l.iteration
+                    ),
+                    &n.ty,
+                    n.span,
+                );
+                self.sub("director", &l.director, d + 1);
+                if let Some(s) = &l.script {
+                    self.sub("script", s, d + 1);
+                }
+                self.sub("evaluator", &l.evaluator, d + 1);
+                if let Some(t) = &l.termination {
+                    self.labelled("until", t, d + 1);
+                }
+            }
+            NodeKind::Cond { cases } => {
+                self.line(d, "cond".into(), &n.ty, n.span);
+                for (test, body) in cases {
+                    self.labelled("case", test, d + 1);
+                    self.node(body, d + 2);
+                }
+            }
+            NodeKind::Call { function, args } => {
+                self.line(d, format!("call fn{function}"), &n.ty, n.span);
+                for (i, a) in args.iter().enumerate() {
+                    self.labelled(&format!("arg{i}"), a, d + 1);
+                }
+            }
+            NodeKind::Let { local, value, body } => {
+                self.labelled(&format!("let %{local}"), value, d);
+                self.node(body, d);
+            }
+            NodeKind::Complete(e) => self.labelled("complete", e, d),
+        }
+    }
+
+    fn sub(&mut self, label: &str, n: &Node, d: usize) {
+        let _ = writeln!(self.out, "{}{label}:", "  ".repeat(d));
+        self.node(n, d + 1);
+    }
+
+    fn labelled(&mut self, label: &str, e: &Expr, d: usize) {
+        let text = format!("{label} = {}", self.expr(e));
+        self.line(d, text, &e.ty, e.span);
+        self.nested(e, d + 1);
+    }
+
+    /// Nested tasks inside an expression, listed below it.
+    fn nested(&mut self, e: &Expr, d: usize) {
+        match &e.kind {
+            ExprKind::Task(n) => self.node(n, d),
+            ExprKind::Concat(parts) => parts.iter().for_each(|(p, _)| self.nested(p, d)),
+            ExprKind::Builtin(_, args) | ExprKind::Call(_, args) => {
+                args.iter().for_each(|a| self.nested(a, d))
+            }
+            _ => {}
+        }
+    }
+
+    fn expr(&self, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Null => "null".into(),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Num(n) => n.to_string(),
+            ExprKind::Str(s) => format!("{s:?}"),
+            ExprKind::Local(l) => format!("%{l}"),
+            ExprKind::Field(b, n) => format!("{}.{n}", self.expr(b)),
+            ExprKind::Index(b, i) => format!("{}[{i}]", self.expr(b)),
+            ExprKind::Not(x) => format!("!{}", self.expr(x)),
+            ExprKind::Compare(op, a, b) => {
+                format!("({} {} {})", self.expr(a), op.as_str(), self.expr(b))
+            }
+            ExprKind::And(a, b) => format!("({} && {})", self.expr(a), self.expr(b)),
+            ExprKind::Or(a, b) => format!("({} || {})", self.expr(a), self.expr(b)),
+            ExprKind::Concat(parts) => {
+                let ps: Vec<String> = parts
+                    .iter()
+                    .map(|(p, q)| {
+                        if *q {
+                            format!("shell({})", self.expr(p))
+                        } else {
+                            self.expr(p)
+                        }
+                    })
+                    .collect();
+                format!("concat({})", ps.join(", "))
+            }
+            ExprKind::Builtin(id, args) => {
+                let name = tv_stdlib::builtins::BUILTINS
+                    .get(*id as usize)
+                    .map_or("?", |b| b.name);
+                format!("{name}({})", self.args(args))
+            }
+            ExprKind::Call(f, args) => format!("value(fn{f}({}))", self.args(args)),
+            ExprKind::Task(_) => "value(task below)".into(),
+            ExprKind::Accumulated(l, full) => format!("accumulated(%{l}, full={full})"),
+        }
+    }
+
+    fn args(&self, args: &[Expr]) -> String {
+        args.iter()
+            .map(|a| self.expr(a))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}

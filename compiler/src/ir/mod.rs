@@ -1,0 +1,158 @@
+//! Stage 5: the typed IR. Every node carries its type and span; call arguments are
+//! already bound to parameter positions, bare `<arg>` words are resolved, context
+//! settings are merged with their defaults, and each operator is explicit.
+
+use crate::source::Span;
+use tv_stdlib::types::Type;
+use tv_vm::bundle::TaskMeta;
+use tv_vm::isa::CmpOp;
+
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub functions: Vec<Function>,
+    /// What host calls need about each atomic or script task.
+    pub tasks: Vec<TaskMeta>,
+    pub entries: Vec<(String, u32)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Function {
+    pub name: String,
+    pub params: Vec<(String, Type)>,
+    /// Every local, the parameters first.
+    pub locals: Vec<(String, Type)>,
+    /// Declared return type, checked at run time.
+    pub returns: Option<Type>,
+    pub body: Node,
+    pub span: Span,
+    pub matchable: Option<tv_vm::bundle::MatchInfo>,
+}
+
+pub type Local = u16;
+
+/// Something that produces a task result.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub kind: NodeKind,
+    /// The type of the result's value.
+    pub ty: Type,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    /// One LLM session.
+    Atomic {
+        task: u32,
+        system: Expr,
+        prompt: Expr,
+        context: Expr,
+    },
+    /// A script run; the command's interpolations are shell-quoted.
+    Script {
+        task: u32,
+        command: Expr,
+        inputs: Vec<(String, Expr)>,
+    },
+    Sequence(Box<Sequence>),
+    Reduce(Box<Reduce>),
+    Loop(Box<Loop>),
+    Cond {
+        cases: Vec<(Expr, Node)>,
+    },
+    Call {
+        function: u32,
+        args: Vec<Expr>,
+    },
+    /// Binds an input, then runs the body.
+    Let {
+        local: Local,
+        value: Expr,
+        body: Box<Node>,
+    },
+    /// A result made from a value (an empty `cond`).
+    Complete(Expr),
+}
+
+#[derive(Clone, Debug)]
+pub struct Sequence {
+    pub steps: Vec<Node>,
+    /// The previous step's value (`output`).
+    pub output: Local,
+    /// Results so far, for accumulation and failure details.
+    pub results: Local,
+    pub scratch: Local,
+}
+
+#[derive(Clone, Debug)]
+pub struct Reduce {
+    pub items: Vec<Expr>,
+    pub initial: Expr,
+    pub inner: Node,
+    pub reduction: Node,
+    pub current_input: Local,
+    pub original_input: Local,
+    pub current_result: Local,
+    pub accumulator: Local,
+    pub processed: Local,
+    pub last: Local,
+    pub scratch: Local,
+}
+
+#[derive(Clone, Debug)]
+pub struct Loop {
+    pub director: Node,
+    pub evaluator: Node,
+    pub script: Option<Node>,
+    pub max_iterations: u64,
+    pub termination: Option<Expr>,
+    pub iteration: Local,
+    pub director_result: Local,
+    pub evaluation: Local,
+    pub evaluation_feedback: Local,
+    pub script_output: Local,
+    pub last: Local,
+}
+
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Type,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(String),
+    Local(Local),
+    Field(Box<Expr>, String),
+    Index(Box<Expr>, u32),
+    Not(Box<Expr>),
+    Compare(CmpOp, Box<Expr>, Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    /// Text from parts; `true` parts are shell-quoted.
+    Concat(Vec<(Expr, bool)>),
+    Builtin(u16, Vec<Expr>),
+    /// The value of a template call.
+    Call(u32, Vec<Expr>),
+    /// The value of a nested task.
+    Task(Box<Node>),
+    /// Earlier step results as context (`true`: full output).
+    Accumulated(Local, bool),
+}
+
+impl Expr {
+    pub fn new(kind: ExprKind, ty: Type, span: Span) -> Self {
+        Expr { kind, ty, span }
+    }
+
+    pub fn str(s: impl Into<String>, span: Span) -> Self {
+        Expr::new(ExprKind::Str(s.into()), Type::String, span)
+    }
+}
+mod dump;
+pub use dump::dump;

@@ -1,0 +1,248 @@
+//! Expressions, text with holes, and calls with arguments bound to positions.
+
+use super::{Frame, Lowerer};
+use crate::ast::{self, ArgValue, BinOp, ExprKind as A, Literal, Segment, TextPart};
+use crate::ir::{Expr, ExprKind, Node, NodeKind};
+use crate::source::Span;
+use tv_stdlib::builtins::{self, Ret};
+use tv_stdlib::types::Type;
+use tv_vm::isa::CmpOp;
+
+impl Lowerer<'_> {
+    /// A text template as one string expression; `quote` shell-quotes every hole.
+    pub(super) fn text(&mut self, t: &ast::TextTemplate, frame: &mut Frame, quote: bool) -> Expr {
+        let parts: Vec<(Expr, bool)> = t
+            .parts
+            .iter()
+            .map(|p| match p {
+                TextPart::Lit(s, span) => (Expr::str(s.clone(), *span), false),
+                TextPart::Expr(e) => (self.expr(e, frame), quote),
+            })
+            .collect();
+        match parts.as_slice() {
+            [] => Expr::str("", t.span),
+            [(only, false)] if only.ty == Type::String => only.clone(),
+            _ => Expr::new(ExprKind::Concat(parts), Type::String, t.span),
+        }
+    }
+
+    pub(super) fn var(&mut self, name: &str, span: Span, frame: &mut Frame) -> Expr {
+        match frame.lookup(name) {
+            Some(l) => {
+                let ty = frame
+                    .locals
+                    .get(l as usize)
+                    .map_or(Type::Any, |(_, t)| t.clone());
+                Expr::new(ExprKind::Local(l), ty, span)
+            }
+            None => Expr::new(ExprKind::Null, Type::Null, span),
+        }
+    }
+
+    pub(super) fn expr(&mut self, e: &ast::Expr, frame: &mut Frame) -> Expr {
+        let span = e.span;
+        match &e.kind {
+            A::Var(name) => self.var(name, span, frame),
+            A::Field(base, seg) => {
+                let base = Box::new(self.expr(base, frame));
+                let ty = match (&base.ty, &seg.node) {
+                    (Type::Array(item), Segment::Index(_)) => (**item).clone(),
+                    _ => Type::Any,
+                };
+                let kind = match &seg.node {
+                    Segment::Name(n) => ExprKind::Field(base, n.clone()),
+                    Segment::Index(i) => {
+                        ExprKind::Index(base, u32::try_from(*i).unwrap_or(u32::MAX))
+                    }
+                };
+                Expr::new(kind, ty, span)
+            }
+            A::Lit(l) => literal(l, span),
+            A::Not(inner) => Expr::new(
+                ExprKind::Not(Box::new(self.expr(inner, frame))),
+                Type::Boolean,
+                span,
+            ),
+            A::Binary(op, l, r) => {
+                let (l, r) = (Box::new(self.expr(l, frame)), Box::new(self.expr(r, frame)));
+                let kind = match op {
+                    BinOp::And => ExprKind::And(l, r),
+                    BinOp::Or => ExprKind::Or(l, r),
+                    BinOp::Eq => ExprKind::Compare(CmpOp::Eq, l, r),
+                    BinOp::Ne => ExprKind::Compare(CmpOp::Ne, l, r),
+                    BinOp::Lt => ExprKind::Compare(CmpOp::Lt, l, r),
+                    BinOp::Le => ExprKind::Compare(CmpOp::Le, l, r),
+                    BinOp::Gt => ExprKind::Compare(CmpOp::Gt, l, r),
+                    BinOp::Ge => ExprKind::Compare(CmpOp::Ge, l, r),
+                };
+                Expr::new(kind, Type::Boolean, span)
+            }
+            A::Call { name, args } => {
+                let args: Vec<(Option<String>, Expr)> = args
+                    .iter()
+                    .map(|a| {
+                        (
+                            a.name.as_ref().map(|n| n.node.clone()),
+                            self.expr(&a.value, frame),
+                        )
+                    })
+                    .collect();
+                self.call_expr(&name.node, args, span)
+            }
+            A::Error => Expr::new(ExprKind::Null, Type::Null, span),
+        }
+    }
+
+    fn call_expr(&mut self, name: &str, args: Vec<(Option<String>, Expr)>, span: Span) -> Expr {
+        if let Some(&function) = self.ids.get(name) {
+            let params = self.param_names(name);
+            let bound = bind(&params, args, span);
+            let ty = self.symbols.returns.get(name).cloned().unwrap_or(Type::Any);
+            return Expr::new(ExprKind::Call(function, bound), ty, span);
+        }
+        let Some((id, b)) = builtins::BUILTINS
+            .iter()
+            .enumerate()
+            .find(|(_, b)| b.name == name)
+        else {
+            return Expr::new(ExprKind::Null, Type::Null, span);
+        };
+        let params: Vec<String> = b.params.iter().map(|p| p.name.to_string()).collect();
+        let mut bound = bind(&params, args, span);
+        // Absent optional parameters at the end are not passed at all.
+        while bound.len() > b.min_arity() && matches!(bound.last(), Some(e) if e.kind.is_absent()) {
+            bound.pop();
+        }
+        let ty = match b.returns {
+            Ret::Fixed(t) => t.to_type(),
+            Ret::SameAsFirst => bound.first().map_or(Type::Any, |a| a.ty.clone()),
+        };
+        Expr::new(ExprKind::Builtin(id as u16, bound), ty, span)
+    }
+
+    fn param_names(&self, name: &str) -> Vec<String> {
+        self.symbols
+            .items
+            .get(name)
+            .map(|s| s.params.iter().map(|p| p.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// `<call template>`: bare words resolved, `<arg>` text read as the parameter's type.
+    pub(super) fn call_element(&mut self, c: &ast::Call, frame: &mut Frame) -> Node {
+        let sig_types: Vec<Option<Type>> = self
+            .symbols
+            .items
+            .get(&c.template.node)
+            .map(|s| s.params.iter().map(|p| p.ty.clone()).collect())
+            .unwrap_or_default();
+        let params = self.param_names(&c.template.node);
+        let args: Vec<(Option<String>, Expr)> = c
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let name = a.name.as_ref().map(|n| n.node.clone());
+                let slot = name
+                    .as_ref()
+                    .and_then(|n| params.iter().position(|p| p == n))
+                    .unwrap_or(i);
+                let want = sig_types.get(slot).cloned().flatten().unwrap_or(Type::Any);
+                (name, self.arg(&a.value, &want, frame, a.span))
+            })
+            .collect();
+        let function = self.ids.get(&c.template.node).copied().unwrap_or(0);
+        let bound = bind(&params, args, c.span);
+        Node {
+            kind: NodeKind::Call {
+                function,
+                args: bound,
+            },
+            ty: self
+                .symbols
+                .returns
+                .get(&c.template.node)
+                .cloned()
+                .unwrap_or(Type::Any),
+            span: c.span,
+        }
+    }
+
+    fn arg(&mut self, v: &ArgValue, want: &Type, frame: &mut Frame, span: Span) -> Expr {
+        match v {
+            ArgValue::Word(w) if self.symbols.word_vars.contains(&w.span) => {
+                self.var(&w.node, w.span, frame)
+            }
+            ArgValue::Word(w) => typed_text(&w.node, want, w.span),
+            ArgValue::Text(t) => match t.as_literal() {
+                Some(lit) => typed_text(&lit, want, t.span),
+                None => self.text(t, frame, false),
+            },
+            ArgValue::Body(b) => {
+                let node = self.body(b, frame, false);
+                Expr::new(ExprKind::Task(Box::new(node.clone())), node.ty, span)
+            }
+        }
+    }
+}
+
+impl ExprKind {
+    fn is_absent(&self) -> bool {
+        matches!(self, ExprKind::Null)
+    }
+}
+
+/// Arguments in parameter order; a parameter given no argument gets `null`.
+fn bind(params: &[String], args: Vec<(Option<String>, Expr)>, span: Span) -> Vec<Expr> {
+    let mut out: Vec<Option<Expr>> = vec![None; params.len()];
+    for (i, (name, e)) in args.into_iter().enumerate() {
+        let slot = match name {
+            Some(n) => params.iter().position(|p| *p == n),
+            None => Some(i),
+        };
+        if let Some(slot) = slot.filter(|s| *s < out.len()) {
+            out[slot] = Some(e);
+        }
+    }
+    out.into_iter()
+        .map(|e| e.unwrap_or_else(|| Expr::new(ExprKind::Null, Type::Null, span)))
+        .collect()
+}
+
+fn literal(l: &Literal, span: Span) -> Expr {
+    match l {
+        Literal::Str(s) => Expr::str(s.clone(), span),
+        Literal::Num(n) => Expr::new(ExprKind::Num(*n), Type::Number, span),
+        Literal::Bool(b) => Expr::new(ExprKind::Bool(*b), Type::Boolean, span),
+        Literal::Null => Expr::new(ExprKind::Null, Type::Null, span),
+    }
+}
+
+/// `<arg>` text as the value the parameter's type asks for (the checker agreed).
+fn typed_text(text: &str, want: &Type, span: Span) -> Expr {
+    let t = text.trim();
+    match want {
+        Type::Number => {
+            if let Ok(n) = t.parse::<f64>() {
+                return Expr::new(ExprKind::Num(n), Type::Number, span);
+            }
+        }
+        Type::Boolean if t == "true" || t == "false" => {
+            return Expr::new(ExprKind::Bool(t == "true"), Type::Boolean, span)
+        }
+        Type::Null if t == "null" => return Expr::new(ExprKind::Null, Type::Null, span),
+        Type::Object | Type::Array(_) if serde_json::from_str::<serde_json::Value>(t).is_ok() => {
+            let parse = builtins::BUILTINS
+                .iter()
+                .position(|b| b.name == "parse_json")
+                .unwrap_or(0);
+            return Expr::new(
+                ExprKind::Builtin(parse as u16, vec![Expr::str(t, span)]),
+                want.clone(),
+                span,
+            );
+        }
+        _ => {}
+    }
+    Expr::str(text, span)
+}

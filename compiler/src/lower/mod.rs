@@ -1,0 +1,230 @@
+//! Checked syntax tree → typed IR. Runs only on programs the checker accepted, so it
+//! may rely on names resolving; where one does not, it falls back to `null` rather
+//! than panic.
+
+mod context;
+mod expr;
+mod task;
+
+use crate::ast::{self, Item};
+use crate::check::Symbols;
+use crate::ir::{self, Local};
+use crate::source::{SourceMap, Span};
+use std::collections::HashMap;
+use tv_stdlib::types::Type;
+use tv_vm::bundle::{Loc, MatchInfo, TaskMeta};
+
+pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
+    let mut ids = HashMap::new();
+    let mut items = Vec::new();
+    for m in &program.modules {
+        for item in &m.items {
+            let name = item.name().node.clone();
+            if let std::collections::hash_map::Entry::Vacant(slot) = ids.entry(name) {
+                slot.insert(items.len() as u32);
+                items.push(item);
+            }
+        }
+    }
+    let mut l = Lowerer {
+        symbols,
+        sources,
+        ids,
+        tasks: Vec::new(),
+    };
+    let functions: Vec<ir::Function> = items.iter().map(|item| l.item(item)).collect();
+    let entries = functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.clone(), i as u32))
+        .collect();
+    ir::Program {
+        functions,
+        tasks: l.tasks,
+        entries,
+    }
+}
+
+struct Lowerer<'a> {
+    symbols: &'a Symbols,
+    sources: &'a SourceMap,
+    /// Function index of every item name.
+    ids: HashMap<String, u32>,
+    tasks: Vec<TaskMeta>,
+}
+
+/// The locals and scopes of the function being lowered.
+struct Frame {
+    name: String,
+    locals: Vec<(String, Type)>,
+    scope: Vec<(String, Local)>,
+    /// Context passed to atomic tasks: accumulated step results, when enabled.
+    context: Option<ir::Expr>,
+    tasks_made: u32,
+}
+
+impl Frame {
+    fn local(&mut self, name: &str, ty: Type) -> Local {
+        self.locals.push((name.to_string(), ty));
+        (self.locals.len() - 1) as Local
+    }
+
+    fn bind(&mut self, name: &str, ty: Type) -> Local {
+        let l = self.local(name, ty);
+        self.scope.push((name.to_string(), l));
+        l
+    }
+
+    fn lookup(&self, name: &str) -> Option<Local> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, l)| *l)
+    }
+
+    /// Runs `f` with the scope as it is now, then forgets what `f` bound.
+    fn scoped<T>(&mut self, f: impl FnOnce(&mut Frame) -> T) -> T {
+        let mark = self.scope.len();
+        let out = f(self);
+        self.scope.truncate(mark);
+        out
+    }
+}
+
+impl Lowerer<'_> {
+    fn loc(&self, span: Span) -> Loc {
+        let file = self.sources.get(span.file);
+        let (line, col) = file.line_col(span.start as usize);
+        Loc {
+            file: span.file.0,
+            line: line as u32,
+            col: col as u32,
+        }
+    }
+
+    fn item(&mut self, item: &Item) -> ir::Function {
+        let name = item.name().node.clone();
+        let mut frame = Frame {
+            name: name.clone(),
+            locals: Vec::new(),
+            scope: Vec::new(),
+            context: None,
+            tasks_made: 0,
+        };
+        let (params, returns, body, span, matchable) = match item {
+            Item::Template(t) => {
+                let params: Vec<(String, Type)> = t
+                    .params
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.name.node.clone(),
+                            p.ty.as_ref().map_or(Type::Any, |t| t.node.clone()),
+                        )
+                    })
+                    .collect();
+                for (n, ty) in &params {
+                    frame.bind(n, ty.clone());
+                }
+                let body = self.body(&t.body, &mut frame, true);
+                let returns = t.returns.as_ref().map(|r| r.node.clone());
+                (params, returns, body, t.span, matchable(&t.body))
+            }
+            Item::Task(t) => {
+                let sig = self.symbols.items.get(&name);
+                let params: Vec<(String, Type)> = sig
+                    .map(|s| {
+                        s.params
+                            .iter()
+                            .map(|p| (p.name.clone(), Type::Any))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for (n, ty) in &params {
+                    frame.bind(n, ty.clone());
+                }
+                let body = self.task(&t.task, &mut frame, true);
+                let m = matchable(&ast::Body::Task(Box::new(t.task.clone())));
+                (params, None, body, t.task.span, m)
+            }
+        };
+        ir::Function {
+            name,
+            params,
+            locals: frame.locals,
+            returns,
+            body,
+            span,
+            matchable,
+        }
+    }
+
+    fn body(&mut self, body: &ast::Body, frame: &mut Frame, decl: bool) -> ir::Node {
+        match body {
+            ast::Body::Task(t) => self.task(t, frame, decl),
+            ast::Body::Call(c) => self.call_element(c, frame),
+            ast::Body::Cond(c) => self.cond(c, frame),
+            ast::Body::Missing(span) => ir::Node {
+                kind: ir::NodeKind::Complete(ir::Expr::str("", *span)),
+                ty: Type::String,
+                span: *span,
+            },
+        }
+    }
+
+    fn cond(&mut self, c: &ast::Cond, frame: &mut Frame) -> ir::Node {
+        let cases: Vec<(ir::Expr, ir::Node)> = c
+            .cases
+            .iter()
+            .map(|case| {
+                (
+                    self.expr(&case.test, frame),
+                    self.body(&case.body, frame, false),
+                )
+            })
+            .collect();
+        let ty = cases
+            .iter()
+            .map(|(_, n)| n.ty.clone())
+            .reduce(|a, b| a.join(&b))
+            .unwrap_or(Type::Any);
+        ir::Node {
+            kind: ir::NodeKind::Cond { cases },
+            ty,
+            span: c.span,
+        }
+    }
+}
+
+/// Atomic templates are what subtask requests can select.
+fn matchable(body: &ast::Body) -> Option<MatchInfo> {
+    let ast::Body::Task(t) = body else {
+        return None;
+    };
+    if t.kind.node != ast::TaskType::Atomic {
+        return None;
+    }
+    let description = t
+        .description
+        .as_ref()
+        .or(t.instructions.as_ref())
+        .map(template_source)
+        .unwrap_or_default();
+    Some(MatchInfo {
+        task_type: "atomic".into(),
+        subtype: t.subtype.as_ref().map(|s| s.node.clone()),
+        description,
+    })
+}
+
+/// A text template's literal parts, holes written back as `{{...}}`.
+fn template_source(t: &ast::TextTemplate) -> String {
+    t.parts
+        .iter()
+        .map(|p| match p {
+            ast::TextPart::Lit(s, _) => s.clone(),
+            ast::TextPart::Expr(e) => format!("{{{{{e}}}}}"),
+        })
+        .collect()
+}

@@ -1,0 +1,348 @@
+//! Tasks: inputs become `Let`s, each operator its own IR node.
+
+use super::{context, template_source, Frame, Lowerer};
+use crate::ast::{self, FilePaths, InputValue, OutputKind, Task, TaskType};
+use crate::check::infer_output_type;
+use crate::ir::{self, Expr, ExprKind, Node, NodeKind};
+use crate::source::Span;
+use tv_stdlib::types::Type;
+use tv_vm::bundle::{self, Output, TaskMeta};
+
+/// Default iterations of a director-evaluator loop (DESIGN §6).
+const DEFAULT_MAX_ITERATIONS: u64 = 5;
+
+impl Lowerer<'_> {
+    pub(super) fn task(&mut self, task: &Task, frame: &mut Frame, decl: bool) -> Node {
+        frame.scoped(|frame| {
+            let lets = self.inputs(task, frame, decl);
+            let node = self.operator(task, frame);
+            lets.into_iter()
+                .rev()
+                .fold(node, |body, (local, value)| Node {
+                    ty: body.ty.clone(),
+                    span: body.span,
+                    kind: NodeKind::Let {
+                        local,
+                        value,
+                        body: Box::new(body),
+                    },
+                })
+        })
+    }
+
+    /// Binds a task's inputs. In a declaration they are the function's parameters,
+    /// already bound, except those bound `from` another variable.
+    fn inputs(&mut self, task: &Task, frame: &mut Frame, decl: bool) -> Vec<(ir::Local, Expr)> {
+        let decl = decl && task.kind.node != TaskType::Reduce;
+        let mut lets = Vec::new();
+        for input in &task.inputs {
+            if decl && input.from.is_none() {
+                continue;
+            }
+            let value = self.input_value(input, frame);
+            let local = frame.bind(&input.name.node, value.ty.clone());
+            lets.push((local, value));
+        }
+        lets
+    }
+
+    fn input_value(&mut self, input: &ast::Input, frame: &mut Frame) -> Expr {
+        if let Some(from) = &input.from {
+            return self.var(&from.node, from.span, frame);
+        }
+        match &input.value {
+            InputValue::Body(b) => {
+                let node = self.body(b, frame, false);
+                Expr::new(ExprKind::Task(Box::new(node.clone())), node.ty, input.span)
+            }
+            InputValue::Text(t) => self.text(t, frame, false),
+            InputValue::Empty => self.var(&input.name.node, input.name.span, frame),
+        }
+    }
+
+    fn operator(&mut self, task: &Task, frame: &mut Frame) -> Node {
+        if let Some(r) = &task.reference {
+            return self.reference(r, task, frame);
+        }
+        match task.kind.node {
+            TaskType::Atomic => self.atomic(task, frame),
+            TaskType::Sequential => self.sequence(task, frame),
+            TaskType::Reduce => self.reduce(task, frame),
+            TaskType::Script => self.script(task, frame),
+            TaskType::DirectorEvaluatorLoop => self.director_loop(task, frame),
+        }
+    }
+
+    fn atomic(&mut self, task: &Task, frame: &mut Frame) -> Node {
+        let meta = self.meta(task, frame);
+        let prompt = task.instructions.as_ref().or(task.description.as_ref());
+        let system = task
+            .system
+            .as_ref()
+            .map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
+        let prompt = prompt.map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
+        let context = frame
+            .context
+            .clone()
+            .unwrap_or_else(|| Expr::str("", task.span));
+        Node {
+            kind: NodeKind::Atomic {
+                task: meta,
+                system,
+                prompt,
+                context,
+            },
+            ty: infer_output_type(task),
+            span: task.span,
+        }
+    }
+
+    fn sequence(&mut self, task: &Task, frame: &mut Frame) -> Node {
+        let settings = context::merge(TaskType::Sequential, task.context.as_ref());
+        let output = frame.local("output", Type::Any);
+        let results = frame.local("(step results)", Type::Array(Box::new(Type::Any)));
+        let scratch = frame.local("(failed step)", Type::Any);
+        let outer_context = frame.context.take();
+        if settings.accumulate {
+            frame.context = Some(Expr::new(
+                ExprKind::Accumulated(results, settings.full_output),
+                Type::String,
+                task.span,
+            ));
+        }
+        let mut steps = Vec::new();
+        if let Some(list) = &task.steps {
+            for (i, step) in list.node.iter().enumerate() {
+                let node = frame.scoped(|frame| {
+                    if i > 0 {
+                        frame.scope.push(("output".into(), output));
+                    }
+                    self.body(step, frame, false)
+                });
+                steps.push(node);
+            }
+        }
+        frame.context = outer_context;
+        let ty = steps.last().map_or(Type::Any, |s| s.ty.clone());
+        Node {
+            kind: NodeKind::Sequence(Box::new(ir::Sequence {
+                steps,
+                output,
+                results,
+                scratch,
+            })),
+            ty,
+            span: task.span,
+        }
+    }
+
+    fn reduce(&mut self, task: &Task, frame: &mut Frame) -> Node {
+        let items: Vec<Expr> = task
+            .inputs
+            .iter()
+            .map(|i| self.input_value(i, frame))
+            .collect();
+        let initial = task
+            .initial_value
+            .as_ref()
+            .map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
+        let local = |frame: &mut Frame, name: &str| frame.local(name, Type::Any);
+        let current_input = local(frame, "current_input");
+        let original_input = local(frame, "original_input");
+        let current_result = local(frame, "current_result");
+        let accumulator = local(frame, "accumulator");
+        let processed = local(frame, "(processed inputs)");
+        let last = local(frame, "(last reduction)");
+        let scratch = local(frame, "(failed input)");
+        let missing = |span: Span| Node {
+            kind: NodeKind::Complete(Expr::str("", span)),
+            ty: Type::String,
+            span,
+        };
+        let inner = frame.scoped(|frame| {
+            frame.scope.push(("current_input".into(), current_input));
+            frame.scope.push(("original_input".into(), original_input));
+            task.inner_task
+                .as_ref()
+                .map_or(missing(task.span), |b| self.body(b, frame, false))
+        });
+        let reduction = frame.scoped(|frame| {
+            for (n, l) in [
+                ("current_input", current_input),
+                ("original_input", original_input),
+                ("accumulator", accumulator),
+                ("current_result", current_result),
+            ] {
+                frame.scope.push((n.into(), l));
+            }
+            task.reduction_task
+                .as_ref()
+                .map_or(missing(task.span), |b| self.body(b, frame, false))
+        });
+        Node {
+            ty: reduction.ty.clone(),
+            kind: NodeKind::Reduce(Box::new(ir::Reduce {
+                items,
+                initial,
+                inner,
+                reduction,
+                current_input,
+                original_input,
+                current_result,
+                accumulator,
+                processed,
+                last,
+                scratch,
+            })),
+            span: task.span,
+        }
+    }
+
+    fn script_node(&mut self, task: &Task, frame: &mut Frame) -> Option<Node> {
+        let script = task.script.as_ref()?;
+        let meta = self.meta(task, frame);
+        let inputs: Vec<(String, Expr)> = script
+            .inputs
+            .iter()
+            .map(|i| (i.name.node.clone(), self.input_value(i, frame)))
+            .collect();
+        let command = script
+            .command
+            .as_ref()
+            .map_or(Expr::str("", script.span), |c| self.text(c, frame, true));
+        Some(Node {
+            kind: NodeKind::Script {
+                task: meta,
+                command,
+                inputs,
+            },
+            ty: Type::String,
+            span: script.span,
+        })
+    }
+
+    fn script(&mut self, task: &Task, frame: &mut Frame) -> Node {
+        self.script_node(task, frame).unwrap_or(Node {
+            kind: NodeKind::Complete(Expr::str("", task.span)),
+            ty: Type::String,
+            span: task.span,
+        })
+    }
+
+    fn director_loop(&mut self, task: &Task, frame: &mut Frame) -> Node {
+        frame.scoped(|frame| {
+            let names = [
+                "current_iteration",
+                "director_result",
+                "evaluation",
+                "evaluation_feedback",
+                "script_output",
+            ];
+            let locals: Vec<ir::Local> = names.iter().map(|n| frame.bind(n, Type::Any)).collect();
+            let last = frame.local("(last director result)", Type::Any);
+            let missing = |span: Span| Node {
+                kind: NodeKind::Complete(Expr::str("", span)),
+                ty: Type::String,
+                span,
+            };
+            let director = task
+                .director
+                .as_ref()
+                .map_or(missing(task.span), |b| self.body(b, frame, false));
+            let script = self.script_node(task, frame);
+            let evaluator = task
+                .evaluator
+                .as_ref()
+                .map_or(missing(task.span), |b| self.body(b, frame, false));
+            let termination = task.termination.as_ref().map(|e| self.expr(e, frame));
+            Node {
+                ty: director.ty.clone(),
+                kind: NodeKind::Loop(Box::new(ir::Loop {
+                    director,
+                    evaluator,
+                    script,
+                    max_iterations: task
+                        .max_iterations
+                        .as_ref()
+                        .map_or(DEFAULT_MAX_ITERATIONS, |m| m.node),
+                    termination,
+                    iteration: locals[0],
+                    director_result: locals[1],
+                    evaluation: locals[2],
+                    evaluation_feedback: locals[3],
+                    script_output: locals[4],
+                    last,
+                })),
+                span: task.span,
+            }
+        })
+    }
+
+    /// `<task ref="name">`: a call whose arguments are this task's inputs, by name.
+    fn reference(&mut self, r: &ast::Ident, task: &Task, frame: &mut Frame) -> Node {
+        let params: Vec<String> = self
+            .symbols
+            .items
+            .get(&r.node)
+            .map(|s| s.params.iter().map(|p| p.name.clone()).collect())
+            .unwrap_or_default();
+        let args = params
+            .iter()
+            .map(|p| {
+                match frame
+                    .lookup(p)
+                    .filter(|_| task.inputs.iter().any(|i| &i.name.node == p))
+                {
+                    Some(l) => Expr::new(ExprKind::Local(l), Type::Any, r.span),
+                    None => Expr::new(ExprKind::Null, Type::Null, r.span),
+                }
+            })
+            .collect();
+        let function = self.ids.get(&r.node).copied().unwrap_or(0);
+        Node {
+            kind: NodeKind::Call { function, args },
+            ty: self
+                .symbols
+                .returns
+                .get(&r.node)
+                .cloned()
+                .unwrap_or(Type::Any),
+            span: task.span,
+        }
+    }
+
+    /// Registers the host-call metadata of a task.
+    fn meta(&mut self, task: &Task, frame: &mut Frame) -> u32 {
+        frame.tasks_made += 1;
+        let output = match &task.output_format {
+            Some(f) if f.kind.node == OutputKind::Json => {
+                Output::Json(f.schema.as_ref().map(|s| s.node.to_string()))
+            }
+            _ => Output::Text,
+        };
+        let file_paths = match task.file_paths.as_ref().map(|f| &f.node) {
+            None => bundle::FilePaths::None,
+            Some(FilePaths::Literal(ps)) => {
+                bundle::FilePaths::Literal(ps.iter().map(template_source).collect())
+            }
+            Some(FilePaths::Command(c)) => bundle::FilePaths::Command(template_source(c)),
+            Some(FilePaths::Description(d)) => bundle::FilePaths::Description(template_source(d)),
+        };
+        self.tasks.push(TaskMeta {
+            name: format!("{}#{}", frame.name, frame.tasks_made),
+            model: task.model.as_ref().map(|m| m.node.clone()),
+            provider: task.provider.as_ref().map(|p| p.node.clone()),
+            output,
+            context: context::merge(task.kind.node, task.context.as_ref()),
+            file_paths,
+            criteria: task.criteria.as_ref().map(template_source),
+            timeout: task
+                .script
+                .as_ref()
+                .and_then(|s| s.timeout.as_ref())
+                .map(|t| t.node),
+            loc: self.loc(task.span),
+        });
+        (self.tasks.len() - 1) as u32
+    }
+}
