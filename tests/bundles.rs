@@ -1,1 +1,242 @@
+//! Bundles as files: byte-identical output, a golden bundle, and damaged or hostile
+//! bundles refused with an error (or, when they decode and verify, run without a panic).
 
+use std::sync::Mutex;
+use tv_tests::bundle_of;
+use tv_vm::bundle::{Bundle, BundleError, Const, Function, Loc, Param};
+use tv_vm::isa::Op;
+use tv_vm::limits::Limits;
+
+const GOLDEN: &str = "tests/golden/code_review.bin";
+
+fn compile_example() -> Vec<u8> {
+    let c =
+        tv_compiler::driver::check_paths(&["examples/code_review.xml".into()]).expect("example");
+    tv_compiler::driver::compile(&c)
+        .expect("compiles")
+        .1
+        .to_bytes()
+}
+
+#[test]
+fn the_same_sources_compile_to_byte_identical_bundles() {
+    assert_eq!(compile_example(), compile_example());
+}
+
+/// Set `UPDATE_GOLDEN=1` after a deliberate format change (and bump the version).
+#[test]
+fn the_example_compiles_to_the_golden_bundle_which_still_loads() {
+    let bytes = compile_example();
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(GOLDEN, &bytes).expect("write golden");
+    }
+    let golden = std::fs::read(GOLDEN).expect("golden bundle");
+    assert!(golden == bytes, "the bundle bytes changed: bump bundle::VERSION if old readers would misread them, then UPDATE_GOLDEN=1");
+    let b = Bundle::from_bytes(&golden).expect("the golden bundle loads");
+    assert!(b.entry("review_pull_request").is_some());
+}
+
+#[test]
+fn headers_that_are_not_right_are_refused_with_their_reason() {
+    let good = compile_example();
+    assert_eq!(Bundle::from_bytes(b""), Err(BundleError::TooShort));
+    assert_eq!(Bundle::from_bytes(b"<task/>"), Err(BundleError::NotABundle));
+    let mut v = good.clone();
+    v[4] = 99;
+    assert_eq!(Bundle::from_bytes(&v), Err(BundleError::Version(99)));
+    assert!(matches!(
+        Bundle::from_bytes(&good[..good.len() - 1]),
+        Err(BundleError::Length { .. })
+    ));
+    let mut v = good.clone();
+    let last = v.len() - 1;
+    v[last] ^= 1;
+    assert_eq!(Bundle::from_bytes(&v), Err(BundleError::Checksum));
+}
+
+#[test]
+fn every_truncation_is_refused() {
+    let good = compile_example();
+    for cut in 0..good.len() {
+        assert!(
+            Bundle::from_bytes(&good[..cut]).is_err(),
+            "a bundle cut at {cut} bytes was accepted"
+        );
+    }
+}
+
+/// A tiny deterministic generator (xorshift), so failures can be replayed by seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Rewrites the header so the checksum and length match a mutated payload: the
+/// decoder and the verifier, not the checksum, must then stop it.
+fn reseal(payload: &[u8]) -> Vec<u8> {
+    let mut out = b"TVB\0".to_vec();
+    out.extend_from_slice(&tv_vm::bundle::VERSION.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+#[test]
+fn thousands_of_mutated_bundles_are_refused_or_run_without_panicking() {
+    let good = compile_example();
+    let payload = &good[14..];
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let (mut refused, mut ran) = (0, 0);
+    for _ in 0..3000 {
+        let mut p = payload.to_vec();
+        for _ in 0..1 + rng.below(4) {
+            match rng.below(3) {
+                0 => {
+                    let i = rng.below(p.len());
+                    p[i] ^= 1 << rng.below(8);
+                }
+                1 => {
+                    let i = rng.below(p.len());
+                    p[i] = rng.next() as u8;
+                }
+                _ => {
+                    let i = rng.below(p.len());
+                    p.truncate(i.max(1));
+                }
+            }
+        }
+        match Bundle::from_bytes(&reseal(&p)) {
+            Err(_) => refused += 1,
+            Ok(b) => {
+                ran += 1;
+                run_every_entry(&b);
+            }
+        }
+    }
+    assert!(refused > 0 && refused + ran == 3000);
+}
+
+#[test]
+fn random_bytes_with_a_valid_header_are_refused() {
+    let mut rng = Rng(42);
+    for len in 0..400 {
+        let p: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        if let Ok(b) = Bundle::from_bytes(&reseal(&p)) {
+            run_every_entry(&b);
+        }
+    }
+}
+
+fn run_every_entry(b: &Bundle) {
+    let host = tv_vm::driver::Blocking(Mutex::new(tv_vm::host::EchoHost));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for e in &b.entries {
+        let n = b
+            .functions
+            .get(e.function as usize)
+            .map_or(0, |f| f.params.len());
+        let limits = Limits {
+            instructions: 10_000,
+            ..Limits::default()
+        };
+        rt.block_on(tv_vm::driver::run(
+            b,
+            e.function,
+            vec![serde_json::Value::Null; n],
+            limits,
+            &host,
+        ));
+    }
+}
+
+fn one_function(code: Vec<Op>, locals: u16) -> Bundle {
+    let mut b = bundle_of(r#"<task name="t"><instructions>x</instructions></task>"#);
+    b.constants = vec![Const::Str("s".into())];
+    b.functions = vec![Function {
+        name: "f".into(),
+        params: vec![Param {
+            name: "p".into(),
+            ty: "any".into(),
+        }],
+        locals,
+        lines: vec![Loc::default(); code.len()],
+        code,
+        returns: "any".into(),
+        matchable: None,
+    }];
+    b.entries.truncate(0);
+    b
+}
+
+#[test]
+fn the_verifier_refuses_what_would_break_the_machine() {
+    let cases: Vec<(Vec<Op>, u16, &str)> = vec![
+        (vec![Op::Jump(7)], 1, "past the end"),
+        (vec![Op::Pop, Op::Return], 1, "needs 1 values"),
+        (
+            vec![Op::Const(9), Op::Return],
+            1,
+            "constant 9 does not exist",
+        ),
+        (vec![Op::Load(3), Op::Return], 1, "local 3 does not exist"),
+        (vec![Op::Const(0)], 1, "runs past the end"),
+        (
+            vec![Op::Const(0), Op::Call(5, 0), Op::Return],
+            1,
+            "function 5 does not exist",
+        ),
+        (vec![Op::Const(0), Op::Call(0, 0), Op::Return], 1, "takes 1"),
+        (
+            vec![Op::Const(0), Op::Builtin(0, 3), Op::Return],
+            1,
+            "called with 3 arguments",
+        ),
+        (
+            vec![
+                Op::Const(0),
+                Op::Const(0),
+                Op::Const(0),
+                Op::Atomic(8),
+                Op::Return,
+            ],
+            1,
+            "task 8 does not exist",
+        ),
+        (
+            vec![
+                Op::Const(0),
+                Op::JumpIfFalse(3),
+                Op::Const(0),
+                Op::Const(0),
+                Op::Return,
+            ],
+            1,
+            "on another path",
+        ),
+        (
+            vec![Op::Const(0), Op::Return],
+            0,
+            "fewer locals than parameters",
+        ),
+    ];
+    for (code, locals, expected) in cases {
+        let b = one_function(code.clone(), locals);
+        let err = tv_vm::verify::verify(&b).expect_err(&format!("{code:?} was accepted"));
+        assert!(err.contains(expected), "{code:?}: {err}");
+        assert!(Bundle::from_bytes(&b.to_bytes()).is_err());
+    }
+}

@@ -52,3 +52,85 @@ pub fn in_suite(suite: &str, assert: impl FnOnce()) {
     settings.set_omit_expression(true);
     settings.bind(assert);
 }
+
+/// A compiled program, ready to run.
+pub fn bundle_of(src: &str) -> tv_vm::bundle::Bundle {
+    let c = driver::check_texts([("test.xml", src)]);
+    assert!(
+        !c.diags.has_errors(),
+        "{}",
+        c.diags.render_short(&c.sources)
+    );
+    let (_, bundle) = driver::compile(&c).expect("compiles");
+    tv_vm::bundle::Bundle::from_bytes(&bundle.to_bytes()).expect("loads back")
+}
+
+/// A deterministic host: LLM replies come from `reply`, scripts echo their command,
+/// and every request is kept for the test to inspect.
+pub struct Scripted<F> {
+    pub reply: F,
+    pub requests: Vec<tv_vm::host::HostRequest>,
+}
+
+impl<F: FnMut(&tv_vm::host::LlmRequest) -> String> tv_vm::host::Host for Scripted<F> {
+    fn call(&mut self, request: &tv_vm::host::HostRequest) -> tv_vm::host::HostReply {
+        use tv_vm::host::{HostReply, HostRequest, LlmReply, ScriptReply};
+        self.requests.push(request.clone());
+        match request {
+            HostRequest::Llm(r) => HostReply::Llm(Ok(LlmReply {
+                content: (self.reply)(r),
+                input_tokens: 10,
+                output_tokens: 5,
+            })),
+            HostRequest::Script(s) => HostReply::Script(Ok(ScriptReply {
+                stdout: s.command.clone(),
+                ..ScriptReply::default()
+            })),
+        }
+    }
+}
+
+/// Runs `entry` with named arguments through a synchronous host loop.
+pub fn run_with(
+    bundle: &tv_vm::bundle::Bundle,
+    entry: &str,
+    args: serde_json::Value,
+    limits: tv_vm::limits::Limits,
+    host: &mut impl tv_vm::host::Host,
+) -> serde_json::Value {
+    use tv_vm::interp::{Step, Vm};
+    let e = bundle
+        .entry(entry)
+        .unwrap_or_else(|| panic!("no entry {entry}"));
+    let f = &bundle.functions[e.function as usize];
+    let values = f
+        .params
+        .iter()
+        .map(|p| {
+            args.get(&p.name)
+                .cloned()
+                .unwrap_or(serde_json::Value::Null)
+        })
+        .collect();
+    let mut vm = Vm::new(bundle, e.function, values, limits);
+    loop {
+        match vm.run() {
+            Step::Done(r) => return r,
+            Step::Host(req) => {
+                let reply = host.call(&req);
+                vm.resume(reply);
+            }
+        }
+    }
+}
+
+/// The user message of every LLM request, in order.
+pub fn prompts(requests: &[tv_vm::host::HostRequest]) -> Vec<String> {
+    requests
+        .iter()
+        .filter_map(|r| match r {
+            tv_vm::host::HostRequest::Llm(l) => l.messages.last().map(|m| m.content.clone()),
+            tv_vm::host::HostRequest::Script(_) => None,
+        })
+        .collect()
+}

@@ -511,6 +511,8 @@ fn const_value(c: &Const) -> Value {
     match c {
         Const::Null => Value::Null,
         Const::Bool(b) => Value::Bool(*b),
+        // Whole numbers stay integers, so `12` is spliced as `12`, not `12.0`.
+        Const::Num(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Value::from(*n as i64),
         Const::Num(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
         Const::Str(s) => Value::String(s.clone()),
     }
