@@ -81,6 +81,7 @@ impl<F: FnMut(&tv_vm::host::LlmRequest) -> String> tv_vm::host::Host for Scripte
                 content: (self.reply)(r),
                 input_tokens: 10,
                 output_tokens: 5,
+                ..LlmReply::default()
             })),
             HostRequest::Script(s) => HostReply::Script(Ok(ScriptReply {
                 stdout: s.command.clone(),

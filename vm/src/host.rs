@@ -47,6 +47,8 @@ pub struct LlmReply {
     pub content: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// A subtask request the model made through the spawning tool.
+    pub subtask_request: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]

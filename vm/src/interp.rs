@@ -2,17 +2,17 @@
 //! host calls, and the limits checked before any further host call is made.
 
 use crate::bundle::{Bundle, Const, Output};
-use crate::host::{
-    HostReply, HostRequest, LlmReply, LlmRequest, Message, ScriptReply, ScriptRequest,
-};
-use crate::isa::{CmpOp, Op};
+use crate::host::{HostReply, HostRequest, LlmRequest, Message, ScriptRequest};
+use crate::isa::Op;
 use crate::limits::Limits;
-use crate::result::{complete, exhausted, is_failed, set_note, task_failure, value_of};
+use crate::outcome::{
+    accumulate, check_return, compare, fail_reduce, fail_sequence, llm_result, script_result,
+    shell_quote,
+};
+use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
 use serde_json::{json, Map, Value};
-use std::cmp::Ordering;
 use tv_stdlib::builtins::BUILTINS;
 use tv_stdlib::functions::{self as f, to_text, truthy};
-use tv_stdlib::types::Type;
 
 /// Why [`Vm::run`] stopped.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,11 +24,38 @@ pub enum Step {
 }
 
 #[derive(Debug)]
-struct Frame {
-    function: usize,
+pub(crate) struct Frame {
+    pub(crate) function: usize,
     pc: usize,
     base: usize,
     locals: Vec<Value>,
+    /// Set on the frame of a subtask: the session waiting for its result.
+    pub(crate) spawned: Option<Box<Spawn>>,
+}
+
+/// One handler session: the conversation of an atomic task so far.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    pub(crate) task: u32,
+    pub(crate) system: String,
+    pub(crate) context: String,
+    pub(crate) messages: Vec<Message>,
+}
+
+/// A subtask in progress and the session that asked for it.
+#[derive(Debug)]
+pub(crate) struct Spawn {
+    pub(crate) session: Session,
+    pub(crate) request: Value,
+    pub(crate) inputs: Value,
+    pub(crate) depth: usize,
+}
+
+/// The host call in flight.
+#[derive(Debug)]
+pub(crate) enum Waiting {
+    Llm(Session),
+    Script,
 }
 
 /// What is used of the limits so far.
@@ -41,18 +68,17 @@ pub struct Usage {
 }
 
 pub struct Vm<'b> {
-    bundle: &'b Bundle,
-    limits: Limits,
-    frames: Vec<Frame>,
-    stack: Vec<Value>,
-    usage: Usage,
-    /// The task of the host call in flight.
-    waiting: Option<u32>,
+    pub(crate) bundle: &'b Bundle,
+    pub(crate) limits: Limits,
+    pub(crate) frames: Vec<Frame>,
+    pub(crate) stack: Vec<Value>,
+    pub(crate) usage: Usage,
+    pub(crate) waiting: Option<Waiting>,
     done: Option<Value>,
 }
 
 /// A run-time fault: the run ends with this result.
-type Fault = Value;
+pub(crate) type Fault = Value;
 
 impl<'b> Vm<'b> {
     /// A machine about to run `function` with `args` (one per parameter).
@@ -317,6 +343,19 @@ impl<'b> Vm<'b> {
         let context = to_text(&self.pop()?);
         let prompt = to_text(&self.pop()?);
         let system = to_text(&self.pop()?);
+        self.ask(Session {
+            task,
+            system,
+            context,
+            messages: vec![Message {
+                role: "user".into(),
+                content: prompt,
+            }],
+        })
+    }
+
+    /// The next LLM call of a session, once the turn and token limits allow it.
+    pub(crate) fn ask(&mut self, session: Session) -> Result<Step, Fault> {
         if self.usage.turns >= self.limits.turns {
             return Err(exhausted(
                 "turns",
@@ -333,17 +372,14 @@ impl<'b> Vm<'b> {
                 self.limits.tokens,
             ));
         }
-        let meta = self.task(task)?;
-        self.waiting = Some(task);
-        Ok(Step::Host(Box::new(HostRequest::Llm(LlmRequest {
-            task: meta,
-            system_prompt: system,
-            messages: vec![Message {
-                role: "user".into(),
-                content: prompt,
-            }],
-            context,
-        }))))
+        let request = LlmRequest {
+            task: self.task(session.task)?,
+            system_prompt: session.system.clone(),
+            messages: session.messages.clone(),
+            context: session.context.clone(),
+        };
+        self.waiting = Some(Waiting::Llm(session));
+        Ok(Step::Host(Box::new(HostRequest::Llm(request))))
     }
 
     fn script(&mut self, task: u32) -> Result<Step, Fault> {
@@ -353,7 +389,7 @@ impl<'b> Vm<'b> {
         };
         let command = to_text(&self.pop()?);
         let meta = self.task(task)?;
-        self.waiting = Some(task);
+        self.waiting = Some(Waiting::Script);
         Ok(Step::Host(Box::new(HostRequest::Script(ScriptRequest {
             task: meta,
             command,
@@ -361,33 +397,42 @@ impl<'b> Vm<'b> {
         }))))
     }
 
-    /// Resumes after a host call with its reply, which becomes a task result.
+    /// Resumes after a host call with its reply, which becomes a task result (or,
+    /// for a subtask request, a new frame).
     pub fn resume(&mut self, reply: HostReply) {
-        let Some(task) = self.waiting.take() else {
-            self.done = Some(fault("a host reply arrived with no host call in flight"));
-            return;
-        };
-        let output = self
-            .bundle
-            .tasks
-            .get(task as usize)
-            .map(|t| t.output.clone())
-            .unwrap_or(Output::Text);
-        let r = match reply {
-            HostReply::Llm(Ok(reply)) => {
+        let r = match (self.waiting.take(), reply) {
+            (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
                 self.usage.turns += 1;
                 self.usage.tokens += reply.input_tokens + reply.output_tokens;
-                llm_result(reply, &output)
+                let output = self
+                    .bundle
+                    .tasks
+                    .get(session.task as usize)
+                    .map_or(Output::Text, |t| t.output.clone());
+                match self.continuation(session, &reply) {
+                    Ok(true) => return,
+                    Ok(false) => llm_result(reply, &output),
+                    Err(failure) => failure,
+                }
             }
-            HostReply::Script(Ok(reply)) => script_result(reply),
-            HostReply::Llm(Err(e)) | HostReply::Script(Err(e)) => {
+            (Some(Waiting::Script), HostReply::Script(Ok(reply))) => script_result(reply),
+            (Some(_), HostReply::Llm(Err(e)) | HostReply::Script(Err(e))) => {
                 task_failure(&e.reason, e.message, Value::Null)
+            }
+            (Some(_), _) => fault("a host reply does not match the host call in flight"),
+            (None, _) => {
+                self.done = Some(fault("a host reply arrived with no host call in flight"));
+                return;
             }
         };
         self.stack.push(r);
     }
 
-    fn push_frame(&mut self, function: usize, mut args: Vec<Value>) -> Result<(), Fault> {
+    pub(crate) fn push_frame(
+        &mut self,
+        function: usize,
+        mut args: Vec<Value>,
+    ) -> Result<(), Fault> {
         if self.frames.len() >= self.limits.call_depth {
             return Err(exhausted(
                 "depth",
@@ -410,6 +455,7 @@ impl<'b> Vm<'b> {
             pc: 0,
             base: self.stack.len(),
             locals: args,
+            spawned: None,
         });
         Ok(())
     }
@@ -421,6 +467,9 @@ impl<'b> Vm<'b> {
             .pop()
             .ok_or_else(|| fault("return without a frame"))?;
         self.stack.truncate(frame.base);
+        if let Some(spawn) = frame.spawned {
+            return self.subtask_returned(*spawn, r);
+        }
         if self.frames.is_empty() {
             self.done = Some(r.clone());
             return Ok(Some(Step::Done(r)));
@@ -475,7 +524,7 @@ impl<'b> Vm<'b> {
         }
     }
 
-    fn task(&self, t: u32) -> Result<crate::bundle::TaskMeta, Fault> {
+    pub(crate) fn task(&self, t: u32) -> Result<crate::bundle::TaskMeta, Fault> {
         self.bundle
             .tasks
             .get(t as usize)
@@ -516,185 +565,4 @@ fn const_value(c: &Const) -> Value {
         Const::Num(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
         Const::Str(s) => Value::String(s.clone()),
     }
-}
-
-fn compare(op: CmpOp, a: &Value, b: &Value) -> bool {
-    match op {
-        CmpOp::Eq => f::equal(a, b),
-        CmpOp::Ne => !f::equal(a, b),
-        CmpOp::Lt => f::compare(a, b) == Some(Ordering::Less),
-        CmpOp::Le => matches!(f::compare(a, b), Some(Ordering::Less | Ordering::Equal)),
-        CmpOp::Gt => f::compare(a, b) == Some(Ordering::Greater),
-        CmpOp::Ge => matches!(f::compare(a, b), Some(Ordering::Greater | Ordering::Equal)),
-    }
-}
-
-/// POSIX single quoting: no value can end the quote and inject a command.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-fn accumulate(results: &Value, full: bool) -> String {
-    let Some(items) = results.as_array() else {
-        return String::new();
-    };
-    let mut out = String::new();
-    for (i, r) in items.iter().enumerate() {
-        let content = r.get("content").map(to_text).unwrap_or_default();
-        if full {
-            let notes = r.get("notes").map(to_text).unwrap_or_default();
-            out.push_str(&format!(
-                "Step {} output:\n{content}\nStep {} notes: {notes}\n",
-                i + 1,
-                i + 1
-            ));
-        } else {
-            let summary: String = content.chars().take(200).collect();
-            out.push_str(&format!("Step {}: {summary}\n", i + 1));
-        }
-    }
-    out
-}
-
-fn error_of(r: &Value) -> (String, String, Value) {
-    let e = r.pointer("/notes/error").cloned().unwrap_or(Value::Null);
-    let reason = e
-        .get("reason")
-        .and_then(Value::as_str)
-        .unwrap_or("unexpected_error")
-        .to_string();
-    let message = e
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or("a step failed")
-        .to_string();
-    (reason, message, e)
-}
-
-fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Value {
-    let (reason, message, error) = error_of(&failed);
-    task_failure(
-        &reason,
-        format!("step {} of {total} failed: {message}", step + 1),
-        json!({"failedStep": step, "totalSteps": total, "partialResults": partial, "stepError": error}),
-    )
-}
-
-fn fail_reduce(
-    failed: Value,
-    index: Value,
-    total: Value,
-    processed: Value,
-    accumulator: Value,
-) -> Value {
-    let (reason, message, error) = error_of(&failed);
-    task_failure(
-        &reason,
-        format!(
-            "input {} of the reduction failed: {message}",
-            index.as_u64().unwrap_or(0) + 1
-        ),
-        json!({
-            "failedInputIndex": index,
-            "totalInputs": total,
-            "processedInputs": processed,
-            "currentAccumulator": accumulator,
-            "inputError": error,
-        }),
-    )
-}
-
-/// Whether a value is of a type written in the source.
-pub fn fits(v: &Value, ty: &Type) -> bool {
-    match (ty, v) {
-        (Type::Any, _) => true,
-        (Type::String, Value::String(_)) | (Type::Number, Value::Number(_)) => true,
-        (Type::Boolean, Value::Bool(_))
-        | (Type::Null, Value::Null)
-        | (Type::Object, Value::Object(_)) => true,
-        (Type::Array(item), Value::Array(items)) => items.iter().all(|i| fits(i, item)),
-        _ => false,
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-fn check_return(r: Value, ty: &str) -> Value {
-    let Some(t) = Type::parse(ty) else { return r };
-    if is_failed(&r) {
-        return r;
-    }
-    let v = value_of(&r);
-    if fits(&v, &t) {
-        return r;
-    }
-    let content = r.get("content").cloned().unwrap_or(Value::Null);
-    task_failure(
-        "output_format_failure",
-        format!("the result should be `{ty}` but is {}", kind_of(&v)),
-        json!({"expected": ty, "actual": kind_of(&v), "content": content}),
-    )
-}
-
-fn llm_result(reply: LlmReply, output: &Output) -> Value {
-    let mut r = complete(reply.content.clone());
-    set_note(
-        &mut r,
-        "tokens",
-        json!({"input": reply.input_tokens, "output": reply.output_tokens}),
-    );
-    let Output::Json(schema) = output else {
-        return r;
-    };
-    match (f::parse_json_text(&reply.content), schema) {
-        (Ok(v), None) => r["parsedContent"] = v,
-        (Ok(v), Some(ty)) => {
-            let expected = Type::parse(ty).unwrap_or(Type::Any);
-            if !fits(&v, &expected) {
-                return task_failure(
-                    "output_format_failure",
-                    format!(
-                        "the model's output should be `{ty}` JSON but is {}",
-                        kind_of(&v)
-                    ),
-                    json!({"expected": ty, "actual": kind_of(&v), "content": reply.content}),
-                );
-            }
-            r["parsedContent"] = v;
-        }
-        (Err(e), None) => set_note(&mut r, "parseError", Value::String(e)),
-        (Err(e), Some(ty)) => {
-            return task_failure(
-                "output_format_failure",
-                format!("the model's output should be `{ty}` JSON but does not parse: {e}"),
-                json!({"expected": ty, "actual": "text", "content": reply.content, "parseError": e}),
-            )
-        }
-    }
-    r
-}
-
-fn script_result(reply: ScriptReply) -> Value {
-    let output =
-        json!({"stdout": reply.stdout, "stderr": reply.stderr, "exitCode": reply.exit_code});
-    let mut r = if reply.exit_code == 0 {
-        complete(reply.stdout)
-    } else {
-        task_failure(
-            "unexpected_error",
-            format!("the script exited with status {}", reply.exit_code),
-            json!({"exitCode": reply.exit_code}),
-        )
-    };
-    set_note(&mut r, "scriptOutput", output);
-    r
 }

@@ -8,5 +8,8 @@ pub mod host;
 pub mod interp;
 pub mod isa;
 pub mod limits;
+pub mod outcome;
 pub mod result;
+mod session;
+pub mod subtask;
 pub mod verify;

@@ -1,0 +1,192 @@
+//! Building task results: from host replies, for failed sequences and reductions,
+//! and for return-type checks. Pure functions of their inputs.
+
+use crate::bundle::Output;
+use crate::host::{LlmReply, ScriptReply};
+use crate::isa::CmpOp;
+use crate::result::{complete, is_failed, set_note, task_failure, value_of};
+use serde_json::{json, Value};
+use std::cmp::Ordering;
+use tv_stdlib::functions::{self as f, to_text};
+use tv_stdlib::types::Type;
+
+pub fn compare(op: CmpOp, a: &Value, b: &Value) -> bool {
+    match op {
+        CmpOp::Eq => f::equal(a, b),
+        CmpOp::Ne => !f::equal(a, b),
+        CmpOp::Lt => f::compare(a, b) == Some(Ordering::Less),
+        CmpOp::Le => matches!(f::compare(a, b), Some(Ordering::Less | Ordering::Equal)),
+        CmpOp::Gt => f::compare(a, b) == Some(Ordering::Greater),
+        CmpOp::Ge => matches!(f::compare(a, b), Some(Ordering::Greater | Ordering::Equal)),
+    }
+}
+
+/// POSIX single quoting: no value can end the quote and inject a command.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+pub fn accumulate(results: &Value, full: bool) -> String {
+    let Some(items) = results.as_array() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (i, r) in items.iter().enumerate() {
+        let content = r.get("content").map(to_text).unwrap_or_default();
+        if full {
+            let notes = r.get("notes").map(to_text).unwrap_or_default();
+            out.push_str(&format!(
+                "Step {} output:\n{content}\nStep {} notes: {notes}\n",
+                i + 1,
+                i + 1
+            ));
+        } else {
+            let summary: String = content.chars().take(200).collect();
+            out.push_str(&format!("Step {}: {summary}\n", i + 1));
+        }
+    }
+    out
+}
+
+pub fn error_of(r: &Value) -> (String, String, Value) {
+    let e = r.pointer("/notes/error").cloned().unwrap_or(Value::Null);
+    let reason = e
+        .get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or("unexpected_error")
+        .to_string();
+    let message = e
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("a step failed")
+        .to_string();
+    (reason, message, e)
+}
+
+pub fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Value {
+    let (reason, message, error) = error_of(&failed);
+    task_failure(
+        &reason,
+        format!("step {} of {total} failed: {message}", step + 1),
+        json!({"failedStep": step, "totalSteps": total, "partialResults": partial, "stepError": error}),
+    )
+}
+
+pub fn fail_reduce(
+    failed: Value,
+    index: Value,
+    total: Value,
+    processed: Value,
+    accumulator: Value,
+) -> Value {
+    let (reason, message, error) = error_of(&failed);
+    task_failure(
+        &reason,
+        format!(
+            "input {} of the reduction failed: {message}",
+            index.as_u64().unwrap_or(0) + 1
+        ),
+        json!({
+            "failedInputIndex": index,
+            "totalInputs": total,
+            "processedInputs": processed,
+            "currentAccumulator": accumulator,
+            "inputError": error,
+        }),
+    )
+}
+
+/// Whether a value is of a type written in the source.
+pub fn fits(v: &Value, ty: &Type) -> bool {
+    match (ty, v) {
+        (Type::Any, _) => true,
+        (Type::String, Value::String(_)) | (Type::Number, Value::Number(_)) => true,
+        (Type::Boolean, Value::Bool(_))
+        | (Type::Null, Value::Null)
+        | (Type::Object, Value::Object(_)) => true,
+        (Type::Array(item), Value::Array(items)) => items.iter().all(|i| fits(i, item)),
+        _ => false,
+    }
+}
+
+pub fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+pub fn check_return(r: Value, ty: &str) -> Value {
+    let Some(t) = Type::parse(ty) else { return r };
+    if is_failed(&r) {
+        return r;
+    }
+    let v = value_of(&r);
+    if fits(&v, &t) {
+        return r;
+    }
+    let content = r.get("content").cloned().unwrap_or(Value::Null);
+    task_failure(
+        "output_format_failure",
+        format!("the result should be `{ty}` but is {}", kind_of(&v)),
+        json!({"expected": ty, "actual": kind_of(&v), "content": content}),
+    )
+}
+
+pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
+    let mut r = complete(reply.content.clone());
+    set_note(
+        &mut r,
+        "tokens",
+        json!({"input": reply.input_tokens, "output": reply.output_tokens}),
+    );
+    let Output::Json(schema) = output else {
+        return r;
+    };
+    match (f::parse_json_text(&reply.content), schema) {
+        (Ok(v), None) => r["parsedContent"] = v,
+        (Ok(v), Some(ty)) => {
+            let expected = Type::parse(ty).unwrap_or(Type::Any);
+            if !fits(&v, &expected) {
+                return task_failure(
+                    "output_format_failure",
+                    format!(
+                        "the model's output should be `{ty}` JSON but is {}",
+                        kind_of(&v)
+                    ),
+                    json!({"expected": ty, "actual": kind_of(&v), "content": reply.content}),
+                );
+            }
+            r["parsedContent"] = v;
+        }
+        (Err(e), None) => set_note(&mut r, "parseError", Value::String(e)),
+        (Err(e), Some(ty)) => {
+            return task_failure(
+                "output_format_failure",
+                format!("the model's output should be `{ty}` JSON but does not parse: {e}"),
+                json!({"expected": ty, "actual": "text", "content": reply.content, "parseError": e}),
+            )
+        }
+    }
+    r
+}
+
+pub fn script_result(reply: ScriptReply) -> Value {
+    let output =
+        json!({"stdout": reply.stdout, "stderr": reply.stderr, "exitCode": reply.exit_code});
+    let mut r = if reply.exit_code == 0 {
+        complete(reply.stdout)
+    } else {
+        task_failure(
+            "unexpected_error",
+            format!("the script exited with status {}", reply.exit_code),
+            json!({"exitCode": reply.exit_code}),
+        )
+    };
+    set_note(&mut r, "scriptOutput", output);
+    r
+}

@@ -1,0 +1,127 @@
+//! The machine's side of subtask spawning: a reply that asks for a subtask pushes a
+//! frame for the chosen template; when it returns, the parent session continues with
+//! the subtask's result as a new user message.
+
+use crate::host::{LlmReply, Message};
+use crate::interp::{Fault, Session, Spawn, Step, Vm};
+use crate::result::{exhausted, is_failed, task_failure};
+use crate::subtask::{self, failure};
+use serde_json::Value;
+use tv_stdlib::functions::parse_json_text;
+
+impl Vm<'_> {
+    /// Subtasks on the stack now.
+    fn subtask_depth(&self) -> usize {
+        self.frames.iter().filter(|f| f.spawned.is_some()).count()
+    }
+
+    /// `Ok(true)` when the reply asked for a subtask and its frame is running.
+    pub(crate) fn continuation(
+        &mut self,
+        mut session: Session,
+        reply: &LlmReply,
+    ) -> Result<bool, Value> {
+        let parsed = parse_json_text(&reply.content).ok();
+        let Some(request) = subtask::request_in(reply.subtask_request.as_ref(), parsed.as_ref())
+        else {
+            return Ok(false);
+        };
+        let depth = self.subtask_depth() + 1;
+        // `error` is a failed result; the request's failure carries its TaskError.
+        let fail = |error: Value| {
+            let error = error.pointer("/notes/error").cloned().unwrap_or(error);
+            failure(&request, error, depth - 1, &reply.content)
+        };
+        subtask::validate(&request)
+            .map_err(|e| fail(task_failure("input_validation_failure", e, Value::Null)))?;
+        let limit = request
+            .get("max_depth")
+            .and_then(Value::as_u64)
+            .map_or(self.limits.subtask_depth, |m| {
+                (m as usize).min(self.limits.subtask_depth)
+            });
+        if depth > limit {
+            let msg = format!("subtasks nested deeper than {limit}");
+            return Err(fail(exhausted("depth", msg, depth as u64, limit as u64)));
+        }
+        let function = subtask::select(self.bundle, &request)
+            .map_err(|e| fail(task_failure("context_matching_failure", e, Value::Null)))?;
+        let inputs = request.get("inputs").cloned().unwrap_or(Value::Null);
+        let cycle = self
+            .frames
+            .iter()
+            .filter_map(|f| f.spawned.as_ref().map(|s| (f.function, s)))
+            .any(|(f, s)| f == function as usize && s.inputs == inputs);
+        if cycle {
+            let name = self
+                .bundle
+                .functions
+                .get(function as usize)
+                .map_or("?", |f| f.name.as_str());
+            let msg =
+                format!("cycle: `{name}` is already running as a subtask with the same inputs");
+            return Err(fail(task_failure("subtask_failure", msg, Value::Null)));
+        }
+        let params = self
+            .bundle
+            .functions
+            .get(function as usize)
+            .map(|f| f.params.clone())
+            .unwrap_or_default();
+        let args = params
+            .iter()
+            .map(|p| inputs.get(&p.name).cloned().unwrap_or(Value::Null))
+            .collect();
+        self.push_frame(function as usize, args).map_err(fail)?;
+        session.messages.push(Message {
+            role: "assistant".into(),
+            content: reply.content.clone(),
+        });
+        if let Some(frame) = self.frames.last_mut() {
+            frame.spawned = Some(Box::new(Spawn {
+                session,
+                request,
+                inputs,
+                depth,
+            }));
+        }
+        Ok(true)
+    }
+
+    /// The parent session goes on with the subtask's result, or fails with it.
+    pub(crate) fn subtask_returned(
+        &mut self,
+        spawn: Spawn,
+        result: Value,
+    ) -> Result<Option<Step>, Fault> {
+        let Spawn {
+            mut session,
+            request,
+            depth,
+            ..
+        } = spawn;
+        if is_failed(&result) {
+            let error = result
+                .pointer("/notes/error")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let partial = session
+                .messages
+                .last()
+                .map(|m| m.content.clone())
+                .unwrap_or_default();
+            self.stack
+                .push(failure(&request, error, depth - 1, &partial));
+            return Ok(None);
+        }
+        let content = result
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        session.messages.push(Message {
+            role: "user".into(),
+            content: format!("Subtask result:\n{content}"),
+        });
+        self.ask(session).map(Some)
+    }
+}
