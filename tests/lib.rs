@@ -99,7 +99,7 @@ pub fn run_with(
     limits: tv_vm::limits::Limits,
     host: &mut impl tv_vm::host::Host,
 ) -> serde_json::Value {
-    use tv_vm::interp::{Step, Vm};
+    use tv_vm::interp::Vm;
     let e = bundle
         .entry(entry)
         .unwrap_or_else(|| panic!("no entry {entry}"));
@@ -114,12 +114,25 @@ pub fn run_with(
         })
         .collect();
     let mut vm = Vm::new(bundle, e.function, values, limits);
+    drive(&mut vm, host)
+}
+
+/// Runs a machine to its end; gathered branches run one after another, in order.
+fn drive(vm: &mut tv_vm::interp::Vm<'_>, host: &mut impl tv_vm::host::Host) -> serde_json::Value {
+    use tv_vm::interp::Step;
     loop {
         match vm.run() {
             Step::Done(r) => return r,
             Step::Host(req) => {
                 let reply = host.call(&req);
                 vm.resume(reply);
+            }
+            Step::Gather(calls) => {
+                let results = calls
+                    .into_iter()
+                    .map(|(f, args)| drive(&mut vm.branch(f, args), host))
+                    .collect();
+                vm.resume_gathered(results);
             }
         }
     }

@@ -207,15 +207,17 @@ impl<'a> Builder<'a, '_> {
         cfg.check_end_names = true;
         cfg.check_comments = false;
         cfg.expand_empty_elements = false;
+        // The reader skips a byte-order mark and counts its positions from after it.
+        let skip = self.bom_len();
         loop {
-            let before = reader.buffer_position() as usize;
+            let before = reader.buffer_position() as usize + skip;
             let event = reader.read_event();
-            let after = reader.buffer_position() as usize;
+            let after = reader.buffer_position() as usize + skip;
             match event {
                 Ok(Event::Eof) => return self.finish(),
                 Ok(ev) => self.event(ev, before, after),
                 Err(e) => {
-                    let at = reader.error_position() as usize;
+                    let at = reader.error_position() as usize + skip;
                     self.syntax_error(&e, at);
                     self.close_all(at);
                     return false;
@@ -241,7 +243,9 @@ impl<'a> Builder<'a, '_> {
             }
             Event::Text(t) => {
                 let raw = t.into_inner();
-                self.add_text(&raw, before, true);
+                // The reader may skip a byte-order mark: trust where the text really is.
+                let at = self.offset_of(&raw).unwrap_or(before);
+                self.add_text(&raw, at, true);
             }
             Event::CData(t) => {
                 let raw = t.into_inner();

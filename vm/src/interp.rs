@@ -4,13 +4,14 @@
 use crate::bundle::{Bundle, Const, Output};
 use crate::host::{HostReply, HostRequest, LlmRequest, Message, ScriptRequest};
 use crate::isa::Op;
-use crate::limits::Limits;
+use crate::limits::{Budget, Limits};
 use crate::outcome::{
     accumulate, check_return, compare, fail_reduce, fail_sequence, llm_result, script_result,
     shell_quote,
 };
 use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 use tv_stdlib::builtins::BUILTINS;
 use tv_stdlib::functions::{self as f, to_text, truthy};
 
@@ -19,6 +20,9 @@ use tv_stdlib::functions::{self as f, to_text, truthy};
 pub enum Step {
     /// Waiting for this host call; resume with its reply.
     Host(Box<HostRequest>),
+    /// Waiting for these calls (function, arguments) to run as concurrent branches;
+    /// resume with their results in order.
+    Gather(Vec<(u32, Vec<Value>)>),
     /// The entry function returned this TaskResult.
     Done(Value),
 }
@@ -56,6 +60,7 @@ pub(crate) struct Spawn {
 pub(crate) enum Waiting {
     Llm(Session),
     Script,
+    Gather,
 }
 
 /// What is used of the limits so far.
@@ -72,7 +77,11 @@ pub struct Vm<'b> {
     pub(crate) limits: Limits,
     pub(crate) frames: Vec<Frame>,
     pub(crate) stack: Vec<Value>,
-    pub(crate) usage: Usage,
+    pub(crate) budget: Arc<Budget>,
+    instructions: u64,
+    /// Frames and subtasks of the machines this one is a branch of.
+    depth_offset: usize,
+    pub(crate) subtask_offset: usize,
     pub(crate) waiting: Option<Waiting>,
     done: Option<Value>,
 }
@@ -88,7 +97,10 @@ impl<'b> Vm<'b> {
             limits,
             frames: Vec::new(),
             stack: Vec::new(),
-            usage: Usage::default(),
+            budget: Arc::new(Budget::default()),
+            instructions: 0,
+            depth_offset: 0,
+            subtask_offset: 0,
             waiting: None,
             done: None,
         };
@@ -99,7 +111,47 @@ impl<'b> Vm<'b> {
     }
 
     pub fn usage(&self) -> Usage {
-        self.usage
+        Usage {
+            instructions: self.instructions,
+            iterations: self.budget.iterations(),
+            turns: self.budget.turns(),
+            tokens: self.budget.tokens(),
+        }
+    }
+
+    /// A machine for one concurrent branch of this one: it shares the run's budget and
+    /// counts its frames on top of this machine's.
+    pub fn branch(&self, function: u32, args: Vec<Value>) -> Vm<'b> {
+        let mut vm = Vm {
+            bundle: self.bundle,
+            limits: self.limits.clone(),
+            frames: Vec::new(),
+            stack: Vec::new(),
+            budget: self.budget.clone(),
+            instructions: 0,
+            depth_offset: self.depth_offset + self.frames.len(),
+            subtask_offset: self.subtask_offset
+                + self.frames.iter().filter(|f| f.spawned.is_some()).count(),
+            waiting: None,
+            done: None,
+        };
+        let argc = self
+            .bundle
+            .functions
+            .get(function as usize)
+            .map(|f| f.params.len());
+        if argc != Some(args.len()) {
+            vm.done = Some(fault("a branch calls a function with the wrong arguments"));
+        } else if let Err(fault) = vm.push_frame(function as usize, args) {
+            vm.done = Some(fault);
+        }
+        vm
+    }
+
+    /// Resumes after the branches of a `Gather` finished, with their results in order.
+    pub fn resume_gathered(&mut self, results: Vec<Value>) {
+        self.waiting = None;
+        self.stack.push(Value::Array(results));
     }
 
     /// Runs until the next host call or the end.
@@ -129,15 +181,15 @@ impl<'b> Vm<'b> {
     }
 
     fn step(&mut self) -> Result<Option<Step>, Fault> {
-        self.usage.instructions += 1;
-        if self.usage.instructions > self.limits.instructions {
+        self.instructions += 1;
+        if self.instructions > self.limits.instructions {
             return Err(exhausted(
                 "instructions",
                 format!(
                     "the run executed more than {} instructions",
                     self.limits.instructions
                 ),
-                self.usage.instructions,
+                self.instructions,
                 self.limits.instructions,
             ));
         }
@@ -297,15 +349,15 @@ impl<'b> Vm<'b> {
                 *l = json!(l.as_u64().unwrap_or(0) + 1);
             }
             Op::LoopGuard => {
-                self.usage.iterations += 1;
-                if self.usage.iterations > self.limits.loop_iterations {
+                let used = self.budget.iterate();
+                if used > self.limits.loop_iterations {
                     return Err(exhausted(
                         "iterations",
                         format!(
                             "loops ran more than {} iterations",
                             self.limits.loop_iterations
                         ),
-                        self.usage.iterations,
+                        used,
                         self.limits.loop_iterations,
                     ));
                 }
@@ -333,6 +385,15 @@ impl<'b> Vm<'b> {
                 let r = self.pop()?;
                 self.stack.push(check_return(r, &ty));
             }
+            Op::Gather(n) => {
+                let calls = self.pop_n(n as usize)?;
+                let calls = calls
+                    .into_iter()
+                    .map(call_of)
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.waiting = Some(Waiting::Gather);
+                return Ok(Some(Step::Gather(calls)));
+            }
             Op::Atomic(t) => return self.atomic(t).map(Some),
             Op::Script(t) => return self.script(t).map(Some),
         }
@@ -356,19 +417,19 @@ impl<'b> Vm<'b> {
 
     /// The next LLM call of a session, once the turn and token limits allow it.
     pub(crate) fn ask(&mut self, session: Session) -> Result<Step, Fault> {
-        if self.usage.turns >= self.limits.turns {
+        if self.budget.turns() >= self.limits.turns {
             return Err(exhausted(
                 "turns",
                 "the run reached its limit of assistant turns",
-                self.usage.turns,
+                self.budget.turns(),
                 self.limits.turns,
             ));
         }
-        if self.usage.tokens >= self.limits.tokens {
+        if self.budget.tokens() >= self.limits.tokens {
             return Err(exhausted(
                 "context",
                 "the run reached its token limit",
-                self.usage.tokens,
+                self.budget.tokens(),
                 self.limits.tokens,
             ));
         }
@@ -402,8 +463,8 @@ impl<'b> Vm<'b> {
     pub fn resume(&mut self, reply: HostReply) {
         let r = match (self.waiting.take(), reply) {
             (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
-                self.usage.turns += 1;
-                self.usage.tokens += reply.input_tokens + reply.output_tokens;
+                self.budget
+                    .spend(1, reply.input_tokens + reply.output_tokens);
                 let output = self
                     .bundle
                     .tasks
@@ -433,14 +494,15 @@ impl<'b> Vm<'b> {
         function: usize,
         mut args: Vec<Value>,
     ) -> Result<(), Fault> {
-        if self.frames.len() >= self.limits.call_depth {
+        let depth = self.depth_offset + self.frames.len();
+        if depth >= self.limits.call_depth {
             return Err(exhausted(
                 "depth",
                 format!(
                     "template calls nested deeper than {}",
                     self.limits.call_depth
                 ),
-                self.frames.len() as u64 + 1,
+                depth as u64 + 1,
                 self.limits.call_depth as u64,
             ));
         }
@@ -545,6 +607,21 @@ impl<'b> Vm<'b> {
             json!({"location": at}),
         )
     }
+}
+
+/// `[function, arg1, ...]` as built for `Gather`.
+fn call_of(v: Value) -> Result<(u32, Vec<Value>), Fault> {
+    let Value::Array(mut items) = v else {
+        return Err(fault("a branch is not a call"));
+    };
+    if items.is_empty() {
+        return Err(fault("a branch is not a call"));
+    }
+    let f = items
+        .remove(0)
+        .as_u64()
+        .ok_or_else(|| fault("a branch names no function"))?;
+    Ok((f as u32, items))
 }
 
 /// A fault of the machine itself: a verified bundle never causes one.

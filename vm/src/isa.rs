@@ -74,6 +74,9 @@ pub enum Op {
     ShellQuote,
     /// `[] -> []`: `locals[i] += 1`
     Increment(u16),
+    /// `[c1 .. cn] -> [results]`: runs the calls `ci = [function, args...]` as
+    /// concurrent branches and waits for all of them
+    Gather(u16),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,7 +114,7 @@ impl Op {
             | ShellQuote => (1, 1),
             Compare(_) | IndexDyn | Script(_) => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
-            Concat(n) | MakeArray(n) | MakeObject(_, n) => (n as usize, 1),
+            Concat(n) | MakeArray(n) | MakeObject(_, n) | Gather(n) => (n as usize, 1),
             Builtin(_, n) | Call(_, n) => (n as usize, 1),
             Return => return None,
             Atomic(_) => (3, 1),

@@ -1,5 +1,6 @@
 //! Every limit the machine enforces, in one place, with its default.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -31,5 +32,38 @@ impl Default for Limits {
             wall_time: Duration::from_secs(30 * 60),
             instructions: 10_000_000,
         }
+    }
+}
+
+/// What a run has used of its shared limits. Concurrent branches of one run share
+/// one budget, so no branch can spend what another already has.
+#[derive(Debug, Default)]
+pub struct Budget {
+    iterations: AtomicU64,
+    turns: AtomicU64,
+    tokens: AtomicU64,
+}
+
+impl Budget {
+    pub fn iterations(&self) -> u64 {
+        self.iterations.load(Ordering::SeqCst)
+    }
+
+    pub fn turns(&self) -> u64 {
+        self.turns.load(Ordering::SeqCst)
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.tokens.load(Ordering::SeqCst)
+    }
+
+    /// Counts one more loop iteration and returns the new total.
+    pub fn iterate(&self) -> u64 {
+        self.iterations.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    pub fn spend(&self, turns: u64, tokens: u64) {
+        self.turns.fetch_add(turns, Ordering::SeqCst);
+        self.tokens.fetch_add(tokens, Ordering::SeqCst);
     }
 }

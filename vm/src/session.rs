@@ -12,7 +12,7 @@ use tv_stdlib::functions::parse_json_text;
 impl Vm<'_> {
     /// Subtasks on the stack now.
     fn subtask_depth(&self) -> usize {
-        self.frames.iter().filter(|f| f.spawned.is_some()).count()
+        self.subtask_offset + self.frames.iter().filter(|f| f.spawned.is_some()).count()
     }
 
     /// `Ok(true)` when the reply asked for a subtask and its frame is running.

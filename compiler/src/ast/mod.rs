@@ -187,6 +187,12 @@ pub struct Input {
     pub span: Span,
 }
 
+/// In a declaration, an input the caller passes: not bound `from` a variable and not
+/// computed by a nested task.
+pub fn is_parameter(i: &Input) -> bool {
+    i.from.is_none() && !matches!(i.value, InputValue::Body(_))
+}
+
 #[derive(Clone, Debug)]
 pub enum InputValue {
     Empty,

@@ -204,7 +204,9 @@ fn signature(item: &Item) -> Signature {
                 .inputs
                 .iter()
                 // A reduce's inputs are the values it reduces, not parameters.
-                .filter(|i| i.from.is_none() && t.task.kind.node != crate::ast::TaskType::Reduce)
+                .filter(|i| {
+                    crate::ast::is_parameter(i) && t.task.kind.node != crate::ast::TaskType::Reduce
+                })
                 .map(|i| SigParam {
                     name: i.name.node.clone(),
                     ty: None,

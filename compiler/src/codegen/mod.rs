@@ -209,6 +209,12 @@ impl Gen<'_> {
                 self.emit(Op::ReturnIfFailed);
                 self.emit(Op::Value);
             }
+            ExprKind::Gathered(l, i) => {
+                self.emit(Op::Load(*l));
+                self.emit(Op::Index(*i));
+                self.emit(Op::ReturnIfFailed);
+                self.emit(Op::Value);
+            }
             ExprKind::Accumulated(l, full) => {
                 self.emit(Op::Load(*l));
                 self.emit(Op::Accumulate(*full));
@@ -228,6 +234,18 @@ impl Gen<'_> {
         self.emit(Op::Not);
         self.emit(Op::Not);
         self.patch(done);
+    }
+
+    /// Builds `[function, args...]` for each call, runs them as branches, and keeps
+    /// the array of their results in `results`.
+    fn gather(&mut self, calls: &[(u32, Vec<Expr>)], results: ir::Local) {
+        for (f, args) in calls {
+            self.constant(Const::Num(f64::from(*f)));
+            args.iter().for_each(|a| self.expr(a));
+            self.emit(Op::MakeArray(1 + args.len() as u16));
+        }
+        self.emit(Op::Gather(calls.len() as u16));
+        self.emit(Op::Store(results));
     }
 
     fn object(&mut self, fields: &[(String, Expr)]) {

@@ -41,6 +41,14 @@ impl Gen<'_> {
                 self.emit(Op::Store(*local));
                 self.node(body);
             }
+            NodeKind::Gather {
+                calls,
+                results,
+                body,
+            } => {
+                self.gather(calls, *results);
+                self.node(body);
+            }
             NodeKind::Complete(e) => {
                 self.expr(e);
                 self.emit(Op::Complete);
@@ -106,6 +114,9 @@ impl Gen<'_> {
         self.emit(Op::Store(r.last));
         self.emit(Op::MakeArray(0));
         self.emit(Op::Store(r.processed));
+        if let Some((calls, results)) = &r.inner_branches {
+            self.gather(calls, *results);
+        }
         let total = r.items.len();
         let mut failures: Vec<(Hole, usize)> = Vec::new();
         for (i, item) in r.items.iter().enumerate() {
@@ -113,7 +124,13 @@ impl Gen<'_> {
             self.emit(Op::Dup);
             self.emit(Op::Store(r.current_input));
             self.emit(Op::Store(r.original_input));
-            self.node(&r.inner);
+            match &r.inner_branches {
+                Some((_, results)) => {
+                    self.emit(Op::Load(*results));
+                    self.emit(Op::Index(i as u32));
+                }
+                None => self.node(&r.inner),
+            }
             failures.push((self.jump(Op::JumpIfFailed), i));
             self.emit(Op::Value);
             self.emit(Op::Store(r.current_result));

@@ -100,6 +100,21 @@ impl Dumper<'_> {
                 }
                 self.labelled("initial", &r.initial, d + 1);
                 self.sub("inner", &r.inner, d + 1);
+                if let Some((calls, results)) = &r.inner_branches {
+                    let _ = writeln!(
+                        self.out,
+                        "{}inner tasks run first as branches into %{results}:",
+                        "  ".repeat(d + 1)
+                    );
+                    for (f, args) in calls {
+                        let _ = writeln!(
+                            self.out,
+                            "{}branch fn{f}({})",
+                            "  ".repeat(d + 2),
+                            self.args(args)
+                        );
+                    }
+                }
                 self.sub("reduction", &r.reduction, d + 1);
             }
             NodeKind::Loop(l) => {
@@ -136,6 +151,22 @@ impl Dumper<'_> {
             }
             NodeKind::Let { local, value, body } => {
                 self.labelled(&format!("let %{local}"), value, d);
+                self.node(body, d);
+            }
+            NodeKind::Gather {
+                calls,
+                results,
+                body,
+            } => {
+                self.line(d, format!("gather into %{results}"), &Type::Any, n.span);
+                for (f, args) in calls {
+                    let _ = writeln!(
+                        self.out,
+                        "{}branch fn{f}({})",
+                        "  ".repeat(d + 1),
+                        self.args(args)
+                    );
+                }
                 self.node(body, d);
             }
             NodeKind::Complete(e) => self.labelled("complete", e, d),
@@ -202,6 +233,7 @@ impl Dumper<'_> {
             ExprKind::Call(f, args) => format!("value(fn{f}({}))", self.args(args)),
             ExprKind::Task(_) => "value(task below)".into(),
             ExprKind::Accumulated(l, full) => format!("accumulated(%{l}, full={full})"),
+            ExprKind::Gathered(l, i) => format!("value(%{l}[{i}])"),
         }
     }
 

@@ -30,6 +30,9 @@ pub struct Function {
 
 pub type Local = u16;
 
+/// Calls run as concurrent branches, and the local that receives their results.
+pub type Branches = (Vec<(u32, Vec<Expr>)>, Local);
+
 /// Something that produces a task result.
 #[derive(Clone, Debug)]
 pub struct Node {
@@ -64,6 +67,13 @@ pub enum NodeKind {
         function: u32,
         args: Vec<Expr>,
     },
+    /// Runs the calls as concurrent branches, keeps their results (an array) in
+    /// `results`, then runs the body.
+    Gather {
+        calls: Vec<(u32, Vec<Expr>)>,
+        results: Local,
+        body: Box<Node>,
+    },
     /// Binds an input, then runs the body.
     Let {
         local: Local,
@@ -89,6 +99,8 @@ pub struct Reduce {
     pub items: Vec<Expr>,
     pub initial: Expr,
     pub inner: Node,
+    /// When set, every inner task runs first, concurrently: (calls, results local).
+    pub inner_branches: Option<Branches>,
     pub reduction: Node,
     pub current_input: Local,
     pub original_input: Local,
@@ -143,6 +155,8 @@ pub enum ExprKind {
     Task(Box<Node>),
     /// Earlier step results as context (`true`: full output).
     Accumulated(Local, bool),
+    /// The value of gathered result `i` in the array in a local; a failure fails the task.
+    Gathered(Local, u32),
 }
 
 impl Expr {

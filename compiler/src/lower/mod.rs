@@ -31,13 +31,17 @@ pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> 
         sources,
         ids,
         tasks: Vec::new(),
+        branches: Vec::new(),
+        items: items.len() as u32,
     };
-    let functions: Vec<ir::Function> = items.iter().map(|item| l.item(item)).collect();
+    let mut functions: Vec<ir::Function> = items.iter().map(|item| l.item(item)).collect();
     let entries = functions
         .iter()
         .enumerate()
         .map(|(i, f)| (f.name.clone(), i as u32))
         .collect();
+    // Branch functions follow the items; they are not entry points.
+    functions.append(&mut l.branches);
     ir::Program {
         functions,
         tasks: l.tasks,
@@ -51,6 +55,9 @@ struct Lowerer<'a> {
     /// Function index of every item name.
     ids: HashMap<String, u32>,
     tasks: Vec<TaskMeta>,
+    /// Functions made from nested tasks that run as concurrent branches.
+    branches: Vec<ir::Function>,
+    items: u32,
 }
 
 /// The locals and scopes of the function being lowered.
@@ -173,6 +180,55 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Makes a nested body its own function, taking every variable in scope, so it can
+    /// run as a concurrent branch. Returns the function and the captured variables.
+    fn branch(&mut self, body: &ast::Body, frame: &Frame) -> (u32, Vec<(String, Local)>) {
+        let mut captured: Vec<(String, Local)> = Vec::new();
+        for (name, local) in frame.scope.iter().rev() {
+            if !captured.iter().any(|(n, _)| n == name) {
+                captured.push((name.clone(), *local));
+            }
+        }
+        captured.reverse();
+        let id = self.items + self.branches.len() as u32;
+        let mut inner = Frame {
+            name: format!("{}~{}", frame.name, self.branches.len() + 1),
+            locals: Vec::new(),
+            scope: Vec::new(),
+            context: None,
+            tasks_made: 0,
+        };
+        let params: Vec<(String, Type)> = captured
+            .iter()
+            .map(|(n, l)| {
+                (
+                    n.clone(),
+                    frame
+                        .locals
+                        .get(*l as usize)
+                        .map_or(Type::Any, |(_, t)| t.clone()),
+                )
+            })
+            .collect();
+        for (n, t) in &params {
+            inner.bind(n, t.clone());
+        }
+        // Reserve the id before lowering: the body may make branches of its own.
+        self.branches.push(placeholder(id, body.span()));
+        let node = self.body(body, &mut inner, false);
+        let slot = (id - self.items) as usize;
+        self.branches[slot] = ir::Function {
+            name: inner.name,
+            params,
+            locals: inner.locals,
+            returns: None,
+            body: node,
+            span: body.span(),
+            matchable: None,
+        };
+        (id, captured)
+    }
+
     fn cond(&mut self, c: &ast::Cond, frame: &mut Frame) -> ir::Node {
         let cases: Vec<(ir::Expr, ir::Node)> = c
             .cases
@@ -227,4 +283,20 @@ fn template_source(t: &ast::TextTemplate) -> String {
             ast::TextPart::Expr(e) => format!("{{{{{e}}}}}"),
         })
         .collect()
+}
+
+fn placeholder(id: u32, span: Span) -> ir::Function {
+    ir::Function {
+        name: format!("branch{id}"),
+        params: Vec::new(),
+        locals: Vec::new(),
+        returns: None,
+        body: ir::Node {
+            kind: ir::NodeKind::Complete(ir::Expr::str("", span)),
+            ty: Type::String,
+            span,
+        },
+        span,
+        matchable: None,
+    }
 }

@@ -8,15 +8,26 @@ use crate::source::Span;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::{self, Output, TaskMeta};
 
+use ir::Branches as Gathered;
+
+fn local_expr(l: ir::Local, frame: &Frame, span: Span) -> Expr {
+    let ty = frame
+        .locals
+        .get(l as usize)
+        .map_or(Type::Any, |(_, t)| t.clone());
+    Expr::new(ExprKind::Local(l), ty, span)
+}
+
 /// Default iterations of a director-evaluator loop (DESIGN §6).
 const DEFAULT_MAX_ITERATIONS: u64 = 5;
 
 impl Lowerer<'_> {
     pub(super) fn task(&mut self, task: &Task, frame: &mut Frame, decl: bool) -> Node {
         frame.scoped(|frame| {
-            let lets = self.inputs(task, frame, decl);
+            let (gather, lets) = self.inputs(task, frame, decl);
             let node = self.operator(task, frame);
-            lets.into_iter()
+            let node = lets
+                .into_iter()
                 .rev()
                 .fold(node, |body, (local, value)| Node {
                     ty: body.ty.clone(),
@@ -26,24 +37,98 @@ impl Lowerer<'_> {
                         value,
                         body: Box::new(body),
                     },
-                })
+                });
+            match gather {
+                Some((calls, results)) => Node {
+                    ty: node.ty.clone(),
+                    span: node.span,
+                    kind: NodeKind::Gather {
+                        calls,
+                        results,
+                        body: Box::new(node),
+                    },
+                },
+                None => node,
+            }
         })
     }
 
     /// Binds a task's inputs. In a declaration they are the function's parameters,
-    /// already bound, except those bound `from` another variable.
-    fn inputs(&mut self, task: &Task, frame: &mut Frame, decl: bool) -> Vec<(ir::Local, Expr)> {
+    /// already bound, except those bound `from` another variable. Two or more computed
+    /// inputs are independent of each other, so they run as concurrent branches,
+    /// gathered before the task runs.
+    fn inputs(
+        &mut self,
+        task: &Task,
+        frame: &mut Frame,
+        decl: bool,
+    ) -> (Option<Gathered>, Vec<(ir::Local, Expr)>) {
         let decl = decl && task.kind.node != TaskType::Reduce;
+        let bound: Vec<&ast::Input> = task
+            .inputs
+            .iter()
+            .filter(|i| !decl || !ast::is_parameter(i))
+            .collect();
+        let computed: Vec<&ast::Body> = bound
+            .iter()
+            .filter(|i| i.from.is_none())
+            .filter_map(|i| match &i.value {
+                InputValue::Body(b) => Some(b),
+                _ => None,
+            })
+            .collect();
+        let mut gather = None;
+        if computed.len() >= 2 && task.kind.node != TaskType::Reduce {
+            let calls: Vec<(u32, Vec<Expr>)> = computed
+                .iter()
+                .map(|b| {
+                    let (id, captured) = self.branch(b, frame);
+                    (
+                        id,
+                        captured
+                            .iter()
+                            .map(|(_, l)| local_expr(*l, frame, b.span()))
+                            .collect(),
+                    )
+                })
+                .collect();
+            let results = frame.local("(computed inputs)", Type::Array(Box::new(Type::Any)));
+            gather = Some((calls, results));
+        }
         let mut lets = Vec::new();
-        for input in &task.inputs {
-            if decl && input.from.is_none() {
-                continue;
-            }
-            let value = self.input_value(input, frame);
+        let mut k = 0;
+        for input in bound {
+            let value = match (&gather, &input.value, &input.from) {
+                (Some((_, results)), InputValue::Body(b), None) => {
+                    k += 1;
+                    Expr::new(
+                        ExprKind::Gathered(*results, k - 1),
+                        self.body_type(b),
+                        input.span,
+                    )
+                }
+                _ => self.input_value(input, frame),
+            };
             let local = frame.bind(&input.name.node, value.ty.clone());
             lets.push((local, value));
         }
-        lets
+        (gather, lets)
+    }
+
+    /// The value type of a body, without lowering it again.
+    fn body_type(&self, b: &ast::Body) -> Type {
+        match b {
+            ast::Body::Task(t) if t.kind.node == TaskType::Atomic && t.reference.is_none() => {
+                infer_output_type(t)
+            }
+            ast::Body::Call(c) => self
+                .symbols
+                .returns
+                .get(&c.template.node)
+                .cloned()
+                .unwrap_or(Type::Any),
+            _ => Type::Any,
+        }
     }
 
     fn input_value(&mut self, input: &ast::Input, frame: &mut Frame) -> Expr {
@@ -159,13 +244,44 @@ impl Lowerer<'_> {
             ty: Type::String,
             span,
         };
-        let inner = frame.scoped(|frame| {
-            frame.scope.push(("current_input".into(), current_input));
-            frame.scope.push(("original_input".into(), original_input));
-            task.inner_task
-                .as_ref()
-                .map_or(missing(task.span), |b| self.body(b, frame, false))
-        });
+
+        // Inner tasks cannot see the accumulator, so they all run first, concurrently.
+        let inner_branches = match &task.inner_task {
+            Some(b) if items.len() >= 2 => {
+                let (id, captured) = frame.scoped(|frame| {
+                    frame.scope.push(("current_input".into(), current_input));
+                    frame.scope.push(("original_input".into(), original_input));
+                    self.branch(b, frame)
+                });
+                let calls = items
+                    .iter()
+                    .map(|item| {
+                        let args = captured
+                            .iter()
+                            .map(|(_, l)| match *l {
+                                l if l == current_input || l == original_input => item.clone(),
+                                l => local_expr(l, frame, b.span()),
+                            })
+                            .collect();
+                        (id, args)
+                    })
+                    .collect();
+                Some((calls, local(frame, "(inner results)")))
+            }
+            _ => None,
+        };
+        // With branches the inner task lives in its branch function only.
+        let inner = if inner_branches.is_some() {
+            missing(task.span)
+        } else {
+            frame.scoped(|frame| {
+                frame.scope.push(("current_input".into(), current_input));
+                frame.scope.push(("original_input".into(), original_input));
+                task.inner_task
+                    .as_ref()
+                    .map_or(missing(task.span), |b| self.body(b, frame, false))
+            })
+        };
         let reduction = frame.scoped(|frame| {
             for (n, l) in [
                 ("current_input", current_input),
@@ -185,6 +301,7 @@ impl Lowerer<'_> {
                 items,
                 initial,
                 inner,
+                inner_branches,
                 reduction,
                 current_input,
                 original_input,
