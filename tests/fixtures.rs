@@ -147,3 +147,57 @@ fn every_snapshot_file_belongs_to_a_fixture() {
         "snapshots without a fixture (delete them): {stale:?}"
     );
 }
+
+#[test]
+fn every_entry_of_every_valid_fixture_runs_with_the_echo_host() {
+    for f in fixtures("valid") {
+        let c = compile(&f);
+        let (_, bundle) = tv_compiler::driver::compile(&c).expect("compiles");
+        for e in &bundle.entries {
+            let args: serde_json::Map<String, serde_json::Value> = bundle.functions
+                [e.function as usize]
+                .params
+                .iter()
+                .map(|p| {
+                    (
+                        p.name.clone(),
+                        serde_json::Value::String(format!("<{}>", p.name)),
+                    )
+                })
+                .collect();
+            let limits = tv_vm::limits::Limits {
+                call_depth: 16,
+                ..Default::default()
+            };
+            let r = tv_tests::run_with(
+                &bundle,
+                &e.name,
+                serde_json::Value::Object(args),
+                limits,
+                &mut tv_vm::host::EchoHost,
+            );
+            let status = r["status"].as_str().unwrap_or("");
+            assert!(
+                matches!(status, "COMPLETE" | "FAILED"),
+                "{} entry {}: {r}",
+                f.path.display(),
+                e.name
+            );
+            if status == "FAILED" {
+                let e = &r["notes"]["error"];
+                assert!(
+                    e["type"] == "TASK_FAILURE" || e["type"] == "RESOURCE_EXHAUSTION",
+                    "{r}"
+                );
+                // Run-time errors of the template itself are fine here (placeholder
+                // arguments); a fault of the machine is not.
+                let message = e["message"].as_str().unwrap_or("");
+                assert!(
+                    !message.contains("internal VM error"),
+                    "{}: {r}",
+                    f.path.display()
+                );
+            }
+        }
+    }
+}
