@@ -113,10 +113,13 @@ pub fn from_bytes(bytes: Vec<u8>) -> (String, Option<(usize, String)>) {
 
 /// Runs every front-end stage over loaded sources.
 pub fn check_sources(
-    sources: SourceMap,
+    mut sources: SourceMap,
     mut diags: Diagnostics,
     unusable: HashSet<FileId>,
 ) -> Compilation {
+    for (path, text) in tv_stdlib::templates::TEMPLATES {
+        sources.add_std(path, text);
+    }
     let mut broken = unusable.clone();
     let mut later = Diagnostics::new();
     let mut docs = Vec::new();

@@ -67,6 +67,8 @@ fn saturate(n: usize) -> u32 {
 pub struct SourceFile {
     pub path: PathBuf,
     pub text: String,
+    /// A standard template, linked in by the compiler rather than given by the user.
+    pub std: bool,
     line_starts: Vec<usize>,
 }
 
@@ -78,6 +80,7 @@ impl SourceFile {
         SourceFile {
             path,
             text,
+            std: false,
             line_starts,
         }
     }
@@ -120,6 +123,13 @@ impl SourceMap {
     pub fn add(&mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> FileId {
         let id = FileId(saturate(self.files.len()));
         self.files.push(SourceFile::new(path.into(), text.into()));
+        id
+    }
+
+    /// Adds a standard template's source.
+    pub fn add_std(&mut self, path: &str, text: &str) -> FileId {
+        let id = self.add(path, text);
+        self.files[id.0 as usize].std = true;
         id
     }
 

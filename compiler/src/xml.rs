@@ -597,6 +597,9 @@ pub fn dump_docs(docs: &[Option<XmlDoc>], sources: &crate::source::SourceMap) ->
     let mut out = String::new();
     for (i, doc) in docs.iter().enumerate() {
         let file = sources.get(FileId(i as u32));
+        if file.std {
+            continue;
+        }
         let _ = writeln!(out, "== {}", file.path.display());
         if let Some(root) = doc.as_ref().and_then(|d| d.root.as_ref()) {
             dump_element(root, file, 0, &mut out);

@@ -4,4 +4,5 @@
 pub mod builtins;
 pub mod functions;
 pub mod models;
+pub mod templates;
 pub mod types;

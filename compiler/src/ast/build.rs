@@ -52,7 +52,11 @@ pub fn build_module(
             ),
         },
     }
-    Module { file, items }
+    Module {
+        file,
+        std: source.std,
+        items,
+    }
 }
 
 pub(super) struct Builder<'d> {

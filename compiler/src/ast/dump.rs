@@ -10,7 +10,7 @@ use std::fmt::{self, Write as _};
 /// `word_vars`: the bare `<arg>` words the checker resolved to variables.
 pub fn dump_program(program: &Program, sources: &SourceMap, word_vars: &HashSet<Span>) -> String {
     let mut out = String::new();
-    for m in &program.modules {
+    for m in program.modules.iter().filter(|m| !m.std) {
         let file = sources.get(m.file);
         let _ = writeln!(out, "== {}", file.path.display());
         let mut d = Dumper {

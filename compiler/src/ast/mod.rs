@@ -26,6 +26,8 @@ pub struct Program {
 #[derive(Clone, Debug)]
 pub struct Module {
     pub file: FileId,
+    /// A standard template file.
+    pub std: bool,
     pub items: Vec<Item>,
 }
 

@@ -58,6 +58,8 @@ pub struct Symbols {
     /// Bare `<arg>` words that name a variable in scope (by the word's span); every
     /// other bare word is a string literal.
     pub word_vars: HashSet<Span>,
+    /// Which items each item calls (templates, tasks; not built-ins).
+    pub calls: HashMap<String, Vec<String>>,
 }
 
 pub struct Checker<'p, 'd> {
@@ -69,6 +71,7 @@ pub struct Checker<'p, 'd> {
     calls: HashMap<String, Vec<(String, Span)>>,
     current: String,
     word_vars: HashSet<Span>,
+    std_files: HashSet<crate::source::FileId>,
 }
 
 pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
@@ -80,6 +83,12 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
         calls: HashMap::new(),
         current: String::new(),
         word_vars: HashSet::new(),
+        std_files: program
+            .modules
+            .iter()
+            .filter(|m| m.std)
+            .map(|m| m.file)
+            .collect(),
     };
     c.register();
     c.infer_returns();
@@ -93,12 +102,20 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
         items: c.items.into_iter().map(|(k, (s, _))| (k, s)).collect(),
         returns: c.returns,
         word_vars: c.word_vars,
+        calls: c
+            .calls
+            .iter()
+            .map(|(k, v)| (k.clone(), v.iter().map(|(n, _)| n.clone()).collect()))
+            .collect(),
     }
 }
 
 impl<'p> Checker<'p, '_> {
     fn register(&mut self) {
-        for module in &self.program.modules {
+        // Standard templates first, so a user template of the same name is the clash.
+        let modules = self.program.modules.iter().filter(|m| m.std);
+        let modules = modules.chain(self.program.modules.iter().filter(|m| !m.std));
+        for module in modules {
             for item in &module.items {
                 let name = item.name();
                 if name.node.is_empty() {
@@ -115,6 +132,13 @@ impl<'p> Checker<'p, '_> {
                     continue;
                 }
                 if let Some((prev, _)) = self.items.get(&name.node) {
+                    if self.std_files.contains(&prev.def_span.file) {
+                        self.diags.push(
+                            Diagnostic::error(name.span, format!("`{}` is the name of a standard template", name.node))
+                                .with_help("choose another name: user templates do not shadow the standard library"),
+                        );
+                        continue;
+                    }
                     self.diags.push(
                         Diagnostic::error(name.span, format!("`{}` is defined twice", name.node))
                             .with_secondary(prev.def_span, "first defined here")

@@ -15,14 +15,23 @@ use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta};
 
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
+    // User items (the entry points), then the standard templates they reach.
+    let needed = reachable_std(program, symbols);
     let mut ids = HashMap::new();
     let mut items = Vec::new();
-    for m in &program.modules {
-        for item in &m.items {
+    let mut user_items = 0;
+    let user = program.modules.iter().filter(|m| !m.std);
+    for m in user.chain(program.modules.iter().filter(|m| m.std)) {
+        for item in m
+            .items
+            .iter()
+            .filter(|i| !m.std || needed.contains(&i.name().node))
+        {
             let name = item.name().node.clone();
             if let std::collections::hash_map::Entry::Vacant(slot) = ids.entry(name) {
                 slot.insert(items.len() as u32);
                 items.push(item);
+                user_items += usize::from(!m.std);
             }
         }
     }
@@ -37,6 +46,7 @@ pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> 
     let mut functions: Vec<ir::Function> = items.iter().map(|item| l.item(item)).collect();
     let entries = functions
         .iter()
+        .take(user_items)
         .enumerate()
         .map(|(i, f)| (f.name.clone(), i as u32))
         .collect();
@@ -299,4 +309,26 @@ fn placeholder(id: u32, span: Span) -> ir::Function {
         span,
         matchable: None,
     }
+}
+
+/// Standard templates called, directly or through each other, by the user's items.
+fn reachable_std(program: &ast::Program, symbols: &Symbols) -> std::collections::HashSet<String> {
+    let names = |std: bool| {
+        program
+            .modules
+            .iter()
+            .filter(move |m| m.std == std)
+            .flat_map(|m| m.items.iter().map(|i| i.name().node.as_str()))
+    };
+    let std_names: std::collections::HashSet<&str> = names(true).collect();
+    let mut work: Vec<&str> = names(false).collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(name) = work.pop() {
+        for callee in symbols.calls.get(name).into_iter().flatten() {
+            if std_names.contains(callee.as_str()) && seen.insert(callee.clone()) {
+                work.push(callee);
+            }
+        }
+    }
+    seen
 }
