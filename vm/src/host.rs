@@ -56,6 +56,8 @@ pub struct ScriptReply {
     pub stdout: String,
     pub stderr: String,
     pub exit_code: i32,
+    /// Set when the output was cut at the size cap or held bytes that are not UTF-8.
+    pub notes: Vec<String>,
 }
 
 /// A host call that could not be answered.

@@ -9,7 +9,11 @@ pub mod interp;
 pub mod isa;
 pub mod limits;
 pub mod outcome;
+#[cfg(feature = "runtime")]
+pub mod providers;
 pub mod result;
+#[cfg(feature = "runtime")]
+pub mod script;
 mod session;
 pub mod subtask;
 pub mod verify;

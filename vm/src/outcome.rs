@@ -176,8 +176,11 @@ pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
 }
 
 pub fn script_result(reply: ScriptReply) -> Value {
-    let output =
+    let mut output =
         json!({"stdout": reply.stdout, "stderr": reply.stderr, "exitCode": reply.exit_code});
+    if !reply.notes.is_empty() {
+        output["notes"] = json!(reply.notes);
+    }
     let mut r = if reply.exit_code == 0 {
         complete(reply.stdout)
     } else {

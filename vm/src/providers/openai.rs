@@ -1,0 +1,125 @@
+//! OpenAI chat completions (`POST {base}/chat/completions`), which OpenAI-compatible
+//! servers (llama.cpp, vLLM, Ollama) also speak.
+
+use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
+use crate::host::{HostError, LlmReply, LlmRequest};
+use reqwest::header::AUTHORIZATION;
+use serde_json::{json, Value};
+
+/// Where the key comes from, named when a server refuses it.
+pub const KEY_VAR: &str = "OPENAI_API_KEY";
+
+#[derive(Debug)]
+pub struct OpenAi {
+    transport: Transport,
+}
+
+impl OpenAi {
+    /// One HTTP client for all requests. Fails only on a base URL that is not a URL or a
+    /// key that cannot be sent in a header.
+    pub fn new(settings: Settings) -> Result<OpenAi, String> {
+        // No key, no header: local servers accept anonymous requests.
+        let headers = match &settings.api_key {
+            Some(key) => vec![(AUTHORIZATION, format!("Bearer {key}"), true)],
+            None => Vec::new(),
+        };
+        let transport = Transport::new(settings, "openai", KEY_VAR, headers)?;
+        Ok(OpenAi { transport })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.transport.settings
+    }
+
+    /// The request body for `req` (public so that a recorder can store what was sent).
+    pub fn body(&self, req: &LlmRequest) -> Value {
+        let mut messages = Vec::with_capacity(req.messages.len() + 1);
+        let system = system_text(req);
+        if !system.is_empty() {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for m in &req.messages {
+            messages.push(json!({"role": m.role, "content": m.content}));
+        }
+        json!({
+            "model": self.transport.settings.model_for(&req.task),
+            "messages": messages,
+            "tools": [{
+                "type": "function",
+                "function": {
+                    "name": SPAWN_SUBTASK,
+                    "description": SPAWN_SUBTASK_DESCRIPTION,
+                    "parameters": super::subtask_schema(),
+                }
+            }],
+        })
+    }
+
+    /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
+    pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
+        let reply = self
+            .transport
+            .post("/chat/completions", &self.body(req))
+            .await?;
+        self.read(&reply)
+    }
+
+    fn read(&self, reply: &Value) -> Result<LlmReply, HostError> {
+        let t = &self.transport;
+        let message = reply
+            .pointer("/choices/0/message")
+            .filter(|m| m.is_object())
+            .ok_or_else(|| t.malformed("`choices[0].message`", reply))?;
+        let subtask_request = self.subtask(message)?;
+        let content = match message.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            // Some servers send content parts even for plain text.
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect(),
+            // Null (or absent) is normal when the model called the tool instead.
+            Some(Value::Null) | None if subtask_request.is_some() => String::new(),
+            _ => {
+                return Err(t.malformed(
+                    "text in `choices[0].message.content` and no spawn_subtask call",
+                    reply,
+                ))
+            }
+        };
+        let usage = reply.get("usage");
+        Ok(LlmReply {
+            content,
+            input_tokens: tokens(usage, "prompt_tokens"),
+            output_tokens: tokens(usage, "completion_tokens"),
+            subtask_request,
+        })
+    }
+
+    /// The arguments of the first `spawn_subtask` call, if the model made one.
+    fn subtask(&self, message: &Value) -> Result<Option<Value>, HostError> {
+        let calls = message.get("tool_calls").and_then(Value::as_array);
+        let Some(function) = calls
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("function"))
+            .find(|f| f.get("name").and_then(Value::as_str) == Some(SPAWN_SUBTASK))
+        else {
+            return Ok(None);
+        };
+        match function.get("arguments") {
+            // The API sends the arguments as a JSON document inside a string.
+            Some(Value::String(text)) => serde_json::from_str(text).map(Some).map_err(|e| {
+                self.transport.error(
+                    "unexpected_error",
+                    format!("the spawn_subtask call's arguments are not JSON ({e})"),
+                )
+            }),
+            // Some compatible servers send the object itself.
+            Some(v @ Value::Object(_)) => Ok(Some(v.clone())),
+            _ => Err(self
+                .transport
+                .malformed("`arguments` in the spawn_subtask call", message)),
+        }
+    }
+}

@@ -1,0 +1,632 @@
+//! The provider adapters against a real HTTP server on 127.0.0.1 (nothing else is ever
+//! contacted). Most tests run the same scenario against both adapters at once.
+
+#[path = "support/http.rs"]
+mod http;
+
+use futures::future::join_all;
+use http::{Reply, Server};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::time::{Duration, Instant};
+use tv_vm::bundle::{ContextSettings, FilePaths, Loc, Output, TaskMeta};
+use tv_vm::host::{HostError, LlmReply, LlmRequest, Message};
+use tv_vm::providers::{subtask_schema, Anthropic, OpenAi, Settings};
+
+const KEY: &str = "sk-test-SECRET-4242";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Api {
+    OpenAi,
+    Anthropic,
+}
+
+impl Api {
+    /// Test-scale settings: short timeouts, a 10 ms backoff.
+    fn settings(self, server: &Server) -> Settings {
+        let (base, model) = match self {
+            Api::OpenAi => (format!("{}/v1", server.url()), "gpt-4o-mini"),
+            Api::Anthropic => (server.url(), "claude-3-5-sonnet-latest"),
+        };
+        let mut s = Settings::new(base, model);
+        s.api_key = Some(KEY.into());
+        s.request_timeout = Duration::from_secs(2);
+        s.backoff_base = Duration::from_millis(10);
+        s.max_retry_wait = Duration::from_secs(5);
+        s
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Api::OpenAi => "/v1/chat/completions",
+            Api::Anthropic => "/v1/messages",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Api::OpenAi => "openai",
+            Api::Anthropic => "anthropic",
+        }
+    }
+
+    fn key_var(self) -> &'static str {
+        match self {
+            Api::OpenAi => "OPENAI_API_KEY",
+            Api::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// A successful reply in this provider's shape.
+    fn ok(self, text: &str, input: u64, output: u64) -> Reply {
+        Reply::json(
+            200,
+            match self {
+                Api::OpenAi => json!({
+                    "id": "chatcmpl-1",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}
+                }),
+                Api::Anthropic => json!({
+                    "id": "msg_1", "type": "message", "role": "assistant",
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": "end_turn",
+                    "usage": {"input_tokens": input, "output_tokens": output}
+                }),
+            },
+        )
+    }
+}
+
+enum Client {
+    OpenAi(OpenAi),
+    Anthropic(Anthropic),
+}
+
+impl Client {
+    fn new(api: Api, settings: Settings) -> Client {
+        match api {
+            Api::OpenAi => Client::OpenAi(OpenAi::new(settings).unwrap()),
+            Api::Anthropic => Client::Anthropic(Anthropic::new(settings).unwrap()),
+        }
+    }
+
+    async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
+        match self {
+            Client::OpenAi(p) => p.complete(req).await,
+            Client::Anthropic(p) => p.complete(req).await,
+        }
+    }
+}
+
+/// One call with `settings`, as a new client would make it.
+async fn call(api: Api, settings: Settings, req: &LlmRequest) -> Result<LlmReply, HostError> {
+    Client::new(api, settings).complete(req).await
+}
+
+/// Runs the scenario for both adapters concurrently.
+async fn both<F, Fut>(scenario: F)
+where
+    F: Fn(Api) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    tokio::join!(scenario(Api::OpenAi), scenario(Api::Anthropic));
+}
+
+fn task(model: Option<&str>) -> TaskMeta {
+    TaskMeta {
+        name: "summarise".into(),
+        model: model.map(str::to_string),
+        provider: None,
+        output: Output::Text,
+        context: ContextSettings {
+            inherit: "none".into(),
+            accumulate: false,
+            full_output: false,
+            fresh: false,
+        },
+        file_paths: FilePaths::None,
+        criteria: None,
+        timeout: None,
+        loc: Loc::default(),
+    }
+}
+
+fn message(role: &str, content: &str) -> Message {
+    Message {
+        role: role.into(),
+        content: content.into(),
+    }
+}
+
+fn request(model: Option<&str>) -> LlmRequest {
+    LlmRequest {
+        task: task(model),
+        system_prompt: "You are terse.".into(),
+        messages: vec![
+            message("user", "Summarise the notes."),
+            message("assistant", "Which notes?"),
+            message("user", "The release notes."),
+        ],
+        context: "notes.txt: v2 ships on Friday.".into(),
+    }
+}
+
+const SYSTEM: &str = "You are terse.\n\nContext:\nnotes.txt: v2 ships on Friday.";
+
+fn conversation() -> Value {
+    json!([
+        {"role": "user", "content": "Summarise the notes."},
+        {"role": "assistant", "content": "Which notes?"},
+        {"role": "user", "content": "The release notes."}
+    ])
+}
+
+/// The standard request through a new client; the reply must be a success.
+async fn succeeds(api: Api, settings: Settings) -> LlmReply {
+    let reply = call(api, settings, &request(None)).await;
+    reply.unwrap_or_else(|e| panic!("{api:?}: {e:?}"))
+}
+
+/// The standard request through a new client; the reply must be an error.
+async fn fails(api: Api, settings: Settings) -> HostError {
+    let reply = call(api, settings, &request(None)).await;
+    reply.expect_err("the call should fail")
+}
+
+/// Content and token counts, to compare in one assertion.
+fn summary(r: &LlmReply) -> (&str, u64, u64) {
+    (r.content.as_str(), r.input_tokens, r.output_tokens)
+}
+
+fn assert_mentions(err: &HostError, reason: &str, parts: &[&str]) {
+    assert_eq!(err.reason, reason, "{}", err.message);
+    for part in parts {
+        assert!(
+            err.message.contains(part),
+            "{part:?} missing: {}",
+            err.message
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_openai_request_carries_model_system_context_messages_tool_and_bearer_key() {
+    let server = Server::scripted(vec![Api::OpenAi.ok("v2 ships Friday.", 31, 5)]).await;
+    let req = request(Some("openai:gpt-4o"));
+    let reply = call(Api::OpenAi, Api::OpenAi.settings(&server), &req)
+        .await
+        .unwrap();
+    assert_eq!(summary(&reply), ("v2 ships Friday.", 31, 5));
+    assert_eq!(reply.subtask_request, None);
+    let [sent] = &server.requests()[..] else {
+        panic!("one request expected")
+    };
+    assert_eq!(
+        (&*sent.method, &*sent.path),
+        ("POST", "/v1/chat/completions")
+    );
+    assert_eq!(
+        sent.header("authorization"),
+        Some(&*format!("Bearer {KEY}"))
+    );
+    assert_eq!(sent.header("content-type"), Some("application/json"));
+    let mut messages = vec![json!({"role": "system", "content": SYSTEM})];
+    messages.extend(conversation().as_array().unwrap().iter().cloned());
+    let body = sent.json();
+    let description = &body["tools"][0]["function"]["description"];
+    assert!(description.as_str().is_some_and(|d| !d.is_empty()));
+    let function = json!({
+        "name": "spawn_subtask", "description": description, "parameters": subtask_schema()
+    });
+    let tools = json!([{"type": "function", "function": function}]);
+    assert_eq!(
+        body,
+        json!({"model": "gpt-4o", "messages": messages, "tools": tools})
+    );
+}
+
+#[tokio::test]
+async fn an_anthropic_request_carries_model_system_context_messages_tool_and_key_headers() {
+    let server = Server::scripted(vec![Api::Anthropic.ok("v2 ships Friday.", 40, 6)]).await;
+    let mut req = request(Some("claude-3-5-haiku-latest"));
+    // The messages API has no system role: such messages join the system text.
+    req.messages
+        .insert(1, message("system", "Answer in English."));
+    let reply = call(Api::Anthropic, Api::Anthropic.settings(&server), &req).await;
+    assert_eq!(summary(&reply.unwrap()), ("v2 ships Friday.", 40, 6));
+    let [sent] = &server.requests()[..] else {
+        panic!("one request expected")
+    };
+    assert_eq!((&*sent.method, &*sent.path), ("POST", "/v1/messages"));
+    assert_eq!(sent.header("x-api-key"), Some(KEY));
+    assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(sent.header("authorization"), None);
+    let body = sent.json();
+    let tool = json!({
+        "name": "spawn_subtask",
+        "description": body["tools"][0]["description"],
+        "input_schema": subtask_schema(),
+    });
+    let expected = json!({
+        "model": "claude-3-5-haiku-latest",
+        "max_tokens": 4096,
+        "system": format!("{SYSTEM}\n\nAnswer in English."),
+        "messages": conversation(),
+        "tools": [tool],
+    });
+    assert_eq!(body, expected);
+}
+
+#[test]
+fn the_subtask_tool_describes_the_seeds_subtask_request() {
+    let schema = subtask_schema();
+    assert_eq!(schema["required"], json!(["type", "description", "inputs"]));
+    let props = schema["properties"].as_object().unwrap();
+    let names: Vec<&str> = props.keys().map(String::as_str).collect();
+    let fields = [
+        "type",
+        "description",
+        "inputs",
+        "template_hints",
+        "subtype",
+        "file_paths",
+    ];
+    assert_eq!(names, fields);
+    assert_eq!(props["inputs"]["type"], "object");
+    assert_eq!(props["template_hints"]["items"]["type"], "string");
+    assert_eq!(props["file_paths"]["items"]["type"], "string");
+}
+
+#[tokio::test]
+async fn a_task_without_a_model_runs_on_the_default_and_no_key_means_no_auth_header() {
+    both(|api| async move {
+        let server = Server::scripted(vec![api.ok("hi", 1, 1)]).await;
+        let mut settings = api.settings(&server);
+        settings.api_key = None;
+        settings.default_model = "local-model".into();
+        succeeds(api, settings).await;
+        let sent = &server.requests()[0];
+        assert_eq!(sent.json()["model"], "local-model", "{api:?}");
+        let auth = (sent.header("authorization"), sent.header("x-api-key"));
+        assert_eq!(auth, (None, None), "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_reply_without_usage_counts_zero_tokens() {
+    both(|api| async move {
+        let body = match api {
+            Api::OpenAi => json!({"choices": [{"message": {"content": "ok"}}]}),
+            Api::Anthropic => json!({"content": [
+                {"type": "text", "text": "o"}, {"type": "text", "text": "k"}
+            ]}),
+        };
+        let server = Server::scripted(vec![Reply::json(200, body)]).await;
+        let reply = succeeds(api, api.settings(&server)).await;
+        assert_eq!(summary(&reply), ("ok", 0, 0), "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_spawn_subtask_tool_call_becomes_the_subtask_request() {
+    both(|api| async move {
+        let wanted = json!({
+            "type": "atomic", "description": "Summarise one file",
+            "inputs": {"path": "a.txt"}, "template_hints": ["summary"]
+        });
+        assert!(tv_vm::subtask::validate(&wanted).is_ok());
+        let body = match api {
+            Api::OpenAi => json!({
+                "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{
+                    "id": "call_1", "type": "function",
+                    "function": {"name": "spawn_subtask", "arguments": wanted.to_string()}
+                }]}, "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 20}
+            }),
+            Api::Anthropic => json!({
+                "content": [
+                    {"type": "text", "text": "I will delegate."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "spawn_subtask", "input": wanted}
+                ],
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 50, "output_tokens": 20}
+            }),
+        };
+        let server = Server::scripted(vec![Reply::json(200, body)]).await;
+        let reply = succeeds(api, api.settings(&server)).await;
+        assert_eq!(reply.subtask_request.as_ref(), Some(&wanted), "{api:?}");
+        let text = if api == Api::OpenAi {
+            ""
+        } else {
+            "I will delegate."
+        };
+        assert_eq!(summary(&reply), (text, 50, 20), "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_rate_limited_request_waits_as_long_as_retry_after_asks_then_succeeds() {
+    both(|api| async move {
+        let limited = Reply::json(429, r#"{"error": "slow down"}"#).header("retry-after", "1");
+        let server = Server::scripted(vec![limited, api.ok("done", 2, 3)]).await;
+        assert_eq!(succeeds(api, api.settings(&server)).await.content, "done");
+        let hits = server.requests();
+        assert_eq!(hits.len(), 2, "{api:?}");
+        // The backoff alone would be about 10 ms.
+        let gap = hits[1].at - hits[0].at;
+        let honoured = gap >= Duration::from_secs(1) && gap < Duration::from_secs(3);
+        assert!(honoured, "{api:?}: {gap:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_the_waiting_budget_fails_at_once() {
+    both(|api| async move {
+        let limited = Reply::json(429, "{}").header("retry-after", "60");
+        let server = Server::scripted(vec![limited]).await;
+        let started = Instant::now();
+        let err = fails(api, api.settings(&server)).await;
+        assert!(started.elapsed() < Duration::from_secs(2), "{api:?}");
+        assert_eq!(server.hits(), 1, "{api:?}");
+        assert_mentions(&err, "unexpected_error", &["429", "retry budget"]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_persistent_server_error_fails_once_every_retry_is_spent() {
+    both(|api| async move {
+        let overloaded = Reply::json(500, r#"{"error": "the model is overloaded"}"#);
+        let server = Server::scripted(vec![overloaded]).await;
+        let mut settings = api.settings(&server);
+        settings.max_retries = 3;
+        let err = fails(api, settings).await;
+        assert_eq!(server.hits(), 4, "{api:?}");
+        let parts = [
+            api.name(),
+            "500",
+            "the model is overloaded",
+            "gave up after 4 attempts",
+        ];
+        assert_mentions(&err, "unexpected_error", &parts);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_reply_slower_than_the_request_timeout_is_retried() {
+    both(|api| async move {
+        let slow = api.ok("late", 1, 1).after(Duration::from_secs(1));
+        let server = Server::scripted(vec![slow, api.ok("on time", 1, 1)]).await;
+        let mut settings = api.settings(&server);
+        settings.request_timeout = Duration::from_millis(200);
+        assert_eq!(succeeds(api, settings).await.content, "on time");
+        assert_eq!(server.hits(), 2, "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn replies_that_are_always_too_slow_end_in_execution_timeout() {
+    both(|api| async move {
+        let slow = api.ok("late", 1, 1).after(Duration::from_secs(1));
+        let server = Server::scripted(vec![slow]).await;
+        let mut settings = api.settings(&server);
+        settings.request_timeout = Duration::from_millis(200);
+        settings.max_retries = 2;
+        let started = Instant::now();
+        let err = fails(api, settings).await;
+        assert_mentions(
+            &err,
+            "execution_timeout",
+            &[api.name(), "200ms", "3 attempts"],
+        );
+        assert_eq!(server.hits(), 3, "{api:?}");
+        let cut = started.elapsed() < Duration::from_secs(2);
+        assert!(cut, "each attempt should end after 200 ms");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_connection_dropped_mid_request_is_retried() {
+    both(|api| async move {
+        let server = Server::scripted(vec![Reply::Drop, api.ok("second try", 1, 1)]).await;
+        assert_eq!(
+            succeeds(api, api.settings(&server)).await.content,
+            "second try"
+        );
+        assert_eq!(server.hits(), 2, "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_be_reached_or_always_hangs_up_is_retried_then_reported() {
+    // A port that was free a moment ago: connecting is refused.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let mut settings = Settings::new(format!("http://127.0.0.1:{port}/v1"), "m");
+    settings.max_retries = 1;
+    settings.backoff_base = Duration::from_millis(10);
+    let err = fails(Api::OpenAi, settings).await;
+    assert_mentions(
+        &err,
+        "unexpected_error",
+        &["openai: ", "gave up after 2 attempts"],
+    );
+
+    let server = Server::scripted(vec![Reply::Drop]).await;
+    let mut settings = Api::Anthropic.settings(&server);
+    settings.max_retries = 0;
+    let err = fails(Api::Anthropic, settings).await;
+    assert_mentions(
+        &err,
+        "unexpected_error",
+        &["anthropic: ", "gave up after 1 attempt"],
+    );
+    assert_eq!(server.hits(), 1);
+}
+
+#[tokio::test]
+async fn a_malformed_reply_is_an_unexpected_error_saying_what_is_wrong_and_is_not_retried() {
+    both(|api| async move {
+        let server = Server::scripted(vec![Reply::json(200, "<html>not json")]).await;
+        let err = fails(api, api.settings(&server)).await;
+        assert_mentions(&err, "unexpected_error", &["not JSON", "<html>not json"]);
+        assert_eq!(server.hits(), 1, "{api:?}");
+
+        let server = Server::scripted(vec![Reply::json(200, r#"{"choices": []}"#)]).await;
+        let err = fails(api, api.settings(&server)).await;
+        let missing = match api {
+            Api::OpenAi => "no `choices[0].message`",
+            Api::Anthropic => "no `content` array",
+        };
+        assert_mentions(&err, "unexpected_error", &[missing]);
+        assert_eq!(server.hits(), 1, "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_refused_key_is_not_retried_and_is_named_without_being_shown() {
+    both(|api| async move {
+        // Servers do echo the key they refuse.
+        let refusal = format!(r#"{{"error": "Incorrect API key provided: {KEY}"}}"#);
+        let server = Server::scripted(vec![Reply::json(401, refusal)]).await;
+        let settings = api.settings(&server);
+        assert!(!format!("{settings:?}").contains(KEY));
+        let client = Client::new(api, settings);
+        let shown = match &client {
+            Client::OpenAi(p) => format!("{p:?}"),
+            Client::Anthropic(p) => format!("{p:?}"),
+        };
+        assert!(!shown.contains(KEY), "{shown}");
+        let err = client.complete(&request(None)).await.unwrap_err();
+        assert_eq!(server.hits(), 1, "{api:?}");
+        assert_mentions(&err, "unexpected_error", &[api.key_var(), "401", "refused"]);
+        assert!(!format!("{err:?}").contains(KEY), "{}", err.message);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn other_client_errors_are_not_retried() {
+    both(|api| async move {
+        let unknown = Reply::json(400, r#"{"error": "unknown model"}"#);
+        let server = Server::scripted(vec![unknown]).await;
+        let err = fails(api, api.settings(&server)).await;
+        assert_eq!(server.hits(), 1, "{api:?}");
+        assert_mentions(&err, "unexpected_error", &["400", "unknown model"]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn forty_concurrent_calls_never_exceed_the_cap_and_each_is_answered_once() {
+    both(|api| async move {
+        // Echoes the last message, so each reply can be matched to its call.
+        let server = Server::start(move |_, req| {
+            let body = req.json();
+            let last = body["messages"].as_array().and_then(|m| m.last()).cloned();
+            let text = last.and_then(|m| m["content"].as_str().map(str::to_string));
+            api.ok(&text.unwrap_or_default(), 1, 1)
+                .after(Duration::from_millis(30))
+        })
+        .await;
+        let mut settings = api.settings(&server);
+        settings.concurrency = 8;
+        let client = Client::new(api, settings);
+        let requests: Vec<LlmRequest> = (0..40)
+            .map(|i| LlmRequest {
+                messages: vec![message("user", &format!("call {i}"))],
+                ..request(None)
+            })
+            .collect();
+        let replies = join_all(requests.iter().map(|r| client.complete(r))).await;
+        for (i, reply) in replies.into_iter().enumerate() {
+            assert_eq!(reply.unwrap().content, format!("call {i}"), "{api:?}");
+        }
+        assert_eq!(server.hits(), 40, "{api:?}");
+        let max = server.max_in_flight();
+        assert!((2..=8).contains(&max), "{api:?}: {max} in flight");
+        assert!(server.requests().iter().all(|r| r.path == api.path()));
+    })
+    .await;
+}
+
+#[test]
+fn settings_come_from_the_environment_with_documented_defaults() {
+    let seen = |s: &Settings| {
+        (
+            s.base_url.clone(),
+            s.default_model.clone(),
+            s.api_key.clone(),
+        )
+    };
+    let o = Settings::openai_from_vars(|_| None);
+    let openai = (
+        "https://api.openai.com/v1".into(),
+        "gpt-4o-mini".into(),
+        None,
+    );
+    assert_eq!(seen(&o), openai);
+    let budgets = (o.max_retries, o.max_retry_wait, o.concurrency);
+    assert_eq!(budgets, (4, Duration::from_secs(30), 16));
+    let a = Settings::anthropic_from_vars(|_| None);
+    let anthropic = (
+        "https://api.anthropic.com".into(),
+        "claude-3-5-sonnet-latest".into(),
+        None,
+    );
+    assert_eq!(seen(&a), anthropic);
+
+    let vars = |k: &str| match k {
+        "OPENAI_BASE_URL" => Some("http://127.0.0.1:8080/v1/".to_string()),
+        "OPENAI_API_KEY" => Some(KEY.to_string()),
+        "ANTHROPIC_API_KEY" => Some(String::new()),
+        "TVM_MODEL" => Some("qwen2.5".to_string()),
+        _ => None,
+    };
+    let o = Settings::openai_from_vars(vars);
+    let local = (
+        "http://127.0.0.1:8080/v1".into(),
+        "qwen2.5".into(),
+        Some(KEY.into()),
+    );
+    assert_eq!(seen(&o), local);
+    assert!(!format!("{o:?}").contains(KEY));
+    // An exported but empty key is no key.
+    assert_eq!(Settings::anthropic_from_vars(vars).api_key, None);
+}
+
+#[test]
+fn a_model_prefix_is_removed_and_a_missing_model_takes_the_default() {
+    let s = Settings::new("http://127.0.0.1:1", "fallback");
+    assert_eq!(s.model_for(&task(Some("openai:gpt-4o"))), "gpt-4o");
+    let bare = "claude-3-5-sonnet-latest";
+    assert_eq!(s.model_for(&task(Some(bare))), bare);
+    assert_eq!(s.model_for(&task(None)), "fallback");
+}
+
+#[test]
+fn a_base_url_that_is_not_a_url_is_refused_when_the_adapter_is_built() {
+    let err = OpenAi::new(Settings::new("not a url", "m")).unwrap_err();
+    assert!(err.contains("not a URL"), "{err}");
+}
+
+#[test]
+fn the_completion_future_can_move_between_threads() {
+    fn send<T: Send>(_: &T) {}
+    let p = OpenAi::new(Settings::new("http://127.0.0.1:1", "m")).unwrap();
+    let a = Anthropic::new(Settings::new("http://127.0.0.1:1", "m")).unwrap();
+    let req = request(None);
+    send(&p.complete(&req));
+    send(&a.complete(&req));
+}

@@ -1,0 +1,263 @@
+//! A scripted HTTP/1.1 server on 127.0.0.1 for provider tests: it records every request
+//! and answers each from the test's script (status, headers, body, a delay, or a dropped
+//! connection). One request per connection (`connection: close`), so that the number of
+//! requests served is exactly the number of attempts the client made.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// What the server does with one request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Send {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+        /// Waited before anything of the reply is written.
+        delay: Duration,
+    },
+    /// Close the connection after reading the request, answering nothing.
+    Drop,
+}
+
+impl Reply {
+    pub fn json(status: u16, body: impl ToString) -> Reply {
+        Reply::Send {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.to_string(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        if let Reply::Send { headers, .. } = &mut self {
+            headers.push((name.into(), value.into()));
+        }
+        self
+    }
+
+    pub fn after(mut self, wait: Duration) -> Reply {
+        if let Reply::Send { delay, .. } = &mut self {
+            *delay = wait;
+        }
+        self
+    }
+}
+
+/// One request as the server read it.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    /// Names in lower case, in the order received.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// When the whole request had arrived.
+    pub at: Instant,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.body))
+    }
+}
+
+type Responder = dyn Fn(usize, &Request) -> Reply + Send + Sync;
+
+struct State {
+    requests: Mutex<Vec<Request>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    responder: Box<Responder>,
+}
+
+pub struct Server {
+    addr: std::net::SocketAddr,
+    state: Arc<State>,
+    accept: JoinHandle<()>,
+}
+
+impl Server {
+    /// Answers request `i` (0-based, in arrival order) with `responder(i, &request)`.
+    pub async fn start(
+        responder: impl Fn(usize, &Request) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let state = Arc::new(State {
+            requests: Mutex::new(Vec::new()),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+            responder: Box::new(responder),
+        });
+        let shared = state.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve(stream, shared.clone()));
+            }
+        });
+        Server {
+            addr,
+            state,
+            accept,
+        }
+    }
+
+    /// Answers the i-th request with `script[i]`, and every later one with the last entry.
+    pub async fn scripted(script: Vec<Reply>) -> Server {
+        assert!(!script.is_empty(), "a script needs at least one reply");
+        Server::start(move |i, _| script[i.min(script.len() - 1)].clone()).await
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.state.requests.lock().unwrap().clone()
+    }
+
+    pub fn hits(&self) -> usize {
+        self.state.requests.lock().unwrap().len()
+    }
+
+    /// The most requests that were ever being answered at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.state.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// Counts a request as in flight from its arrival until its reply is written (or the
+/// connection is dropped), whichever way the handler exits.
+struct InFlight<'a>(&'a State);
+
+impl<'a> InFlight<'a> {
+    fn enter(state: &'a State) -> InFlight<'a> {
+        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight(state)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn serve(mut stream: TcpStream, state: Arc<State>) {
+    let Some(request) = read_request(&mut stream).await else {
+        return;
+    };
+    let _counted = InFlight::enter(&state);
+    let index = {
+        let mut all = state.requests.lock().unwrap();
+        all.push(request.clone());
+        all.len() - 1
+    };
+    let (status, headers, body, delay) = match (state.responder)(index, &request) {
+        Reply::Drop => return,
+        Reply::Send {
+            status,
+            headers,
+            body,
+            delay,
+        } => (status, headers, body, delay),
+    };
+    tokio::time::sleep(delay).await;
+    let mut head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        reason(status),
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    // The client may have given up (timeouts): a failed write is part of the test.
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// Reads one request with a `content-length` body; `None` if the client went away.
+async fn read_request(stream: &mut TcpStream) -> Option<Request> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 || buf.len() > 1 << 20 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let (method, path) = (first.next()?.to_string(), first.next()?.to_string());
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some(Request {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).to_string(),
+        at: Instant::now(),
+    })
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Reply",
+    }
+}
