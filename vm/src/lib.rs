@@ -13,6 +13,8 @@ pub mod outcome;
 pub mod providers;
 pub mod result;
 #[cfg(feature = "runtime")]
+pub mod runhost;
+#[cfg(feature = "runtime")]
 pub mod script;
 mod session;
 pub mod subtask;

@@ -1,5 +1,11 @@
 //! `tvm` as a user runs it: exit codes and messages, on the checked-in golden bundle.
 
+#[path = "support/http.rs"]
+#[allow(dead_code)]
+mod http;
+
+use http::{Reply, Server};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -8,11 +14,26 @@ fn golden() -> PathBuf {
 }
 
 fn tvm(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tvm"))
-        .args(args)
-        .env_remove("TVM_PROVIDER")
-        .output()
-        .expect("run tvm");
+    tvm_env(args, &[])
+}
+
+fn tvm_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tvm"));
+    cmd.args(args);
+    for k in [
+        "TVM_PROVIDER",
+        "TVM_MODEL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run tvm");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -136,4 +157,63 @@ fn disasm_prints_the_listing() {
         "{stdout}"
     );
     assert!(stdout.contains("# examples/code_review.xml:"), "{stdout}");
+}
+
+#[test]
+fn a_run_against_an_openai_compatible_server_sends_the_prompt_and_prints_the_reply() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let reply = json!({"choices": [{"message": {"role": "assistant", "content": "Ship it."}}],
+                       "usage": {"prompt_tokens": 7, "completion_tokens": 3}});
+    let server = rt.block_on(Server::scripted(vec![Reply::json(200, reply)]));
+    let g = golden();
+    let url = server.url();
+    let (code, stdout, stderr) = tvm_env(
+        &[
+            "run",
+            g.to_str().expect("path"),
+            "--entry",
+            "summarize_change",
+            "--arg",
+            "diff=+x",
+            "--arg",
+            "audience=ops",
+        ],
+        &[
+            ("OPENAI_BASE_URL", url.as_str()),
+            ("OPENAI_API_KEY", "sk-test-not-real"),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(r["content"], "Ship it.");
+    assert_eq!(r["notes"]["tokens"], json!({"input": 7, "output": 3}));
+    let req = &server.requests()[0];
+    assert_eq!(req.path, "/chat/completions");
+    assert_eq!(req.header("authorization"), Some("Bearer sk-test-not-real"));
+    let body = req.json();
+    assert_eq!(body["model"], "gpt-4o-mini");
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "user", "content": "Summarise this change in three sentences for ops:\n+x"})
+    );
+    assert!(!stdout.contains("sk-test") && !stderr.contains("sk-test"));
+}
+
+#[test]
+fn a_provider_without_its_key_is_a_usage_error() {
+    let g = golden();
+    let (code, _, stderr) = tvm(&[
+        "run",
+        g.to_str().expect("path"),
+        "--provider",
+        "anthropic",
+        "--entry",
+        "review",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("needs ANTHROPIC_API_KEY"), "{stderr}");
 }

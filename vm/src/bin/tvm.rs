@@ -4,12 +4,13 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
 use std::time::Duration;
 use tv_vm::bundle::Bundle;
-use tv_vm::driver::{self, Blocking};
-use tv_vm::host::EchoHost;
+use tv_vm::driver;
 use tv_vm::limits::Limits;
+use tv_vm::providers::Settings;
+use tv_vm::runhost::{Choice, RunHost};
+use tv_vm::script::ScriptRunner;
 
 #[derive(Parser)]
 #[command(name = "tvm", version, about = "Run compiled task-template bundles")]
@@ -38,9 +39,16 @@ struct RunArgs {
     /// All arguments as one JSON object.
     #[arg(long, value_name = "JSON")]
     args_json: Option<String>,
-    /// Who answers LLM calls (default: $TVM_PROVIDER).
+    /// Who answers LLM calls: openai, anthropic or echo (default: $TVM_PROVIDER, else
+    /// the provider whose key is set).
     #[arg(long, env = "TVM_PROVIDER")]
     provider: Option<String>,
+    /// The model for tasks that name none (default: $TVM_MODEL, else the provider's).
+    #[arg(long)]
+    model: Option<String>,
+    /// LLM calls in flight at once, per provider.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -107,26 +115,28 @@ fn load(path: &Path) -> Result<Bundle, String> {
 
 fn run(args: RunArgs) -> Result<ExitCode, String> {
     let bundle = load(&args.bundle)?;
-    match args.provider.as_deref() {
-        Some("echo") => {}
-        Some(p @ ("openai" | "anthropic" | "replay")) => {
-            return Err(format!("provider `{p}` is not available in this build yet; use --provider echo"))
+    let choice = match args.provider.as_deref() {
+        Some("replay") => return Err("provider `replay` is not available in this build yet".into()),
+        Some(p) => Choice::parse(p).ok_or_else(|| format!("unknown provider `{p}` (known: openai, anthropic, echo)"))?,
+        None => RunHost::default_from_keys().ok_or(
+            "no provider is configured: pass --provider openai|anthropic (with OPENAI_API_KEY or ANTHROPIC_API_KEY set, \
+             or OPENAI_BASE_URL pointing at a local server), or --provider echo for a dry run; TVM_PROVIDER sets the default",
+        )?,
+    };
+    let (model, concurrency) = (args.model.clone(), args.concurrency);
+    let tune = move |s: &mut Settings| {
+        if let Some(m) = &model {
+            s.default_model = m.clone();
         }
-        Some(other) => return Err(format!("unknown provider `{other}` (known: openai, anthropic, replay, echo)")),
-        None => {
-            return Err(
-                "no provider is configured: pass --provider echo (answers with the prompt, for dry runs) or set TVM_PROVIDER"
-                    .into(),
-            )
-        }
-    }
+        s.concurrency = concurrency;
+    };
+    let host = RunHost::new(choice, tune, ScriptRunner::default())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let host = Blocking(Mutex::new(EchoHost));
     let (result, _) = runtime.block_on(driver::run(
         &bundle,
         entry,

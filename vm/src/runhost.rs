@@ -1,0 +1,158 @@
+//! The host `tvm run` uses: LLM calls go to the provider a task names (by
+//! `<provider>` or a `provider:` model prefix) or else the run's default; scripts run as
+//! real processes.
+
+use crate::driver::AsyncHost;
+use crate::host::{HostError, HostReply, HostRequest, LlmReply, LlmRequest};
+use crate::providers::{Anthropic, OpenAi, Settings};
+use crate::script::ScriptRunner;
+use tv_stdlib::models::{parse_model, Provider};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Answers with the prompt: a dry run.
+    Echo,
+    Remote(Provider),
+}
+
+impl Choice {
+    pub fn parse(s: &str) -> Option<Choice> {
+        match s {
+            "echo" => Some(Choice::Echo),
+            other => Provider::parse(other).map(Choice::Remote),
+        }
+    }
+}
+
+pub struct RunHost {
+    default: Choice,
+    openai: Option<OpenAi>,
+    anthropic: Option<Anthropic>,
+    scripts: ScriptRunner,
+}
+
+impl RunHost {
+    /// Builds the adapters the run may need; `tune` adjusts their settings (model,
+    /// concurrency) after they were read from the environment.
+    pub fn new(
+        default: Choice,
+        tune: impl Fn(&mut Settings),
+        scripts: ScriptRunner,
+    ) -> Result<RunHost, String> {
+        let openai = usable(
+            Settings::openai_from_env(),
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            &tune,
+        )
+        .map(OpenAi::new)
+        .transpose()?;
+        let anthropic = usable(
+            Settings::anthropic_from_env(),
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            &tune,
+        )
+        .map(Anthropic::new)
+        .transpose()?;
+        let missing = match default {
+            Choice::Remote(Provider::OpenAi) if openai.is_none() => {
+                Some(("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL"))
+            }
+            Choice::Remote(Provider::Anthropic) if anthropic.is_none() => {
+                Some(("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"))
+            }
+            _ => None,
+        };
+        if let Some((name, key, url)) = missing {
+            return Err(format!(
+                "provider `{name}` needs {key} (or {url} pointing at a server that needs no key)"
+            ));
+        }
+        Ok(RunHost {
+            default,
+            openai,
+            anthropic,
+            scripts,
+        })
+    }
+
+    /// The provider when none is named: `TVM_PROVIDER` is read by the caller; else a
+    /// provider whose key is present.
+    pub fn default_from_keys() -> Option<Choice> {
+        let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
+        if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") {
+            Some(Choice::Remote(Provider::OpenAi))
+        } else if set("ANTHROPIC_API_KEY") || set("ANTHROPIC_BASE_URL") {
+            Some(Choice::Remote(Provider::Anthropic))
+        } else {
+            None
+        }
+    }
+
+    fn choose(&self, r: &LlmRequest) -> Choice {
+        if self.default == Choice::Echo {
+            return Choice::Echo;
+        }
+        let named = r.task.provider.as_deref().and_then(Provider::parse);
+        let prefixed = r
+            .task
+            .model
+            .as_deref()
+            .and_then(|m| parse_model(m).ok())
+            .and_then(|m| m.provider);
+        named.or(prefixed).map_or(self.default, Choice::Remote)
+    }
+
+    async fn llm(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
+        let unavailable = |name: &str, key: &str| HostError {
+            reason: "execution_halted".into(),
+            message: format!(
+                "task `{}` asks for provider `{name}`, but {key} is not set",
+                r.task.name
+            ),
+        };
+        match self.choose(r) {
+            Choice::Echo => Ok(LlmReply {
+                content: r
+                    .messages
+                    .last()
+                    .map(|m| m.content.clone())
+                    .unwrap_or_default(),
+                ..LlmReply::default()
+            }),
+            Choice::Remote(Provider::OpenAi) => match &self.openai {
+                Some(p) => p.complete(r).await,
+                None => Err(unavailable("openai", "OPENAI_API_KEY")),
+            },
+            Choice::Remote(Provider::Anthropic) => match &self.anthropic {
+                Some(p) => p.complete(r).await,
+                None => Err(unavailable("anthropic", "ANTHROPIC_API_KEY")),
+            },
+        }
+    }
+}
+
+/// Settings are usable when a key is present or a base URL was chosen (a local server).
+fn usable(
+    mut s: Settings,
+    key: &str,
+    url: &str,
+    tune: &impl Fn(&mut Settings),
+) -> Option<Settings> {
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
+    if !set(key) && !set(url) {
+        return None;
+    }
+    tune(&mut s);
+    Some(s)
+}
+
+impl AsyncHost for RunHost {
+    async fn call(&self, request: &HostRequest) -> HostReply {
+        match request {
+            HostRequest::Llm(r) => HostReply::Llm(self.llm(r).await),
+            HostRequest::Script(s) => HostReply::Script(self.scripts.run(s).await),
+        }
+    }
+}
