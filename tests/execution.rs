@@ -650,3 +650,33 @@ fn a_failing_computed_input_fails_its_task() {
         "the parent's own call is never made"
     );
 }
+
+#[test]
+fn the_shipped_example_replays_from_its_cassette_to_complete() {
+    struct Replay(tv_vm::cassette::Cassette);
+    impl tv_vm::host::Host for Replay {
+        fn call(&mut self, request: &HostRequest) -> tv_vm::host::HostReply {
+            match request {
+                HostRequest::Llm(r) => tv_vm::host::HostReply::Llm(self.0.answer(r)),
+                HostRequest::Script(_) => panic!("the example runs no script"),
+            }
+        }
+    }
+    let src = std::fs::read_to_string("examples/code_review.xml").expect("example");
+    let c = tv_compiler::driver::check_texts([("examples/code_review.xml", src.as_str())]);
+    let (_, b) = tv_compiler::driver::compile(&c).expect("compiles");
+    let cassette = tv_vm::cassette::Cassette::load(std::path::Path::new(
+        "examples/code_review.cassette.jsonl",
+    ))
+    .expect("cassette");
+    let diff = std::fs::read_to_string("examples/add_dry_run.diff").expect("diff");
+    let args = json!({"diff": diff, "title": "Add a dry-run mode to deploy"});
+    let r = run_with(
+        &b,
+        "review_pull_request",
+        args,
+        Limits::default(),
+        &mut Replay(cassette),
+    );
+    assert_eq!(r["status"], "COMPLETE", "{r:#}");
+}

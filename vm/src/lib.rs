@@ -1,6 +1,8 @@
 //! The virtual machine: instruction set, bundles, verifier, interpreter, host calls.
 
 pub mod bundle;
+#[cfg(feature = "runtime")]
+pub mod cassette;
 pub mod disasm;
 #[cfg(feature = "runtime")]
 pub mod driver;

@@ -2,6 +2,7 @@
 //! `<provider>` or a `provider:` model prefix) or else the run's default; scripts run as
 //! real processes.
 
+use crate::cassette::{Cassette, Recorder};
 use crate::driver::AsyncHost;
 use crate::host::{HostError, HostReply, HostRequest, LlmReply, LlmRequest};
 use crate::providers::{Anthropic, OpenAi, Settings};
@@ -12,6 +13,8 @@ use tv_stdlib::models::{parse_model, Provider};
 pub enum Choice {
     /// Answers with the prompt: a dry run.
     Echo,
+    /// Answers from a cassette.
+    Replay,
     Remote(Provider),
 }
 
@@ -19,6 +22,7 @@ impl Choice {
     pub fn parse(s: &str) -> Option<Choice> {
         match s {
             "echo" => Some(Choice::Echo),
+            "replay" => Some(Choice::Replay),
             other => Provider::parse(other).map(Choice::Remote),
         }
     }
@@ -26,6 +30,10 @@ impl Choice {
 
 pub struct RunHost {
     default: Choice,
+    /// Set with `--provider replay`.
+    pub cassette: Option<Cassette>,
+    /// Set with `--record`: every reply is written down.
+    pub recorder: Option<Recorder>,
     openai: Option<OpenAi>,
     anthropic: Option<Anthropic>,
     scripts: ScriptRunner,
@@ -71,6 +79,8 @@ impl RunHost {
         }
         Ok(RunHost {
             default,
+            cassette: None,
+            recorder: None,
             openai,
             anthropic,
             scripts,
@@ -91,8 +101,8 @@ impl RunHost {
     }
 
     fn choose(&self, r: &LlmRequest) -> Choice {
-        if self.default == Choice::Echo {
-            return Choice::Echo;
+        if matches!(self.default, Choice::Echo | Choice::Replay) {
+            return self.default;
         }
         let named = r.task.provider.as_deref().and_then(Provider::parse);
         let prefixed = r
@@ -105,6 +115,17 @@ impl RunHost {
     }
 
     async fn llm(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
+        let reply = self.ask(r).await?;
+        if let Some(rec) = &self.recorder {
+            rec.record(r, &reply).map_err(|message| HostError {
+                reason: "execution_halted".into(),
+                message,
+            })?;
+        }
+        Ok(reply)
+    }
+
+    async fn ask(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
         let unavailable = |name: &str, key: &str| HostError {
             reason: "execution_halted".into(),
             message: format!(
@@ -121,6 +142,13 @@ impl RunHost {
                     .unwrap_or_default(),
                 ..LlmReply::default()
             }),
+            Choice::Replay => match &self.cassette {
+                Some(c) => c.answer(r),
+                None => Err(HostError {
+                    reason: "execution_halted".into(),
+                    message: "replay needs a cassette: --cassette FILE".into(),
+                }),
+            },
             Choice::Remote(Provider::OpenAi) => match &self.openai {
                 Some(p) => p.complete(r).await,
                 None => Err(unavailable("openai", "OPENAI_API_KEY")),

@@ -217,3 +217,62 @@ fn a_provider_without_its_key_is_a_usage_error() {
     assert_eq!(code, 2);
     assert!(stderr.contains("needs ANTHROPIC_API_KEY"), "{stderr}");
 }
+
+#[test]
+fn a_recorded_run_replays_byte_for_byte_without_a_server() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let server = rt.block_on(Server::start(|i, req| {
+        let prompt = req.json()["messages"][1]["content"].as_str().unwrap_or("").to_string();
+        let body = json!({"choices": [{"message": {"role": "assistant", "content": format!("reply {i} to {}", prompt.len())}}],
+                          "usage": {"prompt_tokens": 1, "completion_tokens": 1}});
+        Reply::json(200, body)
+    }));
+    let dir = std::env::temp_dir().join(format!("tvm-cassette-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let cassette = dir.join("run.jsonl");
+    let g = golden();
+    let common = [
+        "run",
+        g.to_str().expect("path"),
+        "--entry",
+        "summarize_change",
+        "--arg",
+        "diff=+x",
+        "--arg",
+        "audience=ops",
+    ];
+    let mut record = common.to_vec();
+    record.extend([
+        "--provider",
+        "openai",
+        "--record",
+        cassette.to_str().expect("path"),
+    ]);
+    let url = server.url();
+    let (code, live, stderr) = tvm_env(&record, &[("OPENAI_BASE_URL", url.as_str())]);
+    assert_eq!(code, 0, "{stderr}");
+    drop(server);
+    let mut replay = common.to_vec();
+    replay.extend([
+        "--provider",
+        "replay",
+        "--cassette",
+        cassette.to_str().expect("path"),
+    ]);
+    let (code, replayed, stderr) = tvm(&replay);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(live, replayed);
+    let mut other = replay.clone();
+    other[5] = "diff=something else";
+    let (code, stdout, _) = tvm(&other);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.contains("the cassette has no reply for request"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

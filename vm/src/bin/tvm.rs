@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use tv_vm::bundle::Bundle;
+use tv_vm::cassette::{Cassette, Recorder};
 use tv_vm::driver;
 use tv_vm::limits::Limits;
 use tv_vm::providers::Settings;
@@ -33,7 +34,8 @@ struct RunArgs {
     /// The entry point; may be left out when the bundle has only one.
     #[arg(long)]
     entry: Option<String>,
-    /// An argument, NAME=VALUE; VALUE is read as JSON for non-string parameters.
+    /// An argument, NAME=VALUE (NAME=@FILE reads it from a file); VALUE is read as JSON
+    /// for parameters typed other than string.
     #[arg(long = "arg", value_name = "NAME=VALUE")]
     args: Vec<String>,
     /// All arguments as one JSON object.
@@ -46,6 +48,12 @@ struct RunArgs {
     /// The model for tasks that name none (default: $TVM_MODEL, else the provider's).
     #[arg(long)]
     model: Option<String>,
+    /// The recorded replies `--provider replay` answers from.
+    #[arg(long, value_name = "FILE")]
+    cassette: Option<PathBuf>,
+    /// Write every LLM reply of this run to a cassette.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
     /// LLM calls in flight at once, per provider.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
@@ -116,8 +124,7 @@ fn load(path: &Path) -> Result<Bundle, String> {
 fn run(args: RunArgs) -> Result<ExitCode, String> {
     let bundle = load(&args.bundle)?;
     let choice = match args.provider.as_deref() {
-        Some("replay") => return Err("provider `replay` is not available in this build yet".into()),
-        Some(p) => Choice::parse(p).ok_or_else(|| format!("unknown provider `{p}` (known: openai, anthropic, echo)"))?,
+        Some(p) => Choice::parse(p).ok_or_else(|| format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)"))?,
         None => RunHost::default_from_keys().ok_or(
             "no provider is configured: pass --provider openai|anthropic (with OPENAI_API_KEY or ANTHROPIC_API_KEY set, \
              or OPENAI_BASE_URL pointing at a local server), or --provider echo for a dry run; TVM_PROVIDER sets the default",
@@ -130,7 +137,16 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
         s.concurrency = concurrency;
     };
-    let host = RunHost::new(choice, tune, ScriptRunner::default())?;
+    let mut host = RunHost::new(choice, tune, ScriptRunner::default())?;
+    match (&args.cassette, choice) {
+        (Some(path), Choice::Replay) => host.cassette = Some(Cassette::load(path)?),
+        (None, Choice::Replay) => return Err("--provider replay needs --cassette FILE".into()),
+        (Some(_), _) => return Err("--cassette is read by --provider replay only".into()),
+        (None, _) => {}
+    }
+    if let Some(path) = &args.record {
+        host.recorder = Some(Recorder::create(path)?);
+    }
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -200,6 +216,16 @@ fn bind_args(
         let (name, raw) = pair
             .split_once('=')
             .ok_or_else(|| format!("--arg `{pair}` must be NAME=VALUE"))?;
+        // `NAME=@FILE` reads the value from a file, as curl does.
+        let from_file;
+        let raw = match raw.strip_prefix('@') {
+            Some(path) => {
+                from_file = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--arg {name}=@{path}: {e}"))?;
+                from_file.as_str()
+            }
+            None => raw,
+        };
         let ty = f
             .params
             .iter()
