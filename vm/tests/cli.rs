@@ -1,7 +1,6 @@
 //! `tvm` as a user runs it: exit codes and messages, on the checked-in golden bundle.
 
 #[path = "support/http.rs"]
-#[allow(dead_code)]
 mod http;
 
 use http::{Reply, Server};

@@ -23,7 +23,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an entry point and print its TaskResult as JSON.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the bundle's listing.
     Disasm { bundle: PathBuf },
 }
@@ -108,7 +108,7 @@ fn main() -> ExitCode {
             print!("{}", tv_vm::disasm::disassemble(&b));
             ExitCode::SUCCESS
         }),
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("tvm: error: {e}");
