@@ -680,3 +680,34 @@ fn the_shipped_example_replays_from_its_cassette_to_complete() {
     );
     assert_eq!(r["status"], "COMPLETE", "{r:#}");
 }
+
+#[test]
+fn a_tool_call_without_text_still_leaves_an_assistant_turn_in_the_conversation() {
+    struct ToolCaller(Vec<HostRequest>);
+    impl tv_vm::host::Host for ToolCaller {
+        fn call(&mut self, request: &HostRequest) -> tv_vm::host::HostReply {
+            self.0.push(request.clone());
+            let HostRequest::Llm(r) = request else {
+                panic!()
+            };
+            let spawn = r.messages[0].content == "plan the work" && r.messages.len() == 1;
+            tv_vm::host::HostReply::Llm(Ok(tv_vm::host::LlmReply {
+                content: if spawn { String::new() } else { "ok".into() },
+                subtask_request: spawn.then(|| json!({"type": "atomic", "description": "summarize the text", "inputs": {"text": "t"}})),
+                ..Default::default()
+            }))
+        }
+    }
+    let b = bundle_of(SUBTASK_LIBRARY);
+    let mut host = ToolCaller(Vec::new());
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["content"], "ok");
+    let HostRequest::Llm(last) = &host.0[2] else {
+        panic!()
+    };
+    assert!(
+        last.messages[1].content.contains("\"subtask_request\""),
+        "{:?}",
+        last.messages
+    );
+}

@@ -111,6 +111,7 @@ impl Cassette {
                 input_tokens: e.reply.input_tokens,
                 output_tokens: e.reply.output_tokens,
                 subtask_request: e.reply.subtask_request,
+                ..LlmReply::default()
             });
         }
         Ok(Cassette {

@@ -49,6 +49,9 @@ pub struct LlmReply {
     pub output_tokens: u64,
     /// A subtask request the model made through the spawning tool.
     pub subtask_request: Option<serde_json::Value>,
+    /// Files the host put into the context, and what it could not (missing paths, caps).
+    pub context_files: Vec<String>,
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]

@@ -3,6 +3,8 @@
 pub mod bundle;
 #[cfg(feature = "runtime")]
 pub mod cassette;
+#[cfg(feature = "runtime")]
+pub mod context;
 pub mod disasm;
 #[cfg(feature = "runtime")]
 pub mod driver;
@@ -10,6 +12,8 @@ pub mod host;
 pub mod interp;
 pub mod isa;
 pub mod limits;
+#[cfg(feature = "runtime")]
+pub mod observe;
 pub mod outcome;
 #[cfg(feature = "runtime")]
 pub mod providers;

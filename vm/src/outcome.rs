@@ -139,6 +139,12 @@ pub fn check_return(r: Value, ty: &str) -> Value {
 
 pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
     let mut r = complete(reply.content.clone());
+    if !reply.context_files.is_empty() {
+        set_note(&mut r, "contextFiles", json!(reply.context_files));
+    }
+    if !reply.warnings.is_empty() {
+        set_note(&mut r, "warnings", json!(reply.warnings));
+    }
     set_note(
         &mut r,
         "tokens",

@@ -3,8 +3,10 @@
 //! real processes.
 
 use crate::cassette::{Cassette, Recorder};
+use crate::context::Assembler;
 use crate::driver::AsyncHost;
 use crate::host::{HostError, HostReply, HostRequest, LlmReply, LlmRequest};
+use crate::observe::{Progress, Trace};
 use crate::providers::{Anthropic, OpenAi, Settings};
 use crate::script::ScriptRunner;
 use tv_stdlib::models::{parse_model, Provider};
@@ -34,6 +36,11 @@ pub struct RunHost {
     pub cassette: Option<Cassette>,
     /// Set with `--record`: every reply is written down.
     pub recorder: Option<Recorder>,
+    /// Set with `--trace`: one line per host call.
+    pub trace: Option<Trace>,
+    pub progress: Option<Progress>,
+    /// Files and workspace excerpts for each LLM call.
+    pub context: Assembler,
     openai: Option<OpenAi>,
     anthropic: Option<Anthropic>,
     scripts: ScriptRunner,
@@ -81,10 +88,33 @@ impl RunHost {
             default,
             cassette: None,
             recorder: None,
+            trace: None,
+            progress: None,
+            context: Assembler::default(),
             openai,
             anthropic,
             scripts,
         })
+    }
+
+    /// A host with adapters made by the caller (tests, embedding).
+    pub fn with_adapters(
+        default: Choice,
+        openai: Option<OpenAi>,
+        anthropic: Option<Anthropic>,
+        scripts: ScriptRunner,
+    ) -> RunHost {
+        RunHost {
+            default,
+            cassette: None,
+            recorder: None,
+            trace: None,
+            progress: None,
+            context: Assembler::default(),
+            openai,
+            anthropic,
+            scripts,
+        }
     }
 
     /// The provider when none is named: `TVM_PROVIDER` is read by the caller; else a
@@ -115,7 +145,23 @@ impl RunHost {
     }
 
     async fn llm(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
-        let reply = self.ask(r).await?;
+        let assembled = self.context.assemble(r).await;
+        let with_files;
+        let r = if assembled.text.is_empty() {
+            r
+        } else {
+            let mut copy = r.clone();
+            copy.context = if r.context.is_empty() {
+                assembled.text.clone()
+            } else {
+                format!("{}\n{}", r.context, assembled.text)
+            };
+            with_files = copy;
+            &with_files
+        };
+        let mut reply = self.ask(r).await?;
+        reply.context_files = assembled.files;
+        reply.warnings = assembled.warnings;
         if let Some(rec) = &self.recorder {
             rec.record(r, &reply).map_err(|message| HostError {
                 reason: "execution_halted".into(),
@@ -178,9 +224,20 @@ fn usable(
 
 impl AsyncHost for RunHost {
     async fn call(&self, request: &HostRequest) -> HostReply {
-        match request {
+        let start = std::time::Instant::now();
+        if let Some(p) = &self.progress {
+            p.started();
+        }
+        let reply = match request {
             HostRequest::Llm(r) => HostReply::Llm(self.llm(r).await),
             HostRequest::Script(s) => HostReply::Script(self.scripts.run(s).await),
+        };
+        if let Some(p) = &self.progress {
+            p.finished(&reply);
         }
+        if let Some(t) = &self.trace {
+            t.write(request, &reply, start.elapsed());
+        }
+        reply
     }
 }

@@ -73,9 +73,16 @@ impl Vm<'_> {
             .map(|p| inputs.get(&p.name).cloned().unwrap_or(Value::Null))
             .collect();
         self.push_frame(function as usize, args).map_err(fail)?;
+        // A tool call may come with no text; the conversation still needs the turn
+        // (some providers refuse an empty assistant message), so it is written out.
+        let said = if reply.content.trim().is_empty() {
+            serde_json::json!({"status": "CONTINUATION", "subtask_request": request}).to_string()
+        } else {
+            reply.content.clone()
+        };
         session.messages.push(Message {
             role: "assistant".into(),
-            content: reply.content.clone(),
+            content: said,
         });
         if let Some(frame) = self.frames.last_mut() {
             frame.spawned = Some(Box::new(Spawn {

@@ -275,3 +275,57 @@ fn a_recorded_run_replays_byte_for_byte_without_a_server() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_trace_has_one_line_per_host_call_and_no_secret() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let reply = json!({"choices": [{"message": {"role": "assistant", "content": "fine"}}], "usage": {"prompt_tokens": 2, "completion_tokens": 1}});
+    let server = rt.block_on(Server::scripted(vec![Reply::json(200, reply)]));
+    let dir = std::env::temp_dir().join(format!("tvm-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let trace = dir.join("trace.jsonl");
+    let g = golden();
+    let url = server.url();
+    let args = [
+        "run",
+        g.to_str().expect("path"),
+        "--entry",
+        "summarize_change",
+        "--arg",
+        "diff=+x",
+        "--arg",
+        "audience=ops",
+        "--provider",
+        "openai",
+        "--trace",
+        trace.to_str().expect("path"),
+    ];
+    let (code, _, stderr) = tvm_env(
+        &args,
+        &[
+            ("OPENAI_BASE_URL", url.as_str()),
+            ("OPENAI_API_KEY", "sk-secret-in-env"),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&trace).expect("trace");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["kind"], "llm");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[0]["tokens"], json!({"input": 2, "output": 1}));
+    assert!(lines[0]["prompt"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("Summarise this change"));
+    assert!(lines[0]["ms"].is_u64());
+    assert!(!text.contains("sk-secret"));
+    std::fs::remove_dir_all(&dir).ok();
+}

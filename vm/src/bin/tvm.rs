@@ -9,6 +9,7 @@ use tv_vm::bundle::Bundle;
 use tv_vm::cassette::{Cassette, Recorder};
 use tv_vm::driver;
 use tv_vm::limits::Limits;
+use tv_vm::observe::{Progress, Trace};
 use tv_vm::providers::Settings;
 use tv_vm::runhost::{Choice, RunHost};
 use tv_vm::script::ScriptRunner;
@@ -51,6 +52,13 @@ struct RunArgs {
     /// The recorded replies `--provider replay` answers from.
     #[arg(long, value_name = "FILE")]
     cassette: Option<PathBuf>,
+    /// The folder whose files fresh context may search (honouring .gitignore); none
+    /// named, none searched.
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Write one JSON line per host call: what was asked, how long, tokens, outcome.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     /// Write every LLM reply of this run to a cassette.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
@@ -147,6 +155,11 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
     if let Some(path) = &args.record {
         host.recorder = Some(Recorder::create(path)?);
     }
+    if let Some(path) = &args.trace {
+        host.trace = Some(Trace::create(path)?);
+    }
+    host.progress = Some(Progress::new());
+    host.context.workspace = args.workspace.clone();
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -160,6 +173,9 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
         args.limits.limits(),
         &host,
     ));
+    if let Some(p) = &host.progress {
+        p.finish();
+    }
     println!(
         "{}",
         serde_json::to_string_pretty(&result).unwrap_or_default()

@@ -114,6 +114,7 @@ impl Anthropic {
             input_tokens: tokens(usage, "input_tokens"),
             output_tokens: tokens(usage, "output_tokens"),
             subtask_request,
+            ..LlmReply::default()
         })
     }
 }

@@ -93,6 +93,7 @@ impl OpenAi {
             input_tokens: tokens(usage, "prompt_tokens"),
             output_tokens: tokens(usage, "completion_tokens"),
             subtask_request,
+            ..LlmReply::default()
         })
     }
 

@@ -1,0 +1,177 @@
+//! Every operator end to end through the OpenAI adapter against a real HTTP server on
+//! 127.0.0.1 that answers like a model would, with scripts as real processes.
+
+#[path = "../vm/tests/support/http.rs"]
+mod http;
+
+use http::{Reply, Server};
+use serde_json::{json, Value};
+use tv_tests::bundle_of;
+use tv_vm::limits::Limits;
+use tv_vm::providers::{OpenAi, Settings};
+use tv_vm::runhost::{Choice, RunHost};
+use tv_vm::script::ScriptRunner;
+
+/// Answers from the last user message: `json:` prompts get JSON, `spawn` asks for a
+/// subtask through the tool, anything else is echoed in upper case.
+fn model(_: usize, req: &http::Request) -> Reply {
+    let body = req.json();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let prompt = messages
+        .last()
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let first_turn = !messages.iter().any(|m| m["role"] == "assistant");
+    let message = if prompt.starts_with("spawn") && first_turn {
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "spawn_subtask",
+            "arguments": json!({"type": "atomic", "description": "shout the word", "inputs": {"word": "hey"}}).to_string()}}]})
+    } else if let Some(rest) = prompt.strip_prefix("json:") {
+        json!({"role": "assistant", "content": rest.trim()})
+    } else {
+        json!({"role": "assistant", "content": prompt.to_uppercase()})
+    };
+    Reply::json(
+        200,
+        json!({"choices": [{"message": message}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
+    )
+}
+
+fn run(src: &str, entry: &str, args: Vec<Value>) -> (Value, usize) {
+    let (r, requests) = run_in(src, entry, args, None);
+    (r, requests.len())
+}
+
+/// Runs with `workspace` as the folder context comes from; returns the requests seen.
+fn run_in(
+    src: &str,
+    entry: &str,
+    args: Vec<Value>,
+    workspace: Option<std::path::PathBuf>,
+) -> (Value, Vec<http::Request>) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let server = Server::start(model).await;
+        let b = bundle_of(src);
+        let mut settings = Settings::new(server.url(), "test-model");
+        settings.concurrency = 4;
+        let mut host = RunHost::with_adapters(
+            Choice::Remote(tv_stdlib::models::Provider::OpenAi),
+            Some(OpenAi::new(settings).expect("adapter")),
+            None,
+            ScriptRunner::default(),
+        );
+        host.context.workspace = workspace;
+        let f = b.entry(entry).expect("entry").function;
+        let (r, _) = tv_vm::driver::run(&b, f, args, Limits::default(), &host).await;
+        (r, server.requests())
+    })
+}
+
+#[test]
+fn an_atomic_task_with_json_output_is_parsed() {
+    let (r, hits) = run(
+        r#"<task name="t"><instructions>json: {"n": 2}</instructions><output_format type="json" schema="object"/></task>"#,
+        "t",
+        vec![],
+    );
+    assert_eq!((r["parsedContent"].clone(), hits), (json!({"n": 2}), 1));
+}
+
+#[test]
+fn a_sequence_a_cond_and_a_call_run_in_order() {
+    let src = r#"<library>
+      <template name="shout" params="word"><task><instructions>{{word}}!</instructions></task></template>
+      <task name="s" type="sequential"><steps>
+        <task><instructions>json: {"ok": true}</instructions><output_format type="json"/></task>
+        <cond><case test="output.ok"><call template="shout"><arg>yes</arg></call></case></cond>
+        <task><instructions>then {{output}}</instructions></task>
+      </steps></task></library>"#;
+    let (r, hits) = run(src, "s", vec![]);
+    assert_eq!((r["content"].as_str(), hits), (Some("THEN YES!"), 3));
+}
+
+#[test]
+fn a_reduce_runs_its_inner_tasks_concurrently_and_folds_in_order() {
+    let src = r#"<task name="r" type="reduce">
+      <inputs><input name="a">a</input><input name="b">b</input><input name="c">c</input></inputs>
+      <inner_task><instructions>{{current_input}}</instructions></inner_task>
+      <reduction_task><instructions>json: "{{accumulator}}{{current_result}}"</instructions><output_format type="json" schema="string"/></reduction_task>
+    </task>"#;
+    let (r, hits) = run(src, "r", vec![]);
+    assert_eq!((r["parsedContent"].as_str(), hits), (Some("ABC"), 6));
+}
+
+#[test]
+fn a_script_runs_as_a_process_with_its_inputs() {
+    let src = r#"<task name="s" type="script"><inputs><input name="who">a name</input></inputs>
+      <script_execution><command>printf 'hi %s' {{who}}</command><timeout>10</timeout></script_execution></task>"#;
+    let (r, hits) = run(src, "s", vec![json!("ada; echo injected")]);
+    assert_eq!(
+        (r["content"].as_str(), hits),
+        (Some("hi ada; echo injected"), 0)
+    );
+}
+
+#[test]
+fn a_director_evaluator_loop_stops_when_the_evaluator_approves() {
+    let src = r#"<task name="l" type="director_evaluator_loop"><max_iterations>4</max_iterations>
+      <director><instructions>draft {{current_iteration}}</instructions></director>
+      <evaluator><instructions>judge {{director_result}}</instructions></evaluator>
+      <termination_condition><condition>current_iteration &gt;= 2</condition></termination_condition>
+    </task>"#;
+    let (r, hits) = run(src, "l", vec![]);
+    assert_eq!((r["content"].as_str(), hits), (Some("DRAFT 2"), 4));
+}
+
+#[test]
+fn a_subtask_requested_through_the_tool_runs_and_the_parent_continues() {
+    let src = r#"<library>
+      <template name="shout" params="word"><task><description>shout the word</description><instructions>{{word}}!</instructions></task></template>
+      <task name="p"><instructions>spawn please</instructions></task></library>"#;
+    let (r, hits) = run(src, "p", vec![]);
+    // The parent's first turn, the subtask, then the parent again with the result.
+    assert_eq!(hits, 3);
+    assert_eq!(r["status"], "COMPLETE");
+    assert!(
+        r["content"].as_str().unwrap_or("").contains("HEY!"),
+        "{r:#}"
+    );
+}
+
+#[test]
+fn named_files_and_workspace_matches_reach_the_model_and_missing_ones_are_noted() {
+    let dir = std::env::temp_dir().join(format!("tv-e2e-ws-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("src")).expect("dir");
+    std::fs::write(
+        dir.join("src/auth.rs"),
+        "fn login_token_expiry() { /* tokens expire after 15 minutes */ }\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("README.md"), "A deploy tool.\n").expect("write");
+    let src = r#"<task name="t"><instructions>Explain login token expiry</instructions>
+      <context_management><inherit_context>none</inherit_context><fresh_context>enabled</fresh_context></context_management>
+      <file_paths><path>README.md</path><path>missing.txt</path></file_paths></task>"#;
+    let (r, requests) = run_in(src, "t", vec![], Some(dir.clone()));
+    let system = requests[0].json()["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        system.contains("--- README.md ---\nA deploy tool."),
+        "{system}"
+    );
+    assert!(
+        system.contains("tokens expire after 15 minutes"),
+        "{system}"
+    );
+    assert_eq!(r["status"], "COMPLETE");
+    let warnings = r["notes"]["warnings"].to_string();
+    assert!(warnings.contains("missing.txt"), "{r:#}");
+    std::fs::remove_dir_all(&dir).ok();
+}
