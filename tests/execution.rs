@@ -711,3 +711,29 @@ fn a_tool_call_without_text_still_leaves_an_assistant_turn_in_the_conversation()
         last.messages
     );
 }
+
+#[test]
+fn a_step_that_inherits_no_context_gets_none_of_the_accumulated_results() {
+    let b = bundle_of(
+        r#"<task name="s" type="sequential"><steps>
+             <task><instructions>first</instructions></task>
+             <task><instructions>second</instructions></task>
+             <task><instructions>third</instructions>
+               <context_management><inherit_context>none</inherit_context></context_management></task>
+           </steps></task>"#,
+    );
+    let mut host = scripted(|r| format!("re {}", r.messages[0].content));
+    run_with(&b, "s", json!({}), Limits::default(), &mut host);
+    let contexts: Vec<String> = host
+        .requests
+        .iter()
+        .map(|r| match r {
+            HostRequest::Llm(l) => l.context.clone(),
+            HostRequest::Script(_) => String::new(),
+        })
+        .collect();
+    assert_eq!(
+        contexts,
+        vec!["".to_string(), "Step 1: re first\n".into(), "".into()]
+    );
+}

@@ -25,7 +25,13 @@ impl Lowerer<'_> {
     pub(super) fn task(&mut self, task: &Task, frame: &mut Frame, decl: bool) -> Node {
         frame.scoped(|frame| {
             let (gather, lets) = self.inputs(task, frame, decl);
+            // A task that inherits nothing sees no context from around it.
+            let inherited = frame.context.clone();
+            if context::merge(task.kind.node, task.context.as_ref()).inherit == "none" {
+                frame.context = None;
+            }
             let node = self.operator(task, frame);
+            frame.context = inherited;
             let node = lets
                 .into_iter()
                 .rev()
