@@ -175,3 +175,64 @@ fn named_files_and_workspace_matches_reach_the_model_and_missing_ones_are_noted(
     assert!(warnings.contains("missing.txt"), "{r:#}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The same model, speaking Anthropic's messages API.
+fn claude(_: usize, req: &http::Request) -> Reply {
+    let body = req.json();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let prompt = messages
+        .last()
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let first_turn = !messages.iter().any(|m| m["role"] == "assistant");
+    let content = if prompt.starts_with("spawn") && first_turn {
+        json!([{"type": "tool_use", "id": "t1", "name": "spawn_subtask",
+                "input": {"type": "atomic", "description": "shout the word", "inputs": {"word": "hey"}}}])
+    } else {
+        json!([{"type": "text", "text": prompt.to_uppercase()}])
+    };
+    Reply::json(
+        200,
+        json!({"content": content, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    )
+}
+
+#[test]
+fn a_sequence_with_a_subtask_runs_through_the_anthropic_adapter() {
+    let src = r#"<library>
+      <template name="shout" params="word"><task><description>shout the word</description><instructions>{{word}}!</instructions></task></template>
+      <task name="s" type="sequential"><steps>
+        <task><instructions>spawn please</instructions></task>
+        <task><instructions>after {{output}}</instructions></task>
+      </steps></task></library>"#;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (r, hits) = rt.block_on(async {
+        let server = Server::start(claude).await;
+        let b = bundle_of(src);
+        let settings = Settings::new(server.url(), "claude-test");
+        let host = RunHost::with_adapters(
+            Choice::Remote(tv_stdlib::models::Provider::Anthropic),
+            None,
+            Some(tv_vm::providers::Anthropic::new(settings).expect("adapter")),
+            ScriptRunner::default(),
+        );
+        let f = b.entry("s").expect("entry").function;
+        let (r, _) = tv_vm::driver::run(&b, f, vec![], Limits::default(), &host).await;
+        (r, server.requests())
+    });
+    assert_eq!(hits.len(), 4, "parent, subtask, parent again, second step");
+    assert_eq!(hits[0].path, "/v1/messages");
+    assert!(
+        r["content"].as_str().unwrap_or("").starts_with("AFTER "),
+        "{r:#}"
+    );
+    assert!(
+        r["content"].as_str().unwrap_or("").contains("HEY!"),
+        "{r:#}"
+    );
+}

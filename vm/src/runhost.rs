@@ -145,6 +145,21 @@ impl RunHost {
     }
 
     async fn llm(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
+        let subset;
+        let r = if r.task.context.inherit == "subset" && !r.context.is_empty() {
+            let mut copy = r.clone();
+            let prompt: String = r
+                .messages
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            copy.context = relevant_subset(&r.context, &prompt);
+            subset = copy;
+            &subset
+        } else {
+            r
+        };
         let assembled = self.context.assemble(r).await;
         let with_files;
         let r = if assembled.text.is_empty() {
@@ -207,6 +222,23 @@ impl RunHost {
     }
 }
 
+/// `inherit_context=subset`: the lines of the inherited context that share a word of
+/// four letters or more with what the task asks, in their order.
+pub fn relevant_subset(context: &str, prompt: &str) -> String {
+    let words = |s: &str| -> std::collections::HashSet<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 4)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let wanted = words(prompt);
+    context
+        .lines()
+        .filter(|line| !words(line).is_disjoint(&wanted))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// Settings are usable when a key is present or a base URL was chosen (a local server).
 fn usable(
     mut s: Settings,
@@ -239,5 +271,21 @@ impl AsyncHost for RunHost {
             t.write(request, &reply, start.elapsed());
         }
         reply
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relevant_subset;
+
+    #[test]
+    fn a_subset_of_the_inherited_context_keeps_the_lines_the_task_is_about() {
+        let context =
+            "Step 1: the login form validates emails\nStep 2: the billing page shows invoices\n";
+        assert_eq!(
+            relevant_subset(context, "Fix the login validation"),
+            "Step 1: the login form validates emails\n"
+        );
+        assert_eq!(relevant_subset(context, "unrelated"), "");
     }
 }
