@@ -90,6 +90,28 @@ pub struct TaskMeta {
     pub loc: Loc,
 }
 
+impl TaskMeta {
+    /// A task with text output, no files, no timeout and no inherited context.
+    pub fn named(name: &str) -> TaskMeta {
+        TaskMeta {
+            name: name.into(),
+            model: None,
+            provider: None,
+            output: Output::Text,
+            context: ContextSettings {
+                inherit: "none".into(),
+                accumulate: false,
+                full_output: false,
+                fresh: false,
+            },
+            file_paths: FilePaths::None,
+            criteria: None,
+            timeout: None,
+            loc: Loc::default(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Output {
     Text,

@@ -76,6 +76,18 @@ pub trait Host {
     fn call(&mut self, request: &HostRequest) -> HostReply;
 }
 
+/// The echo provider's answer: the request's own prompt.
+pub fn echo(r: &LlmRequest) -> LlmReply {
+    LlmReply {
+        content: r
+            .messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default(),
+        ..LlmReply::default()
+    }
+}
+
 /// Answers every LLM request with its own prompt, and runs no script (dry runs).
 #[derive(Debug, Default)]
 pub struct EchoHost;
@@ -83,14 +95,7 @@ pub struct EchoHost;
 impl Host for EchoHost {
     fn call(&mut self, request: &HostRequest) -> HostReply {
         match request {
-            HostRequest::Llm(r) => HostReply::Llm(Ok(LlmReply {
-                content: r
-                    .messages
-                    .last()
-                    .map(|m| m.content.clone())
-                    .unwrap_or_default(),
-                ..LlmReply::default()
-            })),
+            HostRequest::Llm(r) => HostReply::Llm(Ok(echo(r))),
             HostRequest::Script(s) => HostReply::Script(Ok(ScriptReply {
                 stdout: s.command.clone(),
                 ..ScriptReply::default()

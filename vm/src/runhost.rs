@@ -84,17 +84,7 @@ impl RunHost {
                 "provider `{name}` needs {key} (or {url} pointing at a server that needs no key)"
             ));
         }
-        Ok(RunHost {
-            default,
-            cassette: None,
-            recorder: None,
-            trace: None,
-            progress: None,
-            context: Assembler::default(),
-            openai,
-            anthropic,
-            scripts,
-        })
+        Ok(RunHost::with_adapters(default, openai, anthropic, scripts))
     }
 
     /// A host with adapters made by the caller (tests, embedding).
@@ -120,10 +110,9 @@ impl RunHost {
     /// The provider when none is named: `TVM_PROVIDER` is read by the caller; else a
     /// provider whose key is present.
     pub fn default_from_keys() -> Option<Choice> {
-        let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
-        if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") {
+        if env_set("OPENAI_API_KEY") || env_set("OPENAI_BASE_URL") {
             Some(Choice::Remote(Provider::OpenAi))
-        } else if set("ANTHROPIC_API_KEY") || set("ANTHROPIC_BASE_URL") {
+        } else if env_set("ANTHROPIC_API_KEY") || env_set("ANTHROPIC_BASE_URL") {
             Some(Choice::Remote(Provider::Anthropic))
         } else {
             None
@@ -195,14 +184,7 @@ impl RunHost {
             ),
         };
         match self.choose(r) {
-            Choice::Echo => Ok(LlmReply {
-                content: r
-                    .messages
-                    .last()
-                    .map(|m| m.content.clone())
-                    .unwrap_or_default(),
-                ..LlmReply::default()
-            }),
+            Choice::Echo => Ok(crate::host::echo(r)),
             Choice::Replay => match &self.cassette {
                 Some(c) => c.answer(r),
                 None => Err(HostError {
@@ -239,6 +221,11 @@ pub fn relevant_subset(context: &str, prompt: &str) -> String {
         .collect()
 }
 
+/// Whether an environment variable is set to something.
+fn env_set(k: &str) -> bool {
+    std::env::var(k).is_ok_and(|v| !v.is_empty())
+}
+
 /// Settings are usable when a key is present or a base URL was chosen (a local server).
 fn usable(
     mut s: Settings,
@@ -246,8 +233,7 @@ fn usable(
     url: &str,
     tune: &impl Fn(&mut Settings),
 ) -> Option<Settings> {
-    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
-    if !set(key) && !set(url) {
+    if !env_set(key) && !env_set(url) {
         return None;
     }
     tune(&mut s);

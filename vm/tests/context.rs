@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tv_vm::bundle::{ContextSettings, FilePaths, Loc, Output, TaskMeta};
+use tv_vm::bundle::{ContextSettings, FilePaths, TaskMeta};
 use tv_vm::context::{Assembled, Assembler, Limits};
 use tv_vm::host::{LlmRequest, Message};
 
@@ -45,20 +45,12 @@ impl Drop for TempDir {
 fn request(file_paths: FilePaths, fresh: bool, prompt: &str) -> LlmRequest {
     LlmRequest {
         task: TaskMeta {
-            name: "test#1".into(),
-            model: None,
-            provider: None,
-            output: Output::Text,
-            context: ContextSettings {
-                inherit: "none".into(),
-                accumulate: false,
-                full_output: false,
-                fresh,
-            },
             file_paths,
-            criteria: None,
-            timeout: None,
-            loc: Loc::default(),
+            context: ContextSettings {
+                fresh,
+                ..TaskMeta::named("test#1").context
+            },
+            ..TaskMeta::named("test#1")
         },
         system_prompt: "You are a careful engineer.".into(),
         messages: vec![Message {

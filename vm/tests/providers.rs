@@ -9,7 +9,7 @@ use http::{Reply, Server};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::time::{Duration, Instant};
-use tv_vm::bundle::{ContextSettings, FilePaths, Loc, Output, TaskMeta};
+use tv_vm::bundle::TaskMeta;
 use tv_vm::host::{HostError, LlmReply, LlmRequest, Message};
 use tv_vm::providers::{subtask_schema, Anthropic, OpenAi, Settings};
 
@@ -115,20 +115,8 @@ where
 
 fn task(model: Option<&str>) -> TaskMeta {
     TaskMeta {
-        name: "summarise".into(),
         model: model.map(str::to_string),
-        provider: None,
-        output: Output::Text,
-        context: ContextSettings {
-            inherit: "none".into(),
-            accumulate: false,
-            full_output: false,
-            fresh: false,
-        },
-        file_paths: FilePaths::None,
-        criteria: None,
-        timeout: None,
-        loc: Loc::default(),
+        ..TaskMeta::named("summarise")
     }
 }
 

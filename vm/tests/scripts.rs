@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use std::time::{Duration, Instant};
-use tv_vm::bundle::{ContextSettings, FilePaths, Loc, Output, TaskMeta};
+use tv_vm::bundle::TaskMeta;
 use tv_vm::host::ScriptRequest;
 use tv_vm::outcome::shell_quote;
 use tv_vm::script::ScriptRunner;
@@ -11,20 +11,8 @@ use tv_vm::script::ScriptRunner;
 fn request(command: &str, inputs: serde_json::Value, timeout: Option<u64>) -> ScriptRequest {
     ScriptRequest {
         task: TaskMeta {
-            name: "test#1".into(),
-            model: None,
-            provider: None,
-            output: Output::Text,
-            context: ContextSettings {
-                inherit: "none".into(),
-                accumulate: false,
-                full_output: false,
-                fresh: false,
-            },
-            file_paths: FilePaths::None,
-            criteria: None,
             timeout,
-            loc: Loc::default(),
+            ..TaskMeta::named("test#1")
         },
         command: command.into(),
         inputs: inputs.as_object().cloned().unwrap_or_default(),
