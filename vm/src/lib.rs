@@ -9,6 +9,7 @@ pub mod disasm;
 #[cfg(feature = "runtime")]
 pub mod driver;
 pub mod host;
+mod hostcalls;
 pub mod interp;
 pub mod isa;
 pub mod limits;

@@ -10,7 +10,12 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 use quick_xml::events::Event;
 use quick_xml::Reader;
-use std::fmt::Write as _;
+
+mod dump;
+mod errors;
+
+pub use dump::dump_docs;
+use errors::{decode_entity, describe_error};
 
 /// Elements nested deeper than this are reported and skipped, so no later recursive
 /// pass can exhaust the stack on hostile input.
@@ -528,7 +533,7 @@ impl<'a> Builder<'a, '_> {
                         )
                         .with_help("XML knows &lt; &gt; &amp; &quot; &apos; and &#N; / &#xN;"),
                     );
-                    let _ = write!(buf, "&{name};");
+                    buf = format!("&{name};");
                 }
             }
             // The decoded character maps onto the reference's first byte.
@@ -544,93 +549,5 @@ impl<'a> Builder<'a, '_> {
     fn syntax_error(&mut self, e: &quick_xml::Error, at: usize) {
         let msg = describe_error(e);
         self.diags.push(Diagnostic::error(self.char_at(at), msg));
-    }
-}
-
-fn decode_entity(name: &str) -> Option<char> {
-    match name {
-        "lt" => Some('<'),
-        "gt" => Some('>'),
-        "amp" => Some('&'),
-        "quot" => Some('"'),
-        "apos" => Some('\''),
-        _ => {
-            let num = name.strip_prefix('#')?;
-            let code = match num.strip_prefix('x').or_else(|| num.strip_prefix('X')) {
-                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-                None => num.parse().ok()?,
-            };
-            char::from_u32(code).filter(|&c| c != '\0')
-        }
-    }
-}
-
-fn describe_error(e: &quick_xml::Error) -> String {
-    use quick_xml::errors::{IllFormedError as I, SyntaxError as S};
-    match e {
-        quick_xml::Error::Syntax(s) => match s {
-            S::UnclosedTag => "malformed XML: a tag is not closed with `>`".into(),
-            S::UnclosedComment => "malformed XML: a comment is not closed with `-->`".into(),
-            S::UnclosedCData => "malformed XML: a CDATA section is not closed with `]]>`".into(),
-            S::UnclosedDoubleQuotedAttributeValue | S::UnclosedSingleQuotedAttributeValue => {
-                "malformed XML: an attribute value is missing its closing quote".into()
-            }
-            other => format!("malformed XML: {other}"),
-        },
-        quick_xml::Error::IllFormed(i) => match i {
-            I::MismatchedEndTag { expected, found } => {
-                format!("malformed XML: `</{found}>` closes `<{expected}>`")
-            }
-            I::UnmatchedEndTag(name) => {
-                format!("malformed XML: `</{name}>` closes no open element")
-            }
-            I::MissingEndTag(name) => format!("element `<{name}>` is never closed"),
-            other => format!("malformed XML: {other}"),
-        },
-        other => format!("malformed XML: {other}"),
-    }
-}
-
-/// The element trees as an indented listing with `line:col` of every node
-/// (`tvc check --emit xml`).
-pub fn dump_docs(docs: &[Option<XmlDoc>], sources: &crate::source::SourceMap) -> String {
-    let mut out = String::new();
-    for (i, doc) in docs.iter().enumerate() {
-        let file = sources.get(FileId(i as u32));
-        if file.std {
-            continue;
-        }
-        let _ = writeln!(out, "== {}", file.path.display());
-        if let Some(root) = doc.as_ref().and_then(|d| d.root.as_ref()) {
-            dump_element(root, file, 0, &mut out);
-        }
-    }
-    out
-}
-
-fn dump_element(el: &Element, file: &crate::source::SourceFile, depth: usize, out: &mut String) {
-    let pos = |s: Span| {
-        let (l, c) = file.line_col(s.start as usize);
-        format!("{l}:{c}")
-    };
-    let pad = "  ".repeat(depth);
-    let _ = writeln!(out, "{pad}<{}> {}", el.name, pos(el.name_span));
-    for a in &el.attrs {
-        let _ = writeln!(
-            out,
-            "{pad}  @{}={:?} {}",
-            a.name,
-            a.value.value,
-            pos(a.value.span)
-        );
-    }
-    for n in &el.children {
-        match n {
-            Node::Element(e) => dump_element(e, file, depth + 1, out),
-            Node::Text(t) if t.value.trim().is_empty() => {}
-            Node::Text(t) => {
-                let _ = writeln!(out, "{pad}  {:?} {}", t.value.trim(), pos(t.trimmed_span()));
-            }
-        }
     }
 }

@@ -1,0 +1,136 @@
+//! The machine's host-call side: asking for an LLM turn or a script run, taking the
+//! reply back, and branching for gathered calls.
+
+use crate::bundle::Output;
+use crate::host::{HostReply, HostRequest, LlmRequest, Message, ScriptRequest};
+use crate::interp::{fault, Fault, Session, Step, Vm, Waiting};
+use crate::outcome::{llm_result, script_result};
+use crate::result::{exhausted, task_failure};
+use serde_json::{Map, Value};
+use tv_stdlib::functions::to_text;
+
+impl<'b> Vm<'b> {
+    /// A machine for one concurrent branch of this one: it shares the run's budget and
+    /// counts its frames on top of this machine's.
+    pub fn branch(&self, function: u32, args: Vec<Value>) -> Vm<'b> {
+        let mut vm = Vm {
+            bundle: self.bundle,
+            limits: self.limits.clone(),
+            frames: Vec::new(),
+            stack: Vec::new(),
+            budget: self.budget.clone(),
+            instructions: 0,
+            depth_offset: self.depth_offset + self.frames.len(),
+            subtask_offset: self.subtask_offset
+                + self.frames.iter().filter(|f| f.spawned.is_some()).count(),
+            waiting: None,
+            done: None,
+        };
+        let argc = self
+            .bundle
+            .functions
+            .get(function as usize)
+            .map(|f| f.params.len());
+        if argc != Some(args.len()) {
+            vm.done = Some(fault("a branch calls a function with the wrong arguments"));
+        } else if let Err(fault) = vm.push_frame(function as usize, args) {
+            vm.done = Some(fault);
+        }
+        vm
+    }
+
+    /// Resumes after the branches of a `Gather` finished, with their results in order.
+    pub fn resume_gathered(&mut self, results: Vec<Value>) {
+        self.waiting = None;
+        self.stack.push(Value::Array(results));
+    }
+
+    pub(crate) fn atomic(&mut self, task: u32) -> Result<Step, Fault> {
+        let context = to_text(&self.pop()?);
+        let prompt = to_text(&self.pop()?);
+        let system = to_text(&self.pop()?);
+        self.ask(Session {
+            task,
+            system,
+            context,
+            messages: vec![Message {
+                role: "user".into(),
+                content: prompt,
+            }],
+        })
+    }
+
+    /// The next LLM call of a session, once the turn and token limits allow it.
+    pub(crate) fn ask(&mut self, session: Session) -> Result<Step, Fault> {
+        if self.budget.turns() >= self.limits.turns {
+            return Err(exhausted(
+                "turns",
+                "the run reached its limit of assistant turns",
+                self.budget.turns(),
+                self.limits.turns,
+            ));
+        }
+        if self.budget.tokens() >= self.limits.tokens {
+            return Err(exhausted(
+                "context",
+                "the run reached its token limit",
+                self.budget.tokens(),
+                self.limits.tokens,
+            ));
+        }
+        let request = LlmRequest {
+            task: self.task(session.task)?,
+            system_prompt: session.system.clone(),
+            messages: session.messages.clone(),
+            context: session.context.clone(),
+        };
+        self.waiting = Some(Waiting::Llm(session));
+        Ok(Step::Host(Box::new(HostRequest::Llm(request))))
+    }
+
+    pub(crate) fn script(&mut self, task: u32) -> Result<Step, Fault> {
+        let inputs = match self.pop()? {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let command = to_text(&self.pop()?);
+        let meta = self.task(task)?;
+        self.waiting = Some(Waiting::Script);
+        Ok(Step::Host(Box::new(HostRequest::Script(ScriptRequest {
+            task: meta,
+            command,
+            inputs,
+        }))))
+    }
+
+    /// Resumes after a host call with its reply, which becomes a task result (or,
+    /// for a subtask request, a new frame).
+    pub fn resume(&mut self, reply: HostReply) {
+        let r = match (self.waiting.take(), reply) {
+            (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
+                self.budget
+                    .spend(1, reply.input_tokens + reply.output_tokens);
+                let output = self
+                    .bundle
+                    .tasks
+                    .get(session.task as usize)
+                    .map_or(Output::Text, |t| t.output.clone());
+                match self.continuation(session, &reply) {
+                    Ok(true) => return,
+                    Ok(false) => llm_result(reply, &output),
+                    Err(failure) => failure,
+                }
+            }
+            (Some(Waiting::Script), HostReply::Script(Ok(reply))) => script_result(reply),
+            (Some(_), HostReply::Llm(Err(e)) | HostReply::Script(Err(e))) => {
+                task_failure(&e.reason, e.message, Value::Null)
+            }
+            (Some(_), _) => fault("a host reply does not match the host call in flight"),
+            (None, _) => {
+                self.done = Some(fault("a host reply arrived with no host call in flight"));
+                return;
+            }
+        };
+        self.stack.push(r);
+    }
+}
