@@ -148,3 +148,16 @@ pub fn prompts(requests: &[tv_vm::host::HostRequest]) -> Vec<String> {
         })
         .collect()
 }
+
+/// A scripted host answering every LLM call with `reply`.
+pub fn scripted<F: FnMut(&tv_vm::host::LlmRequest) -> String>(reply: F) -> Scripted<F> {
+    Scripted {
+        reply,
+        requests: Vec::new(),
+    }
+}
+
+/// The `status` of a task result.
+pub fn status(r: &serde_json::Value) -> &str {
+    r["status"].as_str().unwrap_or("")
+}

@@ -1,0 +1,151 @@
+//! Every limit of the machine, each hit and reported with its own error.
+
+use serde_json::{json, Value};
+use tv_tests::{bundle_of, run_with, scripted, status};
+use tv_vm::host::{EchoHost, HostRequest};
+use tv_vm::limits::Limits;
+
+fn exhausted(r: &Value) -> (&str, &str) {
+    let e = &r["notes"]["error"];
+    (
+        e["type"].as_str().unwrap_or(""),
+        e["resource"].as_str().unwrap_or(""),
+    )
+}
+
+#[test]
+fn runaway_recursion_hits_the_call_depth_limit_before_another_host_call() {
+    let b = bundle_of(
+        r#"<template name="deeper" params="n"><task type="sequential"><steps>
+             <task><instructions>level {{n}}</instructions></task>
+             <call template="deeper"><arg>output</arg></call>
+           </steps></task></template>"#,
+    );
+    let limits = Limits {
+        call_depth: 4,
+        ..Limits::default()
+    };
+    let mut host = scripted(|_| "x".into());
+    let r = run_with(&b, "deeper", json!({"n": 0}), limits, &mut host);
+    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "depth"));
+    assert_eq!(
+        r["notes"]["error"]["metrics"],
+        json!({"used": 5, "limit": 4})
+    );
+    assert_eq!(
+        host.requests.len(),
+        4,
+        "one call per frame, none after the limit"
+    );
+}
+
+#[test]
+fn the_turn_limit_stops_the_run_before_the_next_llm_call() {
+    let b = bundle_of(
+        r#"<task name="s" type="sequential"><steps>
+             <task><instructions>a</instructions></task><task><instructions>b</instructions></task>
+             <task><instructions>c</instructions></task></steps></task>"#,
+    );
+    let mut host = scripted(|_| "x".into());
+    let r = run_with(
+        &b,
+        "s",
+        json!({}),
+        Limits {
+            turns: 2,
+            ..Limits::default()
+        },
+        &mut host,
+    );
+    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "turns"));
+    assert_eq!(host.requests.len(), 2);
+}
+
+#[test]
+fn the_token_limit_stops_the_run_before_the_next_llm_call() {
+    let b = bundle_of(
+        r#"<task name="s" type="sequential"><steps>
+             <task><instructions>a</instructions></task><task><instructions>b</instructions></task></steps></task>"#,
+    );
+    let mut host = scripted(|_| "x".into());
+    let r = run_with(
+        &b,
+        "s",
+        json!({}),
+        Limits {
+            tokens: 15,
+            ..Limits::default()
+        },
+        &mut host,
+    );
+    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "context"));
+    assert_eq!(host.requests.len(), 1);
+}
+
+#[test]
+fn the_iteration_limit_caps_loops_across_the_run() {
+    let b = bundle_of(
+        r#"<task name="l" type="director_evaluator_loop"><max_iterations>50</max_iterations>
+             <director><instructions>d</instructions></director><evaluator><instructions>e</instructions></evaluator></task>"#,
+    );
+    let mut host = scripted(|_| "no".into());
+    let r = run_with(
+        &b,
+        "l",
+        json!({}),
+        Limits {
+            loop_iterations: 3,
+            ..Limits::default()
+        },
+        &mut host,
+    );
+    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "iterations"));
+    assert_eq!(host.requests.len(), 6);
+}
+
+#[test]
+fn the_instruction_budget_stops_pure_computation() {
+    let b = bundle_of(
+        r#"<task name="t"><instructions>{{upper(trim(lower("A")))}}</instructions></task>"#,
+    );
+    let mut host = scripted(|_| "x".into());
+    let r = run_with(
+        &b,
+        "t",
+        json!({}),
+        Limits {
+            instructions: 3,
+            ..Limits::default()
+        },
+        &mut host,
+    );
+    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "instructions"));
+    assert!(host.requests.is_empty());
+}
+
+#[test]
+fn the_wall_time_limit_is_enforced_by_the_async_driver() {
+    use std::sync::Mutex;
+    use tv_vm::driver::{run, Blocking};
+    struct Slow;
+    impl tv_vm::driver::AsyncHost for Slow {
+        async fn call(&self, _: &HostRequest) -> tv_vm::host::HostReply {
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            tv_vm::host::HostReply::Llm(Ok(Default::default()))
+        }
+    }
+    let b = bundle_of(r#"<task name="t"><instructions>x</instructions></task>"#);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    let limits = Limits {
+        wall_time: std::time::Duration::from_secs(2),
+        ..Limits::default()
+    };
+    let (r, _) = rt.block_on(run(&b, 0, vec![], limits.clone(), &Slow));
+    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "time"));
+    let (r, usage) = rt.block_on(run(&b, 0, vec![], limits, &Blocking(Mutex::new(EchoHost))));
+    assert_eq!((status(&r), usage.turns), ("COMPLETE", 1));
+}

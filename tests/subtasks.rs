@@ -1,0 +1,158 @@
+//! Subtask spawning: template selection, the parent session going on, depth, cycles.
+
+use serde_json::{json, Value};
+use tv_tests::{bundle_of, prompts, run_with, scripted};
+use tv_vm::host::HostRequest;
+use tv_vm::limits::Limits;
+
+const SUBTASK_LIBRARY: &str = r#"<library>
+  <template name="summarize_text" params="text"><task>
+    <description>Summarize the text briefly</description>
+    <instructions>Summarize: {{text}}</instructions></task></template>
+  <template name="translate_text" params="text,language"><task subtype="translation">
+    <description>Translate the text into another language</description>
+    <instructions>Translate into {{language}}: {{text}}</instructions></task></template>
+  <task name="plan"><instructions>plan the work</instructions></task>
+</library>"#;
+
+fn continuation(request: Value) -> String {
+    json!({"status": "CONTINUATION", "subtask_request": request}).to_string()
+}
+
+#[test]
+fn a_subtask_request_runs_the_best_matching_template_and_the_parent_continues() {
+    let b = bundle_of(SUBTASK_LIBRARY);
+    let mut host = scripted(|r| match r.messages.len() {
+        1 if r.messages[0].content == "plan the work" => continuation(
+            json!({"type": "atomic", "description": "summarize this text", "inputs": {"text": "a long report"}}),
+        ),
+        1 => "short".into(),
+        _ => format!("done with [{}]", r.messages[2].content),
+    });
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["content"], "done with [Subtask result:\nshort]");
+    assert_eq!(prompts(&host.requests)[1], "Summarize: a long report");
+    let HostRequest::Llm(last) = &host.requests[2] else {
+        panic!()
+    };
+    let roles: Vec<&str> = last.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+}
+
+#[test]
+fn hints_and_subtypes_choose_the_template_before_the_description_does() {
+    let b = bundle_of(SUBTASK_LIBRARY);
+    for request in [
+        json!({"type": "atomic", "description": "summarize", "template_hints": ["translate_text"], "inputs": {"text": "hi", "language": "fr"}}),
+        json!({"type": "atomic", "subtype": "translation", "description": "summarize", "inputs": {"text": "hi", "language": "fr"}}),
+    ] {
+        let req = continuation(request);
+        let mut host = scripted(|r| {
+            if r.messages[0].content == "plan the work" && r.messages.len() == 1 {
+                req.clone()
+            } else {
+                "ok".into()
+            }
+        });
+        run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+        assert_eq!(prompts(&host.requests)[1], "Translate into fr: hi");
+    }
+}
+
+#[test]
+fn a_request_nothing_matches_fails_the_parent_with_a_subtask_failure() {
+    let b = bundle_of(SUBTASK_LIBRARY);
+    let req = continuation(json!({"type": "atomic", "description": "bake bread", "inputs": {}}));
+    let mut host = scripted(|_| req.clone());
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    let e = &r["notes"]["error"];
+    assert_eq!(
+        (e["reason"].as_str(), e["message"].as_str()),
+        (Some("subtask_failure"), Some("Subtask execution failed"))
+    );
+    assert_eq!(e["details"]["subtaskRequest"]["description"], "bake bread");
+    assert_eq!(e["details"]["nestingDepth"], 0);
+    assert_eq!(e["details"]["partialOutput"], req);
+}
+
+#[test]
+fn subtasks_nest_only_to_the_subtask_depth_limit() {
+    let b = bundle_of(SUBTASK_LIBRARY);
+    let mut n = 0;
+    let mut host = scripted(|_| {
+        n += 1;
+        continuation(
+            json!({"type": "atomic", "description": "summarize the text", "inputs": {"text": n}}),
+        )
+    });
+    let r = run_with(
+        &b,
+        "plan",
+        json!({}),
+        Limits {
+            subtask_depth: 2,
+            ..Limits::default()
+        },
+        &mut host,
+    );
+    // plan → summarize(1) → summarize(2) → a third level is refused, and each level fails in turn.
+    assert_eq!(host.requests.len(), 3);
+    let mut e = &r["notes"]["error"];
+    let mut depth = 0;
+    while e["details"]["subtaskError"]["type"] == "TASK_FAILURE" {
+        e = &e["details"]["subtaskError"];
+        depth += 1;
+    }
+    assert_eq!(depth, 2, "two levels ran, each wraps the failure below it");
+    assert_eq!(e["details"]["subtaskError"]["type"], "RESOURCE_EXHAUSTION");
+    assert_eq!(e["details"]["subtaskError"]["resource"], "depth");
+}
+
+#[test]
+fn the_same_template_with_the_same_inputs_is_a_cycle() {
+    let b = bundle_of(SUBTASK_LIBRARY);
+    let req = continuation(
+        json!({"type": "atomic", "description": "summarize the text", "inputs": {"text": "same"}}),
+    );
+    let mut host = scripted(|_| req.clone());
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    let inner = &r["notes"]["error"]["details"]["subtaskError"]["details"]["subtaskError"];
+    assert!(
+        inner["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("cycle:"),
+        "{r:#}"
+    );
+}
+
+#[test]
+fn a_tool_call_without_text_still_leaves_an_assistant_turn_in_the_conversation() {
+    struct ToolCaller(Vec<HostRequest>);
+    impl tv_vm::host::Host for ToolCaller {
+        fn call(&mut self, request: &HostRequest) -> tv_vm::host::HostReply {
+            self.0.push(request.clone());
+            let HostRequest::Llm(r) = request else {
+                panic!()
+            };
+            let spawn = r.messages[0].content == "plan the work" && r.messages.len() == 1;
+            tv_vm::host::HostReply::Llm(Ok(tv_vm::host::LlmReply {
+                content: if spawn { String::new() } else { "ok".into() },
+                subtask_request: spawn.then(|| json!({"type": "atomic", "description": "summarize the text", "inputs": {"text": "t"}})),
+                ..Default::default()
+            }))
+        }
+    }
+    let b = bundle_of(SUBTASK_LIBRARY);
+    let mut host = ToolCaller(Vec::new());
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["content"], "ok");
+    let HostRequest::Llm(last) = &host.0[2] else {
+        panic!()
+    };
+    assert!(
+        last.messages[1].content.contains("\"subtask_request\""),
+        "{:?}",
+        last.messages
+    );
+}
