@@ -236,3 +236,35 @@ fn a_sequence_with_a_subtask_runs_through_the_anthropic_adapter() {
         "{r:#}"
     );
 }
+
+#[test]
+fn a_wide_fan_out_through_a_capped_adapter_drops_and_repeats_no_call() {
+    let items: String = (0..24)
+        .map(|i| format!("<input name=\"i{i}\">item{i}</input>"))
+        .collect();
+    let src = format!(
+        r#"<task name="r" type="reduce"><inputs>{items}</inputs>
+             <inner_task><instructions>{{{{current_input}}}}</instructions></inner_task>
+             <reduction_task><instructions>json: "{{{{accumulator}}}}."</instructions><output_format type="json"/></reduction_task>
+           </task>"#
+    );
+    let (r, requests) = run_in(&src, "r", vec![], None);
+    assert_eq!(r["status"], "COMPLETE", "{r:#}");
+    let prompts: Vec<String> = requests
+        .iter()
+        .map(|q| {
+            q.json()["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .map_or(String::new(), |m| m["content"].to_string())
+        })
+        .collect();
+    for i in 0..24 {
+        let asked = prompts
+            .iter()
+            .filter(|p| **p == format!("\"item{i}\""))
+            .count();
+        assert_eq!(asked, 1, "inner task {i} was asked {asked} times");
+    }
+    assert_eq!(requests.len(), 48);
+}
