@@ -40,46 +40,37 @@ fn runaway_recursion_hits_the_call_depth_limit_before_another_host_call() {
 }
 
 #[test]
-fn the_turn_limit_stops_the_run_before_the_next_llm_call() {
+fn the_turn_and_token_limits_stop_the_run_before_the_next_llm_call() {
     let b = bundle_of(
         r#"<task name="s" type="sequential"><steps>
              <task><instructions>a</instructions></task><task><instructions>b</instructions></task>
              <task><instructions>c</instructions></task></steps></task>"#,
     );
-    let mut host = scripted(|_| "x".into());
-    let r = run_with(
-        &b,
-        "s",
-        json!({}),
-        Limits {
-            turns: 2,
-            ..Limits::default()
-        },
-        &mut host,
-    );
-    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "turns"));
-    assert_eq!(host.requests.len(), 2);
-}
-
-#[test]
-fn the_token_limit_stops_the_run_before_the_next_llm_call() {
-    let b = bundle_of(
-        r#"<task name="s" type="sequential"><steps>
-             <task><instructions>a</instructions></task><task><instructions>b</instructions></task></steps></task>"#,
-    );
-    let mut host = scripted(|_| "x".into());
-    let r = run_with(
-        &b,
-        "s",
-        json!({}),
-        Limits {
-            tokens: 15,
-            ..Limits::default()
-        },
-        &mut host,
-    );
-    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "context"));
-    assert_eq!(host.requests.len(), 1);
+    // Each call costs one turn and 15 tokens with the scripted host.
+    let cases = [
+        (
+            Limits {
+                turns: 2,
+                ..Limits::default()
+            },
+            "turns",
+            2,
+        ),
+        (
+            Limits {
+                tokens: 15,
+                ..Limits::default()
+            },
+            "context",
+            1,
+        ),
+    ];
+    for (limits, resource, calls) in cases {
+        let mut host = scripted(|_| "x".into());
+        let r = run_with(&b, "s", json!({}), limits, &mut host);
+        assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", resource));
+        assert_eq!(host.requests.len(), calls, "{resource}");
+    }
 }
 
 #[test]
