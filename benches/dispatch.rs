@@ -1,0 +1,106 @@
+//! Target 2: the per-step overhead of the machine, with the echo host, is at most 2 µs:
+//! (time(10,000 steps) − time(1 step)) / 9,999 over sequences of atomic steps. The
+//! figure is printed last, from criterion's medians.
+
+#[path = "workloads.rs"]
+mod workloads;
+
+use criterion::{BenchmarkId, Criterion, SamplingMode};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+use tv_vm::bundle::Bundle;
+use tv_vm::host::{EchoHost, Host};
+use tv_vm::interp::{Step, Vm};
+use tv_vm::limits::Limits;
+
+const LONG: usize = 10_000;
+
+/// Limits that a 10,000-step run does not reach.
+fn limits() -> Limits {
+    Limits {
+        turns: u64::MAX,
+        tokens: u64::MAX,
+        instructions: u64::MAX,
+        ..Limits::default()
+    }
+}
+
+/// Runs the `steps` sequence to its end with the echo host.
+fn run(bundle: &Bundle, function: u32) -> serde_json::Value {
+    let mut host = EchoHost;
+    let mut vm = Vm::new(bundle, function, vec![], limits());
+    loop {
+        match vm.run() {
+            Step::Done(result) => return result,
+            Step::Host(request) => {
+                let reply = host.call(&request);
+                vm.resume(reply);
+            }
+            Step::Gather(_) => unreachable!("a plain sequence gathers nothing"),
+        }
+    }
+}
+
+/// Lengths measured with criterion; the 10,000-step run is timed by criterion too when
+/// one run is short enough, else by hand (see `main`).
+const LENGTHS: [usize; 4] = [1, 100, 1_000, LONG];
+
+/// A run longer than this is too slow for criterion's ten samples plus warm-up within
+/// the few minutes a `cargo bench` may take: its first run is the figure instead (one
+/// timing, not a median).
+const CRITERION_MAX_RUN: Duration = Duration::from_secs(2);
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let mut group = c.benchmark_group("dispatch");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5))
+        .sampling_mode(SamplingMode::Flat);
+    let mut by_hand: Option<f64> = None;
+    for steps in LENGTHS {
+        let started = Instant::now();
+        let bundle = workloads::bundle(&workloads::sequence(steps));
+        let compiled = started.elapsed();
+        let function = bundle.entry("steps").expect("entry").function;
+        let started = Instant::now();
+        let result = run(&bundle, function);
+        let first = started.elapsed();
+        assert_eq!(result["status"], "COMPLETE", "{result:#}");
+        println!("{steps} steps: compiled in {compiled:.2?}, first run {first:.2?}");
+        if first > CRITERION_MAX_RUN {
+            println!(
+                "{steps} steps: one run exceeds {CRITERION_MAX_RUN:?}; criterion skipped, the first run is the figure"
+            );
+            by_hand = Some(first.as_nanos() as f64);
+            continue;
+        }
+        group.bench_with_input(BenchmarkId::new("echo sequence", steps), &steps, |b, _| {
+            b.iter(|| run(black_box(&bundle), function))
+        });
+    }
+    group.finish();
+    c.final_summary();
+
+    for steps in LENGTHS {
+        if let Some(t) = workloads::median_ns(&format!("dispatch/echo sequence/{steps}")) {
+            println!(
+                "{steps} steps: median {} ({} per step)",
+                workloads::human(t),
+                workloads::human(t / steps as f64)
+            );
+        }
+    }
+    let long = by_hand.or_else(|| workloads::median_ns(&format!("dispatch/echo sequence/{LONG}")));
+    match (workloads::median_ns("dispatch/echo sequence/1"), long) {
+        (Some(one), Some(long)) => println!(
+            "per-step overhead = ({} - {}) / {} = {} (target <= 2 µs)",
+            workloads::human(long),
+            workloads::human(one),
+            LONG - 1,
+            workloads::human((long - one) / (LONG - 1) as f64)
+        ),
+        _ => println!("per-step overhead: no medians found (run without a filter)"),
+    }
+}
