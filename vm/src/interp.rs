@@ -324,6 +324,15 @@ impl<'b> Vm<'b> {
                     ));
                 }
             }
+            Op::AccumulateLocal(i, full) => {
+                let fr = self.frame()?;
+                let results = fr
+                    .locals
+                    .get(i as usize)
+                    .ok_or_else(|| fault("no such local"))?;
+                let text = accumulate(results, full);
+                self.stack.push(Value::String(text));
+            }
             Op::Accumulate(full) => {
                 let results = self.pop()?;
                 self.stack.push(Value::String(accumulate(&results, full)));

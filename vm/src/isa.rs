@@ -77,6 +77,9 @@ pub enum Op {
     /// `[c1 .. cn] -> [results]`: runs the calls `ci = [function, args...]` as
     /// concurrent branches and waits for all of them
     Gather(u16),
+    /// `[] -> [text]`: the step results in `locals[i]` as context, read in place
+    /// (`true`: full output)
+    AccumulateLocal(u16, bool),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,7 +110,7 @@ impl Op {
     pub fn stack_effect(self) -> Option<(usize, usize)> {
         use Op::*;
         Some(match self {
-            Const(_) | Load(_) => (0, 1),
+            Const(_) | Load(_) | AccumulateLocal(..) => (0, 1),
             Store(_) | Pop | JumpIfFalse(_) | JumpIfTrue(_) | Append(_) => (1, 0),
             Dup => (1, 2),
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn(_) | ReturnIfFailed

@@ -26,26 +26,50 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// Accumulated context is kept to the most recent steps that fit in this many bytes,
+/// so a long sequence costs the same per step instead of ever more.
+pub const MAX_ACCUMULATED: usize = 16 * 1024;
+
 pub fn accumulate(results: &Value, full: bool) -> String {
     let Some(items) = results.as_array() else {
         return String::new();
     };
-    let mut out = String::new();
-    for (i, r) in items.iter().enumerate() {
-        let content = r.get("content").map(to_text).unwrap_or_default();
-        if full {
-            let notes = r.get("notes").map(to_text).unwrap_or_default();
-            out.push_str(&format!(
-                "Step {} output:\n{content}\nStep {} notes: {notes}\n",
-                i + 1,
-                i + 1
-            ));
-        } else {
-            let summary: String = content.chars().take(200).collect();
-            out.push_str(&format!("Step {}: {summary}\n", i + 1));
+    let mut kept: Vec<String> = Vec::new();
+    let mut size = 0;
+    for (i, r) in items.iter().enumerate().rev() {
+        let entry = step_text(i, r, full);
+        if size + entry.len() > MAX_ACCUMULATED && !kept.is_empty() {
+            break;
         }
+        size += entry.len();
+        kept.push(entry);
+    }
+    let mut out = String::with_capacity(size);
+    if kept.len() < items.len() {
+        out.push_str(&format!(
+            "({} earlier steps left out)\n",
+            items.len() - kept.len()
+        ));
+    }
+    for entry in kept.iter().rev() {
+        out.push_str(entry);
     }
     out
+}
+
+fn step_text(i: usize, r: &Value, full: bool) -> String {
+    let content = r.get("content").map(to_text).unwrap_or_default();
+    if full {
+        let notes = r.get("notes").map(to_text).unwrap_or_default();
+        format!(
+            "Step {} output:\n{content}\nStep {} notes: {notes}\n",
+            i + 1,
+            i + 1
+        )
+    } else {
+        let summary: String = content.chars().take(200).collect();
+        format!("Step {}: {summary}\n", i + 1)
+    }
 }
 
 pub fn error_of(r: &Value) -> (String, String, Value) {
@@ -198,4 +222,24 @@ pub fn script_result(reply: ScriptReply) -> Value {
     };
     set_note(&mut r, "scriptOutput", output);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accumulated_context_keeps_the_latest_steps_within_its_cap() {
+        let results: Vec<Value> = (0..1000)
+            .map(|i| complete(format!("{i}:{}", "x".repeat(195))))
+            .collect();
+        let text = accumulate(&Value::Array(results), false);
+        assert!(text.len() <= MAX_ACCUMULATED + 64, "{}", text.len());
+        assert!(text.starts_with("(9"), "{}", &text[..40]);
+        assert!(text
+            .trim_end()
+            .ends_with(&format!("Step 1000: 999:{}", "x".repeat(195))));
+        let few = accumulate(&json!([complete("a".into()), complete("b".into())]), false);
+        assert_eq!(few, "Step 1: a\nStep 2: b\n");
+    }
 }

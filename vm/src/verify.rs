@@ -71,7 +71,11 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
     };
     match op {
         Op::Const(i) => constant(i).map(|_| ()),
-        Op::Load(i) | Op::Store(i) | Op::Append(i) | Op::Increment(i) => local(i),
+        Op::Load(i)
+        | Op::Store(i)
+        | Op::Append(i)
+        | Op::Increment(i)
+        | Op::AccumulateLocal(i, _) => local(i),
         Op::Field(i) | Op::CheckReturn(i) => string(i),
         Op::MakeObject(first, n) => {
             (0..u32::from(n)).try_for_each(|k| string(first.saturating_add(k)))

@@ -216,8 +216,7 @@ impl Gen<'_> {
                 self.emit(Op::Value);
             }
             ExprKind::Accumulated(l, full) => {
-                self.emit(Op::Load(*l));
-                self.emit(Op::Accumulate(*full));
+                self.emit(Op::AccumulateLocal(*l, *full));
             }
         }
     }
