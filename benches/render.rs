@@ -33,7 +33,9 @@ fn render_tv(bundle: &Bundle, function: u32, args: &[serde_json::Value]) -> Stri
 fn main() {
     let bundle = workloads::bundle(&workloads::render_template_tv());
     let values = workloads::render_values();
-    let (function, args) = workloads::args_for(&bundle, "brief", &values);
+    let (function, args) = bundle
+        .entry_args("brief", &values)
+        .expect("the render workload has an entry `brief`");
 
     let mut env = minijinja::Environment::new();
     env.add_template_owned("brief", workloads::render_template_jinja())

@@ -155,29 +155,6 @@ pub fn bundle(src: &str) -> Bundle {
     compile(src).expect("the generated workload compiles")
 }
 
-/// Arguments for `entry` of `bundle`, by parameter name, with `null` for missing ones.
-pub fn args_for(
-    bundle: &Bundle,
-    entry: &str,
-    named: &serde_json::Value,
-) -> (u32, Vec<serde_json::Value>) {
-    let e = bundle
-        .entry(entry)
-        .unwrap_or_else(|| panic!("no entry {entry}"));
-    let f = &bundle.functions[e.function as usize];
-    let values = f
-        .params
-        .iter()
-        .map(|p| {
-            named
-                .get(&p.name)
-                .cloned()
-                .unwrap_or(serde_json::Value::Null)
-        })
-        .collect();
-    (e.function, values)
-}
-
 /// Where criterion writes its reports: `$CRITERION_HOME`, else `criterion` in the target
 /// folder this benchmark was built in.
 pub fn criterion_dir() -> PathBuf {

@@ -12,9 +12,9 @@ use tv_vm::providers::{OpenAi, Settings};
 use tv_vm::runhost::{Choice, RunHost};
 use tv_vm::script::ScriptRunner;
 
-/// Answers from the last user message: `json:` prompts get JSON, `spawn` asks for a
-/// subtask through the tool, anything else is echoed in upper case.
-fn model(_: usize, req: &http::Request) -> Reply {
+/// The last message of a request (same field in both wire formats) and whether the
+/// model has not spoken yet in this conversation.
+fn turn(req: &http::Request) -> (String, bool) {
     let body = req.json();
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let prompt = messages
@@ -22,7 +22,13 @@ fn model(_: usize, req: &http::Request) -> Reply {
         .and_then(|m| m["content"].as_str())
         .unwrap_or("")
         .to_string();
-    let first_turn = !messages.iter().any(|m| m["role"] == "assistant");
+    (prompt, !messages.iter().any(|m| m["role"] == "assistant"))
+}
+
+/// Answers from the last user message: `json:` prompts get JSON, `spawn` asks for a
+/// subtask through the tool, anything else is echoed in upper case.
+fn model(_: usize, req: &http::Request) -> Reply {
+    let (prompt, first_turn) = turn(req);
     let message = if prompt.starts_with("spawn") && first_turn {
         json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {
             "name": "spawn_subtask",
@@ -178,14 +184,7 @@ fn named_files_and_workspace_matches_reach_the_model_and_missing_ones_are_noted(
 
 /// The same model, speaking Anthropic's messages API.
 fn claude(_: usize, req: &http::Request) -> Reply {
-    let body = req.json();
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let prompt = messages
-        .last()
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_string();
-    let first_turn = !messages.iter().any(|m| m["role"] == "assistant");
+    let (prompt, first_turn) = turn(req);
     let content = if prompt.starts_with("spawn") && first_turn {
         json!([{"type": "tool_use", "id": "t1", "name": "spawn_subtask",
                 "input": {"type": "atomic", "description": "shout the word", "inputs": {"word": "hey"}}}])

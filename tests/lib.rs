@@ -100,20 +100,10 @@ pub fn run_with(
     host: &mut impl tv_vm::host::Host,
 ) -> serde_json::Value {
     use tv_vm::interp::Vm;
-    let e = bundle
-        .entry(entry)
+    let (function, values) = bundle
+        .entry_args(entry, &args)
         .unwrap_or_else(|| panic!("no entry {entry}"));
-    let f = &bundle.functions[e.function as usize];
-    let values = f
-        .params
-        .iter()
-        .map(|p| {
-            args.get(&p.name)
-                .cloned()
-                .unwrap_or(serde_json::Value::Null)
-        })
-        .collect();
-    let mut vm = Vm::new(bundle, e.function, values, limits);
+    let mut vm = Vm::new(bundle, function, values, limits);
     drive(&mut vm, host)
 }
 

@@ -235,6 +235,28 @@ impl Bundle {
         self.entries.iter().find(|e| e.name == name)
     }
 
+    /// An entry's function and its arguments in parameter order, taken from `named`
+    /// by parameter name (`null` for any not given).
+    pub fn entry_args(
+        &self,
+        entry: &str,
+        named: &serde_json::Value,
+    ) -> Option<(u32, Vec<serde_json::Value>)> {
+        let e = self.entry(entry)?;
+        let f = self.functions.get(e.function as usize)?;
+        let values = f
+            .params
+            .iter()
+            .map(|p| {
+                named
+                    .get(&p.name)
+                    .cloned()
+                    .unwrap_or(serde_json::Value::Null)
+            })
+            .collect();
+        Some((e.function, values))
+    }
+
     pub fn location(&self, loc: Loc) -> String {
         let file = self
             .files

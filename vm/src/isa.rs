@@ -62,7 +62,8 @@ pub enum Op {
     IndexDyn,
     /// `[] -> []`: one more iteration of a loop; fails past the iteration limit
     LoopGuard,
-    /// `[results] -> [text]`: earlier step results as context (`true`: full output)
+    /// `[results] -> [text]`: earlier step results as context (`true`: full output).
+    /// The compiler now emits [`Op::AccumulateLocal`]; this stays for bundles that use it.
     Accumulate(bool),
     /// `[processed accumulator failed index total] -> [FAILED result]` of a reduce
     FailReduce,

@@ -12,6 +12,15 @@ fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/code_review.bin")
 }
 
+/// A runtime whose worker serves the test server while `tvm` runs as a child process.
+fn server_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 fn tvm(args: &[&str]) -> (i32, String, String) {
     tvm_env(args, &[])
 }
@@ -160,11 +169,7 @@ fn disasm_prints_the_listing() {
 
 #[test]
 fn a_run_against_an_openai_compatible_server_sends_the_prompt_and_prints_the_reply() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = server_runtime();
     let reply = json!({"choices": [{"message": {"role": "assistant", "content": "Ship it."}}],
                        "usage": {"prompt_tokens": 7, "completion_tokens": 3}});
     let server = rt.block_on(Server::scripted(vec![Reply::json(200, reply)]));
@@ -219,11 +224,7 @@ fn a_provider_without_its_key_is_a_usage_error() {
 
 #[test]
 fn a_recorded_run_replays_byte_for_byte_without_a_server() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = server_runtime();
     let server = rt.block_on(Server::start(|i, req| {
         let prompt = req.json()["messages"][1]["content"].as_str().unwrap_or("").to_string();
         let body = json!({"choices": [{"message": {"role": "assistant", "content": format!("reply {i} to {}", prompt.len())}}],
@@ -278,11 +279,7 @@ fn a_recorded_run_replays_byte_for_byte_without_a_server() {
 
 #[test]
 fn a_trace_has_one_line_per_host_call_and_no_secret() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = server_runtime();
     let reply = json!({"choices": [{"message": {"role": "assistant", "content": "fine"}}], "usage": {"prompt_tokens": 2, "completion_tokens": 1}});
     let server = rt.block_on(Server::scripted(vec![Reply::json(200, reply)]));
     let dir = std::env::temp_dir().join(format!("tvm-trace-{}", std::process::id()));
