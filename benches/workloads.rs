@@ -8,6 +8,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use tv_vm::bundle::Bundle;
 
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Templates in the generated library of the compile and memory benchmarks.
 pub const LIBRARY_TEMPLATES: usize = 10_000;
 

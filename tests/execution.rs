@@ -75,7 +75,7 @@ fn a_sequence_passes_each_output_on_and_accumulates_notes() {
     let HostRequest::Llm(second) = &host.requests[1] else {
         panic!()
     };
-    assert_eq!(second.context, "Step 1: reply 1\n");
+    assert_eq!(&*second.context, "Step 1: reply 1\n");
 }
 
 #[test]
@@ -341,7 +341,7 @@ fn a_step_that_inherits_no_context_gets_none_of_the_accumulated_results() {
         .requests
         .iter()
         .map(|r| match r {
-            HostRequest::Llm(l) => l.context.clone(),
+            HostRequest::Llm(l) => l.context.to_string(),
             HostRequest::Script(_) => String::new(),
         })
         .collect();

@@ -6,6 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tv_compiler::driver;
 
+/// mimalloc, as in every binary of the workspace (see the workspace manifest).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "tvc",

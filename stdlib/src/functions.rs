@@ -267,6 +267,26 @@ fn describe(v: &Value) -> String {
 
 /// How a value is spliced into text: a string as it is, anything else as compact JSON
 /// (null -> "null").
+/// Appends [`to_text`] of `v` to `out` without an intermediate copy.
+pub fn push_text(out: &mut String, v: &Value) {
+    match v {
+        Value::String(s) => out.push_str(s),
+        other => {
+            use std::fmt::Write as _;
+            // Writing into a String cannot fail.
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+/// [`to_text`] of a value the caller no longer needs: a string is moved, not copied.
+pub fn into_text(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
 pub fn to_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),

@@ -10,6 +10,7 @@
 use crate::isa::Op;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Arc;
 
 pub const MAGIC: &[u8; 4] = b"TVB\0";
 /// Bumped whenever an older reader would misread the bytes of a newer writer.
@@ -24,7 +25,7 @@ pub struct Bundle {
     pub compiler_version: String,
     pub constants: Vec<Const>,
     pub functions: Vec<Function>,
-    pub tasks: Vec<TaskMeta>,
+    pub tasks: Vec<Arc<TaskMeta>>,
     pub entries: Vec<Entry>,
     /// Source file paths, for the source map.
     pub files: Vec<String>,

@@ -149,12 +149,12 @@ impl Assembler {
         // The context limit applies, not the task's own script timeout.
         let task = TaskMeta {
             timeout: None,
-            ..req.task.clone()
+            ..(*req.task).clone()
         };
         let command = command.to_owned();
         let what = format!("file_paths: the command `{command}`");
         let script = ScriptRequest {
-            task,
+            task: task.into(),
             command,
             inputs: serde_json::Map::new(),
         };

@@ -3,6 +3,7 @@
 
 use crate::bundle::TaskMeta;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// What the machine asks of the world.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -14,11 +15,13 @@ pub enum HostRequest {
 /// One handler session turn (the seeds' HandlerPayload).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LlmRequest {
-    pub task: TaskMeta,
+    pub task: Arc<TaskMeta>,
     #[serde(rename = "systemPrompt")]
     pub system_prompt: String,
     pub messages: Vec<Message>,
-    pub context: String,
+    /// Shared, not copied: a sequence passes up to 16 KiB of accumulated context to
+    /// every step, and the machine keeps the session's copy for later turns.
+    pub context: Arc<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -29,7 +32,7 @@ pub struct Message {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ScriptRequest {
-    pub task: TaskMeta,
+    pub task: Arc<TaskMeta>,
     /// The command line, every interpolated value already shell-quoted.
     pub command: String,
     /// Passed as environment variables and, as a JSON object, on stdin.

@@ -7,7 +7,8 @@ use crate::interp::{fault, Fault, Session, Step, Vm, Waiting};
 use crate::outcome::{llm_result, script_result};
 use crate::result::{exhausted, task_failure};
 use serde_json::{Map, Value};
-use tv_stdlib::functions::to_text;
+use std::sync::Arc;
+use tv_stdlib::functions::{into_text, to_text};
 
 impl<'b> Vm<'b> {
     /// A machine for one concurrent branch of this one: it shares the run's budget and
@@ -46,13 +47,13 @@ impl<'b> Vm<'b> {
     }
 
     pub(crate) fn atomic(&mut self, task: u32) -> Result<Step, Fault> {
-        let context = to_text(&self.pop()?);
-        let prompt = to_text(&self.pop()?);
-        let system = to_text(&self.pop()?);
+        let context = into_text(self.pop()?);
+        let prompt = into_text(self.pop()?);
+        let system = into_text(self.pop()?);
         self.ask(Session {
             task,
             system,
-            context,
+            context: Arc::new(context),
             messages: vec![Message {
                 role: "user".into(),
                 content: prompt,

@@ -5,7 +5,9 @@ use crate::bundle::{Bundle, Const};
 use crate::host::{HostRequest, Message};
 use crate::isa::Op;
 use crate::limits::{Budget, Limits};
-use crate::outcome::{accumulate, check_return, compare, fail_reduce, fail_sequence, shell_quote};
+use crate::outcome::{
+    accumulate, check_return, compare, fail_reduce, fail_sequence, shell_quote, Accumulator,
+};
 use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -32,6 +34,9 @@ pub(crate) struct Frame {
     locals: Vec<Value>,
     /// Set on the frame of a subtask: the session waiting for its result.
     pub(crate) spawned: Option<Box<Spawn>>,
+    /// The accumulated context of each sequence running in this frame, by the local
+    /// that holds its results.
+    accumulators: Vec<(u16, Accumulator)>,
 }
 
 /// One handler session: the conversation of an atomic task so far.
@@ -39,7 +44,7 @@ pub(crate) struct Frame {
 pub(crate) struct Session {
     pub(crate) task: u32,
     pub(crate) system: String,
-    pub(crate) context: String,
+    pub(crate) context: Arc<String>,
     pub(crate) messages: Vec<Message>,
 }
 
@@ -250,8 +255,10 @@ impl<'b> Vm<'b> {
             }
             Op::Concat(n) => {
                 let parts = self.pop_n(n as usize)?;
-                self.stack
-                    .push(Value::String(parts.iter().map(to_text).collect()));
+                let size = parts.iter().map(|p| p.as_str().map_or(8, str::len)).sum();
+                let mut text = String::with_capacity(size);
+                parts.iter().for_each(|p| f::push_text(&mut text, p));
+                self.stack.push(Value::String(text));
             }
             Op::ShellQuote => {
                 let v = self.pop()?;
@@ -278,6 +285,10 @@ impl<'b> Vm<'b> {
             Op::Value => {
                 let r = self.pop()?;
                 self.stack.push(value_of(&r));
+            }
+            Op::KeepValue(i) => {
+                let v = value_of(self.top()?);
+                *self.local(i)? = v;
             }
             Op::Complete => {
                 let v = self.pop()?;
@@ -325,12 +336,19 @@ impl<'b> Vm<'b> {
                 }
             }
             Op::AccumulateLocal(i, full) => {
-                let fr = self.frame()?;
+                let fr = self.frame_mut()?;
                 let results = fr
                     .locals
                     .get(i as usize)
                     .ok_or_else(|| fault("no such local"))?;
-                let text = accumulate(results, full);
+                let slot = match fr.accumulators.iter().position(|(l, _)| *l == i) {
+                    Some(slot) => slot,
+                    None => {
+                        fr.accumulators.push((i, Accumulator::default()));
+                        fr.accumulators.len() - 1
+                    }
+                };
+                let text = fr.accumulators[slot].1.update(results, full);
                 self.stack.push(Value::String(text));
             }
             Op::Accumulate(full) => {
@@ -400,6 +418,7 @@ impl<'b> Vm<'b> {
             base: self.stack.len(),
             locals: args,
             spawned: None,
+            accumulators: Vec::new(),
         });
         Ok(())
     }
@@ -447,6 +466,15 @@ impl<'b> Vm<'b> {
             .ok_or_else(|| fault("the operand stack is empty"))
     }
 
+    /// The value on top of this frame's operand stack, left in place.
+    fn top(&self) -> Result<&Value, Fault> {
+        let base = self.frame()?.base;
+        self.stack
+            .get(base..)
+            .and_then(<[Value]>::last)
+            .ok_or_else(|| fault("the operand stack is empty"))
+    }
+
     fn pop_n(&mut self, n: usize) -> Result<Vec<Value>, Fault> {
         let base = self.frame()?.base;
         if self.stack.len() < base + n {
@@ -468,7 +496,7 @@ impl<'b> Vm<'b> {
         }
     }
 
-    pub(crate) fn task(&self, t: u32) -> Result<crate::bundle::TaskMeta, Fault> {
+    pub(crate) fn task(&self, t: u32) -> Result<Arc<crate::bundle::TaskMeta>, Fault> {
         self.bundle
             .tasks
             .get(t as usize)

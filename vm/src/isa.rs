@@ -81,6 +81,9 @@ pub enum Op {
     /// `[] -> [text]`: the step results in `locals[i]` as context, read in place
     /// (`true`: full output)
     AccumulateLocal(u16, bool),
+    /// `[r] -> [r]`: `locals[i]` = the value of task result `r`, which stays on the
+    /// stack; spares the copy of the whole result that `Dup, Value, Store` makes
+    KeepValue(u16),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,7 +118,7 @@ impl Op {
             Store(_) | Pop | JumpIfFalse(_) | JumpIfTrue(_) | Append(_) => (1, 0),
             Dup => (1, 2),
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn(_) | ReturnIfFailed
-            | ShellQuote => (1, 1),
+            | ShellQuote | KeepValue(_) => (1, 1),
             Compare(_) | IndexDyn | Script(_) => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
             Concat(n) | MakeArray(n) | MakeObject(_, n) | Gather(n) => (n as usize, 1),

@@ -30,45 +30,85 @@ pub fn shell_quote(s: &str) -> String {
 /// so a long sequence costs the same per step instead of ever more.
 pub const MAX_ACCUMULATED: usize = 16 * 1024;
 
-pub fn accumulate(results: &Value, full: bool) -> String {
-    let Some(items) = results.as_array() else {
-        return String::new();
-    };
-    let mut kept: Vec<String> = Vec::new();
-    let mut size = 0;
-    for (i, r) in items.iter().enumerate().rev() {
-        let entry = step_text(i, r, full);
-        if size + entry.len() > MAX_ACCUMULATED && !kept.is_empty() {
-            break;
-        }
-        size += entry.len();
-        kept.push(entry);
-    }
-    let mut out = String::with_capacity(size);
-    if kept.len() < items.len() {
-        out.push_str(&format!(
-            "({} earlier steps left out)\n",
-            items.len() - kept.len()
-        ));
-    }
-    for entry in kept.iter().rev() {
-        out.push_str(entry);
-    }
-    out
+/// The accumulated context of one sequence, built step by step: each result is turned
+/// into text once, when it first shows up, so a step costs the size of the context it
+/// passes on, not the length of the run.
+#[derive(Debug, Default)]
+pub struct Accumulator {
+    full: bool,
+    /// Results taken in so far, and how many of them were dropped for the cap.
+    seen: usize,
+    dropped: usize,
+    /// The text of the kept steps is `text[start..]`; `lengths` has each kept step's
+    /// length, oldest first. Dropped text is removed once it outweighs the cap.
+    text: String,
+    start: usize,
+    lengths: std::collections::VecDeque<usize>,
 }
 
-fn step_text(i: usize, r: &Value, full: bool) -> String {
-    let content = r.get("content").map(to_text).unwrap_or_default();
-    if full {
-        let notes = r.get("notes").map(to_text).unwrap_or_default();
-        format!(
-            "Step {} output:\n{content}\nStep {} notes: {notes}\n",
-            i + 1,
-            i + 1
+impl Accumulator {
+    /// The context for the next step, given every result so far. Results are only ever
+    /// appended; a shorter list, or another format, starts the context afresh.
+    pub fn update(&mut self, results: &Value, full: bool) -> String {
+        let items = results.as_array().map(Vec::as_slice).unwrap_or_default();
+        if items.len() < self.seen || full != self.full {
+            *self = Accumulator {
+                full,
+                ..Accumulator::default()
+            };
+        }
+        for (i, r) in items.iter().enumerate().skip(self.seen) {
+            let before = self.text.len();
+            write_step(&mut self.text, i, r, full);
+            self.lengths.push_back(self.text.len() - before);
+        }
+        self.seen = items.len();
+        while self.text.len() - self.start > MAX_ACCUMULATED && self.lengths.len() > 1 {
+            self.start += self.lengths.pop_front().unwrap_or_default();
+            self.dropped += 1;
+        }
+        if self.start > MAX_ACCUMULATED {
+            self.text.drain(..self.start);
+            self.start = 0;
+        }
+        let kept = &self.text[self.start..];
+        if self.dropped == 0 {
+            return kept.to_string();
+        }
+        format!("({} earlier steps left out)\n{kept}", self.dropped)
+    }
+}
+
+/// The accumulated context of `results` in one go (for the `Accumulate` instruction).
+pub fn accumulate(results: &Value, full: bool) -> String {
+    Accumulator::default().update(results, full)
+}
+
+fn write_step(out: &mut String, i: usize, r: &Value, full: bool) {
+    use std::fmt::Write as _;
+    let content = r.get("content").map(text_of).unwrap_or_default();
+    let n = i + 1;
+    // Writing into a String cannot fail.
+    let _ = if full {
+        let notes = r.get("notes").map(text_of).unwrap_or_default();
+        write!(
+            out,
+            "Step {n} output:\n{content}\nStep {n} notes: {notes}\n"
         )
     } else {
-        let summary: String = content.chars().take(200).collect();
-        format!("Step {}: {summary}\n", i + 1)
+        let summary = match content.char_indices().nth(200) {
+            Some((end, _)) => &content[..end],
+            None => &content,
+        };
+        writeln!(out, "Step {n}: {summary}")
+    };
+}
+
+/// A value as text, borrowed when it already is a string.
+fn text_of(v: &Value) -> std::borrow::Cow<'_, str> {
+    match v {
+        Value::String(s) => std::borrow::Cow::Borrowed(s),
+        other => std::borrow::Cow::Owned(to_text(other)),
     }
 }
 
@@ -241,5 +281,20 @@ mod tests {
             .ends_with(&format!("Step 1000: 999:{}", "x".repeat(195))));
         let few = accumulate(&json!([complete("a".into()), complete("b".into())]), false);
         assert_eq!(few, "Step 1: a\nStep 2: b\n");
+    }
+
+    #[test]
+    fn context_built_step_by_step_equals_the_context_built_in_one_go() {
+        let mut acc = Accumulator::default();
+        let mut results = Vec::new();
+        for i in 0..400 {
+            results.push(complete(format!("{i}:{}", "é".repeat(i % 150))));
+            let all = Value::Array(results.clone());
+            assert_eq!(acc.update(&all, false), accumulate(&all, false), "step {i}");
+        }
+        let all = Value::Array(results);
+        assert_eq!(acc.update(&all, true), accumulate(&all, true));
+        let shorter = json!([complete("again".into())]);
+        assert_eq!(acc.update(&shorter, true), accumulate(&shorter, true));
     }
 }

@@ -9,6 +9,7 @@ use crate::host::{HostError, HostReply, HostRequest, LlmReply, LlmRequest};
 use crate::observe::{Progress, Trace};
 use crate::providers::{Anthropic, OpenAi, Settings};
 use crate::script::ScriptRunner;
+use std::sync::Arc;
 use tv_stdlib::models::{parse_model, Provider};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,7 +144,7 @@ impl RunHost {
                 .map(|m| m.content.as_str())
                 .collect::<Vec<_>>()
                 .join("\n");
-            copy.context = relevant_subset(&r.context, &prompt);
+            copy.context = Arc::new(relevant_subset(&r.context, &prompt));
             subset = copy;
             &subset
         } else {
@@ -155,11 +156,11 @@ impl RunHost {
             r
         } else {
             let mut copy = r.clone();
-            copy.context = if r.context.is_empty() {
+            copy.context = Arc::new(if r.context.is_empty() {
                 assembled.text.clone()
             } else {
                 format!("{}\n{}", r.context, assembled.text)
-            };
+            });
             with_files = copy;
             &with_files
         };

@@ -21,7 +21,12 @@ impl Vm<'_> {
         mut session: Session,
         reply: &LlmReply,
     ) -> Result<bool, Value> {
-        let parsed = parse_json_text(&reply.content).ok();
+        // A JSON continuation names its status; other replies are not parsed at all.
+        let parsed = if reply.content.contains("CONTINUATION") || reply.content.contains("\\u") {
+            parse_json_text(&reply.content).ok()
+        } else {
+            None
+        };
         let Some(request) = subtask::request_in(reply.subtask_request.as_ref(), parsed.as_ref())
         else {
             return Ok(false);

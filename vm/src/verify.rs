@@ -75,7 +75,8 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
         | Op::Store(i)
         | Op::Append(i)
         | Op::Increment(i)
-        | Op::AccumulateLocal(i, _) => local(i),
+        | Op::AccumulateLocal(i, _)
+        | Op::KeepValue(i) => local(i),
         Op::Field(i) | Op::CheckReturn(i) => string(i),
         Op::MakeObject(first, n) => {
             (0..u32::from(n)).try_for_each(|k| string(first.saturating_add(k)))

@@ -51,13 +51,14 @@ fn request(file_paths: FilePaths, fresh: bool, prompt: &str) -> LlmRequest {
                 ..TaskMeta::named("test#1").context
             },
             ..TaskMeta::named("test#1")
-        },
+        }
+        .into(),
         system_prompt: "You are a careful engineer.".into(),
         messages: vec![Message {
             role: "user".into(),
             content: prompt.into(),
         }],
-        context: String::new(),
+        context: Default::default(),
     }
 }
 

@@ -129,14 +129,14 @@ fn message(role: &str, content: &str) -> Message {
 
 fn request(model: Option<&str>) -> LlmRequest {
     LlmRequest {
-        task: task(model),
+        task: task(model).into(),
         system_prompt: "You are terse.".into(),
         messages: vec![
             message("user", "Summarise the notes."),
             message("assistant", "Which notes?"),
             message("user", "The release notes."),
         ],
-        context: "notes.txt: v2 ships on Friday.".into(),
+        context: std::sync::Arc::new("notes.txt: v2 ships on Friday.".into()),
     }
 }
 

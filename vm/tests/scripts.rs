@@ -13,7 +13,8 @@ fn request(command: &str, inputs: serde_json::Value, timeout: Option<u64>) -> Sc
         task: TaskMeta {
             timeout,
             ..TaskMeta::named("test#1")
-        },
+        }
+        .into(),
         command: command.into(),
         inputs: inputs.as_object().cloned().unwrap_or_default(),
     }

@@ -6,6 +6,7 @@ mod node;
 use crate::ir::{self, Expr, ExprKind};
 use crate::source::{SourceMap, Span};
 use std::collections::HashMap;
+use std::sync::Arc;
 use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
 use tv_vm::isa::Op;
 
@@ -50,7 +51,7 @@ pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
         compiler_version: env!("CARGO_PKG_VERSION").to_string(),
         constants: consts.items,
         functions,
-        tasks: p.tasks.clone(),
+        tasks: p.tasks.iter().cloned().map(Arc::new).collect(),
         entries: p
             .entries
             .iter()

@@ -82,12 +82,13 @@ impl Gen<'_> {
         for (i, step) in s.steps.iter().enumerate() {
             self.node(step);
             failures.push((self.jump(Op::JumpIfFailed), i as u16));
-            self.emit(Op::Dup);
-            self.emit(Op::Append(s.results));
             if i + 1 < s.steps.len() {
-                self.emit(Op::Value);
-                self.emit(Op::Store(s.output));
+                self.emit(Op::KeepValue(s.output));
+            } else {
+                // The last result is also the sequence's own.
+                self.emit(Op::Dup);
             }
+            self.emit(Op::Append(s.results));
         }
         if s.steps.is_empty() {
             self.constant(Const::Str(String::new()));
@@ -136,10 +137,8 @@ impl Gen<'_> {
             self.emit(Op::Store(r.current_result));
             self.node(&r.reduction);
             failures.push((self.jump(Op::JumpIfFailed), i));
-            self.emit(Op::Dup);
+            self.emit(Op::KeepValue(r.accumulator));
             self.emit(Op::Store(r.last));
-            self.emit(Op::Value);
-            self.emit(Op::Store(r.accumulator));
             self.emit(Op::Load(r.current_input));
             self.emit(Op::Append(r.processed));
         }
@@ -176,10 +175,8 @@ impl Gen<'_> {
         self.emit(Op::Increment(l.iteration));
         self.node(&l.director);
         self.emit(Op::ReturnIfFailed);
-        self.emit(Op::Dup);
+        self.emit(Op::KeepValue(l.director_result));
         self.emit(Op::Store(l.last));
-        self.emit(Op::Value);
-        self.emit(Op::Store(l.director_result));
         if let Some(script) = &l.script {
             self.node(script);
             let notes = self.consts.add(Const::Str("notes".into()));

@@ -14,6 +14,10 @@ use tv_vm::providers::Settings;
 use tv_vm::runhost::{Choice, RunHost};
 use tv_vm::script::ScriptRunner;
 
+/// mimalloc, as in every binary of the workspace (see the workspace manifest).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "tvm", version, about = "Run compiled task-template bundles")]
 struct Cli {
