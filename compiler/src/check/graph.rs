@@ -18,11 +18,12 @@ pub fn warn_cycles(
         .iter()
         .flat_map(|m| m.items.iter().map(|i| i.name().node.as_str()))
         .collect();
+    let cyclic = on_cycles(calls);
     for start in order {
-        if reported.contains(start) {
+        if reported.contains(start) || !cyclic.contains(start) {
             continue;
         }
-        let Some((path, span)) = find_cycle(start, calls) else {
+        let Some((path, span)) = find_cycle(start, calls, &cyclic) else {
             continue;
         };
         reported.extend(path.iter().cloned());
@@ -44,6 +45,7 @@ pub fn warn_cycles(
 fn find_cycle(
     start: &str,
     calls: &HashMap<String, Vec<(String, Span)>>,
+    cyclic: &HashSet<&str>,
 ) -> Option<(Vec<String>, Span)> {
     let mut stack: Vec<(String, usize)> = vec![(start.to_string(), 0)];
     let mut seen: HashSet<String> = HashSet::new();
@@ -61,9 +63,76 @@ fn find_cycle(
             path.push(start.to_string());
             return Some((path, *span));
         }
-        if seen.insert(next.clone()) {
+        // Only a node on a cycle can lead back to `start`.
+        if cyclic.contains(next.as_str()) && seen.insert(next.clone()) {
             stack.push((next.clone(), 0));
         }
     }
     None
+}
+
+/// The names that lie on some cycle: members of a strongly connected component with
+/// more than one node, or with an edge to itself. Tarjan's algorithm, iterative, so a
+/// long call chain cannot overflow the stack; linear in the size of the graph, so an
+/// acyclic library of any size costs one pass.
+fn on_cycles(calls: &HashMap<String, Vec<(String, Span)>>) -> HashSet<&str> {
+    let names: Vec<&str> = calls.keys().map(String::as_str).collect();
+    let id: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let edges: Vec<Vec<usize>> = names
+        .iter()
+        .map(|n| {
+            calls[*n]
+                .iter()
+                .filter_map(|(m, _)| id.get(m.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let mut index = vec![usize::MAX; names.len()];
+    let mut low = vec![0; names.len()];
+    let mut on_stack = vec![false; names.len()];
+    let mut stack = Vec::new();
+    let mut next = 0;
+    let mut cyclic = HashSet::new();
+    for root in 0..names.len() {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut work = vec![(root, 0usize)];
+        while let Some(&mut (v, ref mut edge)) = work.last_mut() {
+            if *edge == 0 && index[v] == usize::MAX {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on_stack[v] = true;
+            }
+            if let Some(&w) = edges[v].get(*edge) {
+                *edge += 1;
+                if index[w] == usize::MAX {
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 || edges[v].contains(&v) {
+                    cyclic.extend(component.into_iter().map(|w| names[w]));
+                }
+            }
+        }
+    }
+    cyclic
 }

@@ -71,12 +71,26 @@ pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
 #[derive(Default)]
 struct Pool {
     items: Vec<Const>,
-    index: HashMap<String, u32>,
+    index: HashMap<Key, u32>,
+}
+
+/// A constant as a map key: numbers by their bits, so `0.0` and `-0.0` stay apart.
+#[derive(PartialEq, Eq, Hash)]
+enum Key {
+    Null,
+    Bool(bool),
+    Num(u64),
+    Str(String),
 }
 
 impl Pool {
     fn add(&mut self, c: Const) -> u32 {
-        let key = format!("{c:?}");
+        let key = match &c {
+            Const::Null => Key::Null,
+            Const::Bool(b) => Key::Bool(*b),
+            Const::Num(n) => Key::Num(n.to_bits()),
+            Const::Str(s) => Key::Str(s.clone()),
+        };
         if let Some(&i) = self.index.get(&key) {
             return i;
         }
