@@ -7,15 +7,35 @@ use tv_vm::bundle::{Bundle, BundleError, Const, Function, Loc, Param};
 use tv_vm::isa::Op;
 use tv_vm::limits::Limits;
 
-const GOLDEN: &str = "tests/golden/code_review.bin";
+/// Programs whose bundles are checked in: the CLI and journal tests of `tv-vm` run them.
+const GOLDEN: [(&str, &str, &str); 3] = [
+    (
+        "examples/code_review.xml",
+        "tests/golden/code_review.bin",
+        "review_pull_request",
+    ),
+    (
+        "examples/incident_digest.xml",
+        "tests/golden/incident_digest.bin",
+        "incident_digest",
+    ),
+    (
+        "tests/fixtures/valid/script_between_llm_steps.xml",
+        "tests/golden/script_between_llm_steps.bin",
+        "script_between_llm_steps",
+    ),
+];
 
-fn compile_example() -> Vec<u8> {
-    let c =
-        tv_compiler::driver::check_paths(&["examples/code_review.xml".into()]).expect("example");
+fn compile_file(path: &str) -> Vec<u8> {
+    let c = tv_compiler::driver::check_paths(&[path.into()]).expect("example");
     tv_compiler::driver::compile(&c)
         .expect("compiles")
         .1
         .to_bytes()
+}
+
+fn compile_example() -> Vec<u8> {
+    compile_file(GOLDEN[0].0)
 }
 
 #[test]
@@ -25,15 +45,17 @@ fn the_same_sources_compile_to_byte_identical_bundles() {
 
 /// Set `UPDATE_GOLDEN=1` after a deliberate format change (and bump the version).
 #[test]
-fn the_example_compiles_to_the_golden_bundle_which_still_loads() {
-    let bytes = compile_example();
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(GOLDEN, &bytes).expect("write golden");
+fn the_programs_compile_to_their_golden_bundles_which_still_load() {
+    for (source, golden, entry) in GOLDEN {
+        let bytes = compile_file(source);
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::write(golden, &bytes).expect("write golden");
+        }
+        let kept = std::fs::read(golden).expect("golden bundle");
+        assert!(kept == bytes, "{golden}: the bundle bytes changed: bump bundle::VERSION if old readers would misread them, then UPDATE_GOLDEN=1");
+        let b = Bundle::from_bytes(&kept).expect("the golden bundle loads");
+        assert!(b.entry(entry).is_some(), "{golden}: no entry {entry}");
     }
-    let golden = std::fs::read(GOLDEN).expect("golden bundle");
-    assert!(golden == bytes, "the bundle bytes changed: bump bundle::VERSION if old readers would misread them, then UPDATE_GOLDEN=1");
-    let b = Bundle::from_bytes(&golden).expect("the golden bundle loads");
-    assert!(b.entry("review_pull_request").is_some());
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use crate::bundle::Bundle;
 use crate::host::{Host, HostReply, HostRequest};
 use crate::interp::{Step, Usage, Vm};
+use crate::journal::Journal;
 use crate::limits::Limits;
 use crate::result::exhausted;
 use futures::future::{join_all, BoxFuture};
@@ -38,13 +39,42 @@ pub async fn run<H: AsyncHost>(
     limits: Limits,
     host: &H,
 ) -> (Value, Usage) {
+    run_journaled(bundle, function, args, limits, host, None).await
+}
+
+/// [`run`], with every host call going through `journal` when there is one: answered
+/// from it when it holds the call, else made and written down before the run goes on.
+pub async fn run_journaled<H: AsyncHost>(
+    bundle: &Bundle,
+    function: u32,
+    args: Vec<Value>,
+    limits: Limits,
+    host: &H,
+    journal: Option<&Journal>,
+) -> (Value, Usage) {
     let deadline = Deadline {
         start: Instant::now(),
         wall: limits.wall_time,
     };
+    let calls = Calls { host, journal };
     let mut vm = Vm::new(bundle, function, args, limits);
-    let result = drive(&mut vm, host, deadline).await;
+    let result = drive(&mut vm, &calls, deadline, String::new()).await;
     (result, vm.usage())
+}
+
+/// Where host calls go: the host, through the journal when there is one.
+struct Calls<'h, H> {
+    host: &'h H,
+    journal: Option<&'h Journal>,
+}
+
+impl<H: AsyncHost> Calls<'_, H> {
+    async fn call(&self, id: &str, request: &HostRequest) -> HostReply {
+        match self.journal {
+            Some(j) => j.call(self.host, id, request).await,
+            None => self.host.call(request).await,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -65,21 +95,27 @@ impl Deadline {
     }
 }
 
-/// Runs one machine (the root or a branch) to its end.
+/// Runs one machine (the root or a branch) to its end. `path` names the machine for
+/// the journal (see [`crate::journal`]); its calls are numbered in the order it makes
+/// them.
 fn drive<'a, 'b: 'a, H: AsyncHost>(
     vm: &'a mut Vm<'b>,
-    host: &'a H,
+    via: &'a Calls<'a, H>,
     deadline: Deadline,
+    path: String,
 ) -> BoxFuture<'a, Value> {
     async move {
+        let mut made = 0u64;
         loop {
+            made += 1;
             let Some(remaining) = deadline.wall.checked_sub(deadline.start.elapsed()) else {
                 return deadline.exceeded();
             };
             match vm.run() {
                 Step::Done(result) => return result,
                 Step::Host(request) => {
-                    match tokio::time::timeout(remaining, host.call(&request)).await {
+                    let id = format!("{path}{made}");
+                    match tokio::time::timeout(remaining, via.call(&id, &request)).await {
                         Ok(reply) => vm.resume(reply),
                         Err(_) => return deadline.exceeded(),
                     }
@@ -89,7 +125,10 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                         .into_iter()
                         .map(|(f, args)| vm.branch(f, args))
                         .collect();
-                    let runs = branches.iter_mut().map(|b| drive(b, host, deadline));
+                    let runs = branches
+                        .iter_mut()
+                        .enumerate()
+                        .map(|(i, b)| drive(b, via, deadline, format!("{path}{made}.{i}/")));
                     let results = join_all(runs).await;
                     vm.resume_gathered(results);
                 }

@@ -2,7 +2,7 @@
 //! [`HostRequest`] and is resumed with the matching [`HostReply`].
 
 use crate::bundle::TaskMeta;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// What the machine asks of the world.
@@ -45,7 +45,8 @@ pub enum HostReply {
     Script(Result<ScriptReply, HostError>),
 }
 
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LlmReply {
     pub content: String,
     pub input_tokens: u64,
@@ -57,7 +58,8 @@ pub struct LlmReply {
     pub warnings: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ScriptReply {
     pub stdout: String,
     pub stderr: String,

@@ -12,6 +12,8 @@ pub mod host;
 mod hostcalls;
 pub mod interp;
 pub mod isa;
+#[cfg(feature = "runtime")]
+pub mod journal;
 pub mod limits;
 #[cfg(feature = "runtime")]
 pub mod observe;

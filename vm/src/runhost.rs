@@ -29,6 +29,15 @@ impl Choice {
             other => Provider::parse(other).map(Choice::Remote),
         }
     }
+
+    /// The name [`Choice::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Choice::Echo => "echo",
+            Choice::Replay => "replay",
+            Choice::Remote(p) => p.as_str(),
+        }
+    }
 }
 
 pub struct RunHost {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tv_vm::bundle::Bundle;
 use tv_vm::cassette::{Cassette, Recorder};
 use tv_vm::driver;
+use tv_vm::journal::{self, Header, Journal};
 use tv_vm::limits::Limits;
 use tv_vm::observe::{Progress, Trace};
 use tv_vm::providers::Settings;
@@ -29,6 +30,9 @@ struct Cli {
 enum Command {
     /// Run an entry point and print its TaskResult as JSON.
     Run(Box<RunArgs>),
+    /// Finish a run from its journal: calls the journal holds are answered from it,
+    /// only the others are made.
+    Resume(Box<ResumeArgs>),
     /// Print the bundle's listing.
     Disasm { bundle: PathBuf },
 }
@@ -46,9 +50,38 @@ struct RunArgs {
     /// All arguments as one JSON object.
     #[arg(long, value_name = "JSON")]
     args_json: Option<String>,
-    /// Who answers LLM calls: openai, anthropic or echo (default: $TVM_PROVIDER, else
-    /// the provider whose key is set).
-    #[arg(long, env = "TVM_PROVIDER")]
+    /// Write every host call's outcome to this file, synced before the run goes on, so
+    /// that `tvm resume FILE` can finish the run after a crash.
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
+    #[command(flatten)]
+    host: HostArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Args)]
+struct ResumeArgs {
+    /// The journal a `tvm run --journal FILE` wrote.
+    journal: PathBuf,
+    /// The bundle, when it is no longer where the run found it; it must be the same bytes.
+    #[arg(long, value_name = "FILE")]
+    bundle: Option<PathBuf>,
+    /// Run again a script that was running when the run stopped (it may have done part
+    /// of its work already).
+    #[arg(long)]
+    rerun_scripts: bool,
+    /// Settings not given here are the run's own, from the journal; limits always are.
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+/// Who answers host calls, and what is written down about them.
+#[derive(Args)]
+struct HostArgs {
+    /// Who answers LLM calls: openai, anthropic, replay or echo (default: $TVM_PROVIDER,
+    /// else the provider whose key is set).
+    #[arg(long)]
     provider: Option<String>,
     /// The model for tasks that name none (default: $TVM_MODEL, else the provider's).
     #[arg(long)]
@@ -69,8 +102,6 @@ struct RunArgs {
     /// LLM calls in flight at once, per provider.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
-    #[command(flatten)]
-    limits: LimitArgs,
 }
 
 /// Limits; defaults are those of `Limits::default()`.
@@ -116,11 +147,12 @@ impl LimitArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Disasm { bundle } => load(&bundle).map(|b| {
+        Command::Disasm { bundle } => load(&bundle).map(|(b, _)| {
             print!("{}", tv_vm::disasm::disassemble(&b));
             ExitCode::SUCCESS
         }),
         Command::Run(args) => run(*args),
+        Command::Resume(args) => resume(*args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("tvm: error: {e}");
@@ -128,21 +160,110 @@ fn main() -> ExitCode {
     })
 }
 
-fn load(path: &Path) -> Result<Bundle, String> {
+/// A bundle and the SHA-256 of its bytes.
+fn load(path: &Path) -> Result<(Bundle, String), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((bundle, journal::sha256(&bytes)))
 }
 
 fn run(args: RunArgs) -> Result<ExitCode, String> {
-    let bundle = load(&args.bundle)?;
-    let choice = match args.provider.as_deref() {
+    let (bundle, hash) = load(&args.bundle)?;
+    let provider = args
+        .host
+        .provider
+        .clone()
+        .or_else(|| std::env::var("TVM_PROVIDER").ok().filter(|p| !p.is_empty()));
+    let choice = match provider.as_deref() {
         Some(p) => Choice::parse(p).ok_or_else(|| format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)"))?,
         None => RunHost::default_from_keys().ok_or(
             "no provider is configured: pass --provider openai|anthropic (with OPENAI_API_KEY or ANTHROPIC_API_KEY set, \
              or OPENAI_BASE_URL pointing at a local server), or --provider echo for a dry run; TVM_PROVIDER sets the default",
         )?,
     };
-    let (model, concurrency) = (args.model.clone(), args.concurrency);
+    let host = host(choice, &args.host)?;
+    let entry = pick_entry(&bundle, args.entry.as_deref())?;
+    let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
+    let limits = args.limits.limits();
+    let journal = match &args.journal {
+        Some(path) => {
+            let f = bundle
+                .functions
+                .get(entry as usize)
+                .ok_or("the entry point has no function")?;
+            let header = Header {
+                journal: journal::FORMAT,
+                bundle: std::fs::canonicalize(&args.bundle).unwrap_or(args.bundle.clone()),
+                bundle_sha256: hash,
+                entry: f.name.clone(),
+                args: f
+                    .params
+                    .iter()
+                    .map(|p| p.name.clone())
+                    .zip(values.clone())
+                    .collect(),
+                provider: choice.name().to_string(),
+                model: args.host.model.clone(),
+                cassette: args.host.cassette.clone(),
+                workspace: args.host.workspace.clone(),
+                limits: limits.clone(),
+            };
+            Some(Journal::create(path, &header)?)
+        }
+        None => None,
+    };
+    execute(&bundle, entry, values, limits, &host, journal.as_ref())
+}
+
+fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
+    let (header, journal) = Journal::open(&args.journal)?;
+    let path = args.bundle.clone().unwrap_or_else(|| header.bundle.clone());
+    let (bundle, hash) = load(&path)?;
+    if hash != header.bundle_sha256 {
+        return Err(format!(
+            "the journal {} was written for a bundle with SHA-256 {}, but {} has {}: it was recompiled or replaced; \
+             resume with the bundle the run used (--bundle FILE)",
+            args.journal.display(),
+            &header.bundle_sha256[..16.min(header.bundle_sha256.len())],
+            path.display(),
+            &hash[..16]
+        ));
+    }
+    if let Some(s) = journal
+        .interrupted()
+        .first()
+        .filter(|_| !args.rerun_scripts)
+    {
+        return Err(format!(
+            "the run stopped while the script of task `{}` (call {}) was running: {}\n\
+             it may have done part of its work; pass --rerun-scripts to run it again",
+            s.task, s.call, s.command
+        ));
+    }
+    let (entry, values) = bundle
+        .entry_args(&header.entry, &Value::Object(header.args.clone()))
+        .ok_or_else(|| {
+            format!(
+                "the bundle has no entry point `{}` taking the journal's arguments",
+                header.entry
+            )
+        })?;
+    let provider = args.host.provider.take().unwrap_or(header.provider.clone());
+    let choice =
+        Choice::parse(&provider).ok_or_else(|| format!("unknown provider `{provider}`"))?;
+    args.host.model = args.host.model.take().or(header.model);
+    args.host.cassette = args.host.cassette.take().or(header.cassette);
+    args.host.workspace = args.host.workspace.take().or(header.workspace);
+    let host = host(choice, &args.host)?;
+    let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
+    let (replayed, made) = journal.counts();
+    eprintln!("tvm: resumed: {replayed} answered from the journal, {made} made now");
+    Ok(code)
+}
+
+/// The host for a run: provider adapters, cassette, recorder, trace, workspace.
+fn host(choice: Choice, a: &HostArgs) -> Result<RunHost, String> {
+    let (model, concurrency) = (a.model.clone(), a.concurrency);
     let tune = move |s: &mut Settings| {
         if let Some(m) = &model {
             s.default_model = m.clone();
@@ -150,32 +271,38 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
         s.concurrency = concurrency;
     };
     let mut host = RunHost::new(choice, tune, ScriptRunner::default())?;
-    match (&args.cassette, choice) {
+    match (&a.cassette, choice) {
         (Some(path), Choice::Replay) => host.cassette = Some(Cassette::load(path)?),
         (None, Choice::Replay) => return Err("--provider replay needs --cassette FILE".into()),
         (Some(_), _) => return Err("--cassette is read by --provider replay only".into()),
         (None, _) => {}
     }
-    if let Some(path) = &args.record {
+    if let Some(path) = &a.record {
         host.recorder = Some(Recorder::create(path)?);
     }
-    if let Some(path) = &args.trace {
+    if let Some(path) = &a.trace {
         host.trace = Some(Trace::create(path)?);
     }
     host.progress = Some(Progress::new());
-    host.context.workspace = args.workspace.clone();
-    let entry = pick_entry(&bundle, args.entry.as_deref())?;
-    let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
+    host.context.workspace = a.workspace.clone();
+    Ok(host)
+}
+
+/// Runs the entry to its end, prints the result and chooses the exit code.
+fn execute(
+    bundle: &Bundle,
+    entry: u32,
+    values: Vec<Value>,
+    limits: Limits,
+    host: &RunHost,
+    journal: Option<&Journal>,
+) -> Result<ExitCode, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let (result, _) = runtime.block_on(driver::run(
-        &bundle,
-        entry,
-        values,
-        args.limits.limits(),
-        &host,
+    let (result, _) = runtime.block_on(driver::run_journaled(
+        bundle, entry, values, limits, host, journal,
     ));
     if let Some(p) = &host.progress {
         p.finish();

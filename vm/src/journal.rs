@@ -1,0 +1,314 @@
+//! The run journal: every host-call outcome is appended and synced to disk before the
+//! machine goes on, so a run that crashed, was killed or lost power can be resumed
+//! without paying again for the calls it had finished.
+//!
+//! The file is JSON lines: a [`Header`] naming the bundle (by SHA-256), the entry, the
+//! arguments and the run's settings (never a key), then one [`Record`] per event. Calls
+//! are named by their place in the run, not by when they finished: the root machine's
+//! calls are `1`, `2`, ...; the branches of a gather that was the machine's call `n`
+//! are `n.0/`, `n.1/`, ... and their calls `n.0/1`, and so on. Each machine runs
+//! deterministically given its replies, so a resumed run asks the same calls under the
+//! same names, whatever order concurrent branches finished in.
+
+use crate::driver::AsyncHost;
+use crate::host::{HostError, HostReply, HostRequest, LlmReply, ScriptReply};
+use crate::limits::Limits;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The journal format; a reader refuses any other.
+pub const FORMAT: u32 = 1;
+
+/// The first line: what was run, and how.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub journal: u32,
+    /// The bundle's path when the run started (absolute), and the hash of its bytes.
+    pub bundle: PathBuf,
+    pub bundle_sha256: String,
+    pub entry: String,
+    /// The entry's arguments by parameter name.
+    pub args: Map<String, Value>,
+    /// The run's settings that shape its replies. Keys stay in the environment.
+    pub provider: String,
+    pub model: Option<String>,
+    pub cassette: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub limits: Limits,
+}
+
+/// One event of the run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Record {
+    /// A script is about to run; its effects on the world may happen from now on.
+    ScriptStarted {
+        call: String,
+        request: String,
+        task: String,
+        command: String,
+    },
+    /// A call's answer, which a resumed run is given instead of calling again.
+    Answered {
+        call: String,
+        request: String,
+        reply: Answer,
+    },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Answer {
+    Llm(LlmReply),
+    Script(ScriptReply),
+}
+
+/// A script that was running when the run stopped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interrupted {
+    pub call: String,
+    pub task: String,
+    pub command: String,
+}
+
+/// An open journal: what it already holds, and the file new events go to.
+pub struct Journal {
+    path: PathBuf,
+    file: Mutex<File>,
+    answers: HashMap<String, (String, Answer)>,
+    started: HashMap<String, Interrupted>,
+    /// Calls answered from the journal, and calls made, in this process.
+    replayed: AtomicUsize,
+    made: AtomicUsize,
+}
+
+/// The SHA-256 of some bytes, in hex.
+pub fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What identifies a request: the hash of all the machine put into it.
+fn request_hash(r: &HostRequest) -> String {
+    sha256(serde_json::to_string(r).unwrap_or_default().as_bytes())
+}
+
+impl Journal {
+    /// Starts a journal for a new run: refuses a file that already holds one, and
+    /// writes and syncs the header, so an unwritable path or a full disk is reported
+    /// before any host call is made.
+    pub fn create(path: &Path, header: &Header) -> Result<Journal, String> {
+        let shown = path.display();
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0) {
+            return Err(format!(
+                "the journal {shown} already exists: resume it with `tvm resume {shown}`, or remove it to start afresh"
+            ));
+        }
+        let file =
+            File::create(path).map_err(|e| format!("cannot create the journal {shown}: {e}"))?;
+        let journal = Journal::over(path, file, HashMap::new(), HashMap::new());
+        journal.append_line(&serde_json::to_string(header).map_err(|e| e.to_string())?)?;
+        sync_parent(path);
+        Ok(journal)
+    }
+
+    /// Opens a journal to resume it: its header, and a journal that answers what it
+    /// holds. A last line cut short by the crash is dropped; any other damage is refused.
+    pub fn open(path: &Path) -> Result<(Header, Journal), String> {
+        let shown = path.display();
+        let text =
+            std::fs::read(path).map_err(|e| format!("cannot read the journal {shown}: {e}"))?;
+        let complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let lines = std::str::from_utf8(&text[..complete])
+            .map_err(|_| format!("the journal {shown} is damaged: it is not UTF-8"))?;
+        let mut lines = lines.lines().enumerate();
+        let header: Header = match lines.next() {
+            Some((_, l)) => serde_json::from_str(l)
+                .map_err(|e| format!("{shown}:1: not a journal header: {e}"))?,
+            None => {
+                return Err(format!(
+                    "the journal {shown} is empty: the run stopped before it began"
+                ))
+            }
+        };
+        if header.journal != FORMAT {
+            return Err(format!(
+                "{shown}: journal format {} is not the format {FORMAT} this tvm reads",
+                header.journal
+            ));
+        }
+        let mut answers = HashMap::new();
+        let mut started = HashMap::new();
+        for (i, line) in lines {
+            let record: Record = serde_json::from_str(line)
+                .map_err(|e| format!("{shown}:{}: the journal is damaged: {e}", i + 1))?;
+            match record {
+                Record::ScriptStarted {
+                    call,
+                    task,
+                    command,
+                    ..
+                } => {
+                    started.insert(
+                        call.clone(),
+                        Interrupted {
+                            call,
+                            task,
+                            command,
+                        },
+                    );
+                }
+                Record::Answered {
+                    call,
+                    request,
+                    reply,
+                } => {
+                    started.remove(&call);
+                    answers.insert(call, (request, reply));
+                }
+            }
+        }
+        let mut file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("cannot write the journal {shown}: {e}"))?;
+        // Drop a torn last line, so new events start on a line of their own.
+        file.set_len(complete as u64)
+            .and_then(|()| file.seek(SeekFrom::End(0)).map(|_| ()))
+            .map_err(|e| format!("cannot write the journal {shown}: {e}"))?;
+        Ok((header, Journal::over(path, file, answers, started)))
+    }
+
+    fn over(
+        path: &Path,
+        file: File,
+        answers: HashMap<String, (String, Answer)>,
+        started: HashMap<String, Interrupted>,
+    ) -> Journal {
+        Journal {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+            answers,
+            started,
+            replayed: AtomicUsize::new(0),
+            made: AtomicUsize::new(0),
+        }
+    }
+
+    /// Scripts that started and never finished: their effects may have happened.
+    pub fn interrupted(&self) -> Vec<Interrupted> {
+        let mut v: Vec<Interrupted> = self.started.values().cloned().collect();
+        v.sort_by(|a, b| a.call.cmp(&b.call));
+        v
+    }
+
+    /// Calls answered from the journal and calls made so far.
+    pub fn counts(&self) -> (usize, usize) {
+        (
+            self.replayed.load(Ordering::Relaxed),
+            self.made.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Answers call `call` from the journal, or makes it and journals its answer before
+    /// returning it. Failed calls are not journaled: a resumed run tries them again.
+    pub async fn call<H: AsyncHost>(
+        &self,
+        host: &H,
+        call: &str,
+        request: &HostRequest,
+    ) -> HostReply {
+        let hash = request_hash(request);
+        if let Some((journaled, answer)) = self.answers.get(call) {
+            if *journaled != hash {
+                return halted(request, format!(
+                    "the journal {} does not match this run: call {call} asks something else than it did (were the bundle, the arguments or the workspace changed?)",
+                    self.path.display()
+                ));
+            }
+            self.replayed.fetch_add(1, Ordering::Relaxed);
+            return match answer.clone() {
+                Answer::Llm(r) => HostReply::Llm(Ok(r)),
+                Answer::Script(r) => HostReply::Script(Ok(r)),
+            };
+        }
+        if let HostRequest::Script(s) = request {
+            let started = Record::ScriptStarted {
+                call: call.to_string(),
+                request: hash.clone(),
+                task: s.task.name.clone(),
+                command: s.command.clone(),
+            };
+            if let Err(e) = self.append(&started) {
+                return halted(request, e);
+            }
+        }
+        self.made.fetch_add(1, Ordering::Relaxed);
+        let reply = host.call(request).await;
+        let answer = match &reply {
+            HostReply::Llm(Ok(r)) => Answer::Llm(r.clone()),
+            HostReply::Script(Ok(r)) => Answer::Script(r.clone()),
+            _ => return reply,
+        };
+        let record = Record::Answered {
+            call: call.to_string(),
+            request: hash,
+            reply: answer,
+        };
+        match self.append(&record) {
+            Ok(()) => reply,
+            Err(e) => halted(request, e),
+        }
+    }
+
+    fn append(&self, record: &Record) -> Result<(), String> {
+        self.append_line(&serde_json::to_string(record).map_err(|e| e.to_string())?)
+    }
+
+    /// Writes one line and syncs it to the disk before returning.
+    fn append_line(&self, line: &str) -> Result<(), String> {
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| "the journal writer failed earlier".to_string())?;
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        file.write_all(&bytes)
+            .and_then(|()| file.sync_data())
+            .map_err(|e| format!("cannot write the journal {}: {e}", self.path.display()))
+    }
+}
+
+/// The run stops: its record of what happened can no longer be trusted or kept.
+fn halted(request: &HostRequest, message: String) -> HostReply {
+    let e = HostError {
+        reason: "execution_halted".into(),
+        message,
+    };
+    match request {
+        HostRequest::Llm(_) => HostReply::Llm(Err(e)),
+        HostRequest::Script(_) => HostReply::Script(Err(e)),
+    }
+}
+
+/// Syncs the folder that holds a new file, so the file itself survives a power loss.
+fn sync_parent(path: &Path) {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(dir) = File::open(parent) {
+        // Some file systems cannot sync a folder; the file's own sync still holds.
+        let _ = dir.sync_all();
+    }
+}
