@@ -98,6 +98,7 @@ fn constant(b: &Bundle, i: u32) -> String {
 fn show(b: &Bundle, op: Op) -> String {
     match op {
         Op::Const(i) => format!("Const {i:<12} ; {}", constant(b, i)),
+        Op::TextConst(i) => format!("TextConst {i:<8} ; {}", constant(b, i)),
         Op::Field(i) => format!("Field {i:<12} ; {}", constant(b, i)),
         Op::CheckReturn(i) => format!("CheckReturn {i:<6} ; {}", constant(b, i)),
         Op::Builtin(id, n) => {

@@ -69,9 +69,10 @@ struct Calls<'h, H> {
 }
 
 impl<H: AsyncHost> Calls<'_, H> {
-    async fn call(&self, id: &str, request: &HostRequest) -> HostReply {
+    /// Call `n` of the machine at `path`; the name is only spelled out for a journal.
+    async fn call(&self, path: &str, n: u64, request: &HostRequest) -> HostReply {
         match self.journal {
-            Some(j) => j.call(self.host, id, request).await,
+            Some(j) => j.call(self.host, &format!("{path}{n}"), request).await,
             None => self.host.call(request).await,
         }
     }
@@ -114,8 +115,7 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
             match vm.run() {
                 Step::Done(result) => return result,
                 Step::Host(request) => {
-                    let id = format!("{path}{made}");
-                    match tokio::time::timeout(remaining, via.call(&id, &request)).await {
+                    match tokio::time::timeout(remaining, via.call(&path, made, &request)).await {
                         Ok(reply) => vm.resume(reply),
                         Err(_) => return deadline.exceeded(),
                     }

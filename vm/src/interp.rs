@@ -4,7 +4,7 @@
 use crate::bundle::{Bundle, Const};
 use crate::host::{HostRequest, Message};
 use crate::isa::Op;
-use crate::limits::{Budget, Limits};
+use crate::limits::{nesting, weight, Budget, Limits, BYTES_PER_INSTRUCTION, MAX_NESTING};
 use crate::outcome::{
     accumulate, check_return, compare, fail_reduce, fail_sequence, shell_quote, Accumulator,
 };
@@ -31,7 +31,7 @@ pub(crate) struct Frame {
     pub(crate) function: usize,
     pc: usize,
     base: usize,
-    locals: Vec<Value>,
+    pub(crate) locals: Vec<Value>,
     /// Set on the frame of a subtask: the session waiting for its result.
     pub(crate) spawned: Option<Box<Spawn>>,
     /// The accumulated context of each sequence running in this frame, by the local
@@ -148,18 +148,7 @@ impl<'b> Vm<'b> {
     }
 
     fn step(&mut self) -> Result<Option<Step>, Fault> {
-        self.instructions += 1;
-        if self.instructions > self.limits.instructions {
-            return Err(exhausted(
-                "instructions",
-                format!(
-                    "the run executed more than {} instructions",
-                    self.limits.instructions
-                ),
-                self.instructions,
-                self.limits.instructions,
-            ));
-        }
+        self.charge(BYTES_PER_INSTRUCTION)?;
         let frame = self
             .frames
             .last_mut()
@@ -174,7 +163,58 @@ impl<'b> Vm<'b> {
             .get(frame.pc)
             .ok_or_else(|| fault("control ran past the end of a function"))?;
         frame.pc += 1;
-        self.exec(op)
+        let next = self.exec(op)?;
+        self.check_nesting(op)?;
+        Ok(next)
+    }
+
+    /// Instructions that wrap values in a new array or object make sure the result
+    /// does not nest deeper than [`MAX_NESTING`].
+    fn check_nesting(&self, op: Op) -> Result<(), Fault> {
+        let depth = match op {
+            Op::MakeArray(_)
+            | Op::MakeObject(..)
+            | Op::Complete
+            | Op::FailSequence(..)
+            | Op::FailReduce
+            | Op::CheckReturn(_) => self.stack.last().map_or(0, nesting),
+            Op::Append(i) => {
+                let items = self
+                    .frame()?
+                    .locals
+                    .get(i as usize)
+                    .and_then(Value::as_array);
+                1 + items.and_then(|a| a.last()).map_or(0, nesting)
+            }
+            _ => return Ok(()),
+        };
+        if depth > MAX_NESTING {
+            return Err(exhausted(
+                "depth",
+                format!("a value nests arrays and objects deeper than {MAX_NESTING} levels"),
+                depth as u64,
+                MAX_NESTING as u64,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Counts the work of copying or building `bytes` of values against the
+    /// instruction limit: one instruction per [`BYTES_PER_INSTRUCTION`] bytes.
+    pub(crate) fn charge(&mut self, bytes: u64) -> Result<(), Fault> {
+        self.instructions += bytes / BYTES_PER_INSTRUCTION;
+        if self.instructions > self.limits.instructions {
+            return Err(exhausted(
+                "instructions",
+                format!(
+                    "the run executed more than {} instructions",
+                    self.limits.instructions
+                ),
+                self.instructions,
+                self.limits.instructions,
+            ));
+        }
+        Ok(())
     }
 
     fn exec(&mut self, op: Op) -> Result<Option<Step>, Fault> {
@@ -194,6 +234,7 @@ impl<'b> Vm<'b> {
                     .get(i as usize)
                     .cloned()
                     .ok_or_else(|| fault("no such local"))?;
+                self.charge(weight(&v))?;
                 self.stack.push(v);
             }
             Op::Store(i) => {
@@ -205,6 +246,7 @@ impl<'b> Vm<'b> {
             }
             Op::Dup => {
                 let v = self.peek()?.clone();
+                self.charge(weight(&v))?;
                 self.stack.push(v);
             }
             Op::Field(i) => {
@@ -258,11 +300,14 @@ impl<'b> Vm<'b> {
                 let size = parts.iter().map(|p| p.as_str().map_or(8, str::len)).sum();
                 let mut text = String::with_capacity(size);
                 parts.iter().for_each(|p| f::push_text(&mut text, p));
+                self.charge(text.len() as u64)?;
                 self.stack.push(Value::String(text));
             }
             Op::ShellQuote => {
                 let v = self.pop()?;
-                self.stack.push(Value::String(shell_quote(&to_text(&v))));
+                let text = shell_quote(&to_text(&v));
+                self.charge(text.len() as u64)?;
+                self.stack.push(Value::String(text));
             }
             Op::Builtin(id, n) => {
                 let args = self.pop_n(n as usize)?;
@@ -270,6 +315,7 @@ impl<'b> Vm<'b> {
                     .get(id as usize)
                     .ok_or_else(|| fault("no such built-in"))?;
                 let v = f::call(b.name, &args).map_err(|e| self.located(e.to_string()))?;
+                self.charge(weight(&v))?;
                 self.stack.push(v);
             }
             Op::Call(callee, n) => {
@@ -286,13 +332,17 @@ impl<'b> Vm<'b> {
                 let r = self.pop()?;
                 self.stack.push(value_of(&r));
             }
+            Op::TextConst(_) | Op::TextLocal(_) | Op::TextValue => self.text(op)?,
             Op::KeepValue(i) => {
                 let v = value_of(self.top()?);
+                self.charge(weight(&v))?;
                 *self.local(i)? = v;
             }
             Op::Complete => {
                 let v = self.pop()?;
-                let mut r = complete(to_text(&v));
+                let text = to_text(&v);
+                self.charge(text.len() as u64)?;
+                let mut r = complete(text);
                 if !v.is_string() {
                     r["parsedContent"] = v;
                 }
@@ -456,6 +506,10 @@ impl<'b> Vm<'b> {
             .ok_or_else(|| fault("no such local"))
     }
 
+    pub(crate) fn frame_base(&self) -> Result<usize, Fault> {
+        Ok(self.frame()?.base)
+    }
+
     pub(crate) fn pop(&mut self) -> Result<Value, Fault> {
         let base = self.frame()?.base;
         if self.stack.len() <= base {
@@ -543,7 +597,7 @@ pub(crate) fn fault(message: &str) -> Value {
     )
 }
 
-fn const_value(c: &Const) -> Value {
+pub(crate) fn const_value(c: &Const) -> Value {
     match c {
         Const::Null => Value::Null,
         Const::Bool(b) => Value::Bool(*b),

@@ -84,6 +84,12 @@ pub enum Op {
     /// `[r] -> [r]`: `locals[i]` = the value of task result `r`, which stays on the
     /// stack; spares the copy of the whole result that `Dup, Value, Store` makes
     KeepValue(u16),
+    /// `[text] -> [text + constants[i]]`: appends a literal part, in place
+    TextConst(u32),
+    /// `[text] -> [text + text(locals[i])]`: appends a variable part, in place
+    TextLocal(u16),
+    /// `[text v] -> [text + text(v)]`: appends a computed part
+    TextValue,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,8 +124,8 @@ impl Op {
             Store(_) | Pop | JumpIfFalse(_) | JumpIfTrue(_) | Append(_) => (1, 0),
             Dup => (1, 2),
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn(_) | ReturnIfFailed
-            | ShellQuote | KeepValue(_) => (1, 1),
-            Compare(_) | IndexDyn | Script(_) => (2, 1),
+            | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) => (1, 1),
+            Compare(_) | IndexDyn | Script(_) | TextValue => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
             Concat(n) | MakeArray(n) | MakeObject(_, n) | Gather(n) => (n as usize, 1),
             Builtin(_, n) | Call(_, n) => (n as usize, 1),

@@ -27,4 +27,5 @@ pub mod runhost;
 pub mod script;
 mod session;
 pub mod subtask;
+mod text;
 pub mod verify;

@@ -17,7 +17,9 @@ pub struct Limits {
     pub tokens: u64,
     /// Wall-clock time of the whole run. Default 30 minutes.
     pub wall_time: Duration,
-    /// Instructions executed, a bound on pure computation. Default 10,000,000.
+    /// Instructions executed, a bound on pure computation. Copying or building a
+    /// value also counts one instruction per [`BYTES_PER_INSTRUCTION`] bytes, so this
+    /// bounds the memory a run can fill too. Default 10,000,000.
     pub instructions: u64,
 }
 
@@ -33,6 +35,57 @@ impl Default for Limits {
             instructions: 10_000_000,
         }
     }
+}
+
+/// What copying or building this many bytes of a value costs, in instructions.
+pub const BYTES_PER_INSTRUCTION: u64 = 64;
+
+/// About how many bytes a value takes: what copying it costs.
+pub fn weight(v: &serde_json::Value) -> u64 {
+    use serde_json::Value;
+    // Most values the machine copies are text: no walk, no allocation.
+    match v {
+        Value::String(s) => return 8 + s.len() as u64,
+        Value::Null | Value::Bool(_) | Value::Number(_) => return 8,
+        Value::Array(_) | Value::Object(_) => {}
+    }
+    let mut total = 0;
+    let mut todo = vec![v];
+    while let Some(v) = todo.pop() {
+        total += 8;
+        match v {
+            Value::String(s) => total += s.len() as u64,
+            Value::Array(items) => todo.extend(items),
+            Value::Object(fields) => {
+                for (k, v) in fields {
+                    total += k.len() as u64;
+                    todo.push(v);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    total
+}
+
+/// How deeply a value the machine builds may nest arrays and objects: deeper values
+/// could overflow the stack where they are copied, written out or dropped.
+pub const MAX_NESTING: usize = 512;
+
+/// How deeply `v` nests arrays and objects (0 for a scalar).
+pub fn nesting(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    let mut deepest = 0;
+    let mut todo = vec![(v, 0)];
+    while let Some((v, depth)) = todo.pop() {
+        deepest = deepest.max(depth);
+        match v {
+            Value::Array(items) => todo.extend(items.iter().map(|i| (i, depth + 1))),
+            Value::Object(fields) => todo.extend(fields.values().map(|f| (f, depth + 1))),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// What a run has used of its shared limits. Concurrent branches of one run share

@@ -70,13 +70,14 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
         }
     };
     match op {
-        Op::Const(i) => constant(i).map(|_| ()),
+        Op::Const(i) | Op::TextConst(i) => constant(i).map(|_| ()),
         Op::Load(i)
         | Op::Store(i)
         | Op::Append(i)
         | Op::Increment(i)
         | Op::AccumulateLocal(i, _)
-        | Op::KeepValue(i) => local(i),
+        | Op::KeepValue(i)
+        | Op::TextLocal(i) => local(i),
         Op::Field(i) | Op::CheckReturn(i) => string(i),
         Op::MakeObject(first, n) => {
             (0..u32::from(n)).try_for_each(|k| string(first.saturating_add(k)))

@@ -200,15 +200,7 @@ impl Gen<'_> {
             }
             ExprKind::And(a, b) => self.short_circuit(a, b, Op::JumpIfFalse),
             ExprKind::Or(a, b) => self.short_circuit(a, b, Op::JumpIfTrue),
-            ExprKind::Concat(parts) => {
-                for (p, quote) in parts {
-                    self.expr(p);
-                    if *quote {
-                        self.emit(Op::ShellQuote);
-                    }
-                }
-                self.emit(Op::Concat(parts.len() as u16));
-            }
+            ExprKind::Concat(parts) => self.text(parts),
             ExprKind::Builtin(id, args) => {
                 args.iter().for_each(|a| self.expr(a));
                 self.emit(Op::Builtin(*id, args.len() as u8));
@@ -233,6 +225,30 @@ impl Gen<'_> {
             ExprKind::Accumulated(l, full) => {
                 self.emit(Op::AccumulateLocal(*l, *full));
             }
+        }
+    }
+
+    /// Text built in place: literal and variable parts are appended where they are,
+    /// other parts are computed (and shell-quoted when asked) and then appended.
+    fn text(&mut self, parts: &[(Expr, bool)]) {
+        self.constant(Const::Str(String::new()));
+        for (p, quote) in parts {
+            self.at(p.span, |g| match (&p.kind, quote) {
+                (ExprKind::Str(s), false) => {
+                    let c = g.consts.add(Const::Str(s.clone()));
+                    g.emit(Op::TextConst(c));
+                }
+                (ExprKind::Local(l), false) => {
+                    g.emit(Op::TextLocal(*l));
+                }
+                _ => {
+                    g.expr_kind(&p.kind);
+                    if *quote {
+                        g.emit(Op::ShellQuote);
+                    }
+                    g.emit(Op::TextValue);
+                }
+            });
         }
     }
 
