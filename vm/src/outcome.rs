@@ -75,7 +75,11 @@ impl Accumulator {
         if self.dropped == 0 {
             return kept.to_string();
         }
-        format!("({} earlier steps left out)\n{kept}", self.dropped)
+        let note = format!("({} earlier steps left out)\n", self.dropped);
+        let mut out = String::with_capacity(note.len() + kept.len());
+        out.push_str(&note);
+        out.push_str(kept);
+        out
     }
 }
 

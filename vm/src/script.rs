@@ -1,6 +1,7 @@
 //! Scripts as real processes: `sh -c COMMAND` in its own process group, inputs in the
 //! environment (`TVM_INPUT_<NAME>`) and as a JSON object on stdin, output captured up
-//! to a cap, and the whole group killed when the timeout passes.
+//! to a cap, and the whole group killed when the script exits or its timeout passes.
+//! The providers' API keys are not passed on.
 
 use crate::host::{HostError, ScriptReply, ScriptRequest};
 use nix::sys::signal::{killpg, Signal};
@@ -48,6 +49,11 @@ impl ScriptRunner {
         if let Some(dir) = &self.workdir {
             cmd.current_dir(dir);
         }
+        // The providers' keys are tvm's, not the script's: a script printing its
+        // environment (`env`, a stack trace) would put them into the journal, the trace
+        // and the next prompt.
+        cmd.env_remove(crate::providers::openai::KEY_VAR)
+            .env_remove(crate::providers::anthropic::KEY_VAR);
         for (name, value) in &req.inputs {
             cmd.env(
                 format!("TVM_INPUT_{}", name.to_uppercase()),
@@ -69,8 +75,19 @@ impl ScriptRunner {
         };
         let out = capture(child.stdout.take(), self.max_output);
         let err = capture(child.stderr.take(), self.max_output);
+        let waited = async {
+            let status = child.wait().await;
+            // The script is done. What it left running in its group (`sleep 100 &`)
+            // would hold the output pipes open and keep the run waiting for the
+            // timeout, so it ends with the script. (While any of it lives, the group
+            // keeps the leader's id, so the id cannot name someone else's group.)
+            if let Some(pgid) = pgid {
+                let _ = killpg(pgid, Signal::SIGKILL);
+            }
+            status
+        };
         let work = async {
-            let ((), out, err, status) = tokio::join!(feed, out, err, child.wait());
+            let ((), out, err, status) = tokio::join!(feed, out, err, waited);
             (out, err, status)
         };
         match tokio::time::timeout(timeout, work).await {
@@ -126,9 +143,16 @@ struct Captured {
 }
 
 impl Captured {
-    fn into_text(self, stream: &str, cap: usize, notes: &mut Vec<String>) -> String {
+    fn into_text(mut self, stream: &str, cap: usize, notes: &mut Vec<String>) -> String {
         if self.total > cap {
             notes.push(format!("{stream} cut at {cap} of {} bytes", self.total));
+            // A cut inside a character leaves the start of one: that is the cut, not
+            // bytes that are not UTF-8, so it goes rather than becoming U+FFFD.
+            if let Err(e) = std::str::from_utf8(&self.bytes) {
+                if e.error_len().is_none() {
+                    self.bytes.truncate(e.valid_up_to());
+                }
+            }
         }
         match String::from_utf8(self.bytes) {
             Ok(s) => s,
