@@ -111,14 +111,14 @@ impl<'b> Vm<'b> {
             (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
                 self.budget
                     .spend(1, reply.input_tokens + reply.output_tokens);
-                let output = self
-                    .bundle
+                let bundle = self.bundle;
+                let output = bundle
                     .tasks
                     .get(session.task as usize)
-                    .map_or(Output::Text, |t| t.output.clone());
+                    .map_or(&Output::Text, |t| &t.output);
                 match self.continuation(session, &reply) {
                     Ok(true) => return,
-                    Ok(false) => llm_result(reply, &output),
+                    Ok(false) => llm_result(reply, output),
                     Err(failure) => failure,
                 }
             }

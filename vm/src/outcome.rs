@@ -206,21 +206,11 @@ pub fn check_return(r: Value, ty: &str) -> Value {
 }
 
 pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
-    let mut r = complete(reply.content.clone());
-    if !reply.context_files.is_empty() {
-        set_note(&mut r, "contextFiles", json!(reply.context_files));
-    }
-    if !reply.warnings.is_empty() {
-        set_note(&mut r, "warnings", json!(reply.warnings));
-    }
-    set_note(
-        &mut r,
-        "tokens",
-        json!({"input": reply.input_tokens, "output": reply.output_tokens}),
-    );
     let Output::Json(schema) = output else {
-        return r;
+        let notes = reply_notes(&reply);
+        return with_notes(complete(reply.content), notes);
     };
+    let mut r = with_notes(complete(reply.content.clone()), reply_notes(&reply));
     match (f::parse_json_text(&reply.content), schema) {
         (Ok(v), None) => r["parsedContent"] = v,
         (Ok(v), Some(ty)) => {
@@ -245,6 +235,27 @@ pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
                 json!({"expected": ty, "actual": "text", "content": reply.content, "parseError": e}),
             )
         }
+    }
+    r
+}
+
+/// The notes of a reply: the files put into its context, warnings, tokens.
+fn reply_notes(reply: &LlmReply) -> Vec<(&'static str, Value)> {
+    let mut notes = Vec::with_capacity(3);
+    if !reply.context_files.is_empty() {
+        notes.push(("contextFiles", json!(reply.context_files)));
+    }
+    if !reply.warnings.is_empty() {
+        notes.push(("warnings", json!(reply.warnings)));
+    }
+    let tokens = json!({"input": reply.input_tokens, "output": reply.output_tokens});
+    notes.push(("tokens", tokens));
+    notes
+}
+
+fn with_notes(mut r: Value, notes: Vec<(&'static str, Value)>) -> Value {
+    for (key, v) in notes {
+        set_note(&mut r, key, v);
     }
     r
 }
