@@ -9,9 +9,9 @@ mod workloads;
 
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use std::hint::black_box;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tv_vm::bundle::Bundle;
-use std::sync::Mutex;
 use tv_vm::driver::{self, Blocking};
 use tv_vm::host::{EchoHost, Host};
 use tv_vm::interp::{Step, Vm};
@@ -48,7 +48,8 @@ fn run(bundle: &Bundle, function: u32) -> serde_json::Value {
 /// The same run through the async driver, on a single-threaded tokio runtime.
 fn run_driven(rt: &tokio::runtime::Runtime, bundle: &Bundle, function: u32) -> serde_json::Value {
     let host = Blocking(Mutex::new(EchoHost));
-    rt.block_on(driver::run(bundle, function, vec![], limits(), &host)).0
+    rt.block_on(driver::run(bundle, function, vec![], limits(), &host))
+        .0
 }
 
 /// Lengths measured with criterion; the 10,000-step run is timed by criterion too when
