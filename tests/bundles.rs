@@ -160,7 +160,30 @@ fn random_bytes_with_a_valid_header_are_refused() {
     }
 }
 
+/// Bundles kept from fuzzing (`*.bin`): each once broke the reader or the machine.
+#[test]
+fn every_bundle_kept_from_fuzzing_is_refused_or_runs_to_its_end() {
+    let dir = "tests/fixtures/bundles";
+    let mut kept: Vec<_> = std::fs::read_dir(dir)
+        .expect(dir)
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+        .collect();
+    kept.sort();
+    assert!(!kept.is_empty(), "no bundles in {dir}");
+    for path in kept {
+        let bytes = std::fs::read(&path).expect("bundle");
+        if let Ok(b) = Bundle::from_bytes(&bytes) {
+            run_every_entry_within(&b, 100_000);
+        }
+    }
+}
+
 fn run_every_entry(b: &Bundle) {
+    run_every_entry_within(b, 10_000);
+}
+
+fn run_every_entry_within(b: &Bundle, instructions: u64) {
     let host = tv_vm::driver::Blocking(Mutex::new(tv_vm::host::EchoHost));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -172,7 +195,7 @@ fn run_every_entry(b: &Bundle) {
             .get(e.function as usize)
             .map_or(0, |f| f.params.len());
         let limits = Limits {
-            instructions: 10_000,
+            instructions,
             ..Limits::default()
         };
         rt.block_on(tv_vm::driver::run(

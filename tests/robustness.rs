@@ -196,6 +196,20 @@ fn nesting_far_past_the_limit_is_reported_once_without_overflowing_the_stack() {
 }
 
 #[test]
+fn a_type_nested_a_million_arrays_deep_is_refused_without_overflowing_the_stack() {
+    let src = format!(
+        "<template name=\"t\" params=\"a:string{}\"><task><instructions>{{{{a}}}}</instructions></task></template>",
+        "[]".repeat(1_000_000)
+    );
+    let c = driver::check_texts([("deep-type.xml", src.as_str())]);
+    assert_eq!(c.diags.error_count(), 1);
+    assert!(c
+        .diags
+        .iter()
+        .any(|d| d.message.contains("unknown parameter type")));
+}
+
+#[test]
 fn non_utf8_bytes_are_reported_at_their_line_and_column() {
     let c = driver::check_bytes(
         "latin1.xml",

@@ -14,29 +14,42 @@ pub enum Type {
     Array(Box<Type>),
 }
 
+/// How deeply the arrays of a written type may nest (`string[][]` is 2).
+pub const MAX_ARRAY_NESTING: usize = 32;
+
 /// The names a type may be written with, for "expected one of" messages.
 pub const TYPE_NAMES: &str = "string, number, boolean, null, object, array (or []), any, or T[]";
 
 impl Type {
-    /// Parses a type as written in `params`, `returns` or `schema`.
+    /// Parses a type as written in `params`, `returns` or `schema`. Arrays nest at
+    /// most [`MAX_ARRAY_NESTING`] deep: what walks a type recurses once per level.
     pub fn parse(s: &str) -> Option<Type> {
-        let s = s.trim();
-        if s == "[]" {
-            return Some(Type::Array(Box::new(Type::Any)));
+        let mut s = s.trim();
+        let mut arrays = 0;
+        while s != "[]" {
+            let Some(inner) = s.strip_suffix("[]") else {
+                break;
+            };
+            arrays += 1;
+            s = inner.trim();
         }
-        if let Some(inner) = s.strip_suffix("[]") {
-            return Type::parse(inner).map(|t| Type::Array(Box::new(t)));
+        if arrays > MAX_ARRAY_NESTING {
+            return None;
         }
-        Some(match s {
+        let mut t = match s {
             "any" => Type::Any,
             "string" => Type::String,
             "number" => Type::Number,
             "boolean" => Type::Boolean,
             "null" => Type::Null,
             "object" => Type::Object,
-            "array" => Type::Array(Box::new(Type::Any)),
+            "array" | "[]" => Type::Array(Box::new(Type::Any)),
             _ => return None,
-        })
+        };
+        for _ in 0..arrays {
+            t = Type::Array(Box::new(t));
+        }
+        Some(t)
     }
 
     /// Whether a value of type `self` may be used where `to` is expected.
@@ -96,6 +109,19 @@ mod tests {
         assert_eq!(Type::parse("string[][]").unwrap().to_string(), "string[][]");
         assert_eq!(Type::parse("strng"), None);
         assert_eq!(Type::parse("[]x"), None);
+        assert_eq!(
+            Type::parse(" string [] []").unwrap().to_string(),
+            "string[][]"
+        );
+        assert_eq!(Type::parse("[][]").unwrap().to_string(), "array[]");
+    }
+
+    #[test]
+    fn arrays_nested_past_the_limit_are_refused_without_recursing() {
+        let deep = |n: usize| format!("string{}", "[]".repeat(n));
+        assert!(Type::parse(&deep(MAX_ARRAY_NESTING)).is_some());
+        assert_eq!(Type::parse(&deep(MAX_ARRAY_NESTING + 1)), None);
+        assert_eq!(Type::parse(&deep(1_000_000)), None);
     }
 
     #[test]

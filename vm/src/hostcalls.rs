@@ -50,6 +50,9 @@ impl<'b> Vm<'b> {
         let context = into_text(self.pop()?);
         let prompt = into_text(self.pop()?);
         let system = into_text(self.pop()?);
+        // The host may hand the text back (an echo, a model quoting its prompt), so
+        // building it counts like building any value.
+        self.charge((context.len() + prompt.len() + system.len()) as u64)?;
         self.ask(Session {
             task,
             system,
@@ -95,6 +98,7 @@ impl<'b> Vm<'b> {
             _ => Map::new(),
         };
         let command = to_text(&self.pop()?);
+        self.charge(command.len() as u64)?;
         let meta = self.task(task)?;
         self.waiting = Some(Waiting::Script);
         Ok(Step::Host(Box::new(HostRequest::Script(ScriptRequest {

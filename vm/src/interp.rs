@@ -131,13 +131,19 @@ impl<'b> Vm<'b> {
                 "the machine was run again before its host call was answered",
             ));
         }
-        loop {
+        // The branches of a run share its instruction budget: this machine goes on
+        // from what all of them have spent so far.
+        let start = self.budget.instructions();
+        self.instructions = start;
+        let step = loop {
             match self.step() {
                 Ok(None) => {}
-                Ok(Some(step)) => return step,
-                Err(fault) => return self.finish(fault),
+                Ok(Some(step)) => break step,
+                Err(fault) => break self.finish(fault),
             }
-        }
+        };
+        self.budget.add_instructions(self.instructions - start);
+        step
     }
 
     fn finish(&mut self, r: Value) -> Step {
@@ -399,11 +405,14 @@ impl<'b> Vm<'b> {
                     }
                 };
                 let text = fr.accumulators[slot].1.update(results, full);
+                self.charge(text.len() as u64)?;
                 self.stack.push(Value::String(text));
             }
             Op::Accumulate(full) => {
                 let results = self.pop()?;
-                self.stack.push(Value::String(accumulate(&results, full)));
+                let text = accumulate(&results, full);
+                self.charge(text.len() as u64)?;
+                self.stack.push(Value::String(text));
             }
             Op::FailSequence(step, total) => {
                 let failed = self.pop()?;

@@ -17,9 +17,10 @@ pub struct Limits {
     pub tokens: u64,
     /// Wall-clock time of the whole run. Default 30 minutes.
     pub wall_time: Duration,
-    /// Instructions executed, a bound on pure computation. Copying or building a
-    /// value also counts one instruction per [`BYTES_PER_INSTRUCTION`] bytes, so this
-    /// bounds the memory a run can fill too. Default 10,000,000.
+    /// Instructions executed by the run, its concurrent branches included: a bound
+    /// on pure computation. Copying or building a value also counts one instruction
+    /// per [`BYTES_PER_INSTRUCTION`] bytes, so this bounds the memory a run can fill
+    /// too. Default 10,000,000.
     pub instructions: u64,
 }
 
@@ -43,16 +44,19 @@ pub const BYTES_PER_INSTRUCTION: u64 = 64;
 /// About how many bytes a value takes: what copying it costs.
 pub fn weight(v: &serde_json::Value) -> u64 {
     use serde_json::Value;
+    // Every value takes this much besides its text, which for deeply copied arrays
+    // and objects is most of what they take.
+    const NODE: u64 = std::mem::size_of::<Value>() as u64;
     // Most values the machine copies are text: no walk, no allocation.
     match v {
-        Value::String(s) => return 8 + s.len() as u64,
-        Value::Null | Value::Bool(_) | Value::Number(_) => return 8,
+        Value::String(s) => return NODE + s.len() as u64,
+        Value::Null | Value::Bool(_) | Value::Number(_) => return NODE,
         Value::Array(_) | Value::Object(_) => {}
     }
     let mut total = 0;
     let mut todo = vec![v];
     while let Some(v) = todo.pop() {
-        total += 8;
+        total += NODE;
         match v {
             Value::String(s) => total += s.len() as u64,
             Value::Array(items) => todo.extend(items),
@@ -93,11 +97,20 @@ pub fn nesting(v: &serde_json::Value) -> usize {
 #[derive(Debug, Default)]
 pub struct Budget {
     iterations: AtomicU64,
+    instructions: AtomicU64,
     turns: AtomicU64,
     tokens: AtomicU64,
 }
 
 impl Budget {
+    pub fn instructions(&self) -> u64 {
+        self.instructions.load(Ordering::SeqCst)
+    }
+
+    pub fn add_instructions(&self, n: u64) {
+        self.instructions.fetch_add(n, Ordering::SeqCst);
+    }
+
     pub fn iterations(&self) -> u64 {
         self.iterations.load(Ordering::SeqCst)
     }

@@ -19,8 +19,8 @@ impl Vm<'_> {
                     .constants
                     .get(c as usize)
                     .ok_or_else(|| fault("no such constant"))?;
+                let before = text_len(&self.stack, base);
                 let text = top_text(&mut self.stack, base)?;
-                let before = text.len();
                 match part {
                     Const::Str(s) => text.push_str(s),
                     other => push_text(text, &const_value(other)),
@@ -33,20 +33,29 @@ impl Vm<'_> {
                     .locals
                     .get(i as usize)
                     .ok_or_else(|| fault("no such local"))?;
+                let before = text_len(&self.stack, base);
                 let text = top_text(&mut self.stack, base)?;
-                let before = text.len();
                 push_text(text, part);
                 text.len() - before
             }
             _ => {
                 let part = self.pop()?;
+                let before = text_len(&self.stack, base);
                 let text = top_text(&mut self.stack, base)?;
-                let before = text.len();
                 push_text(text, &part);
                 text.len() - before
             }
         };
         self.charge(appended as u64)
+    }
+}
+
+/// The length of the text on top of the stack, where a value that is not yet text
+/// counts as none: writing it out is charged like appending it.
+fn text_len(stack: &[Value], base: usize) -> usize {
+    match stack.get(base..).and_then(<[Value]>::last) {
+        Some(Value::String(s)) => s.len(),
+        _ => 0,
     }
 }
 

@@ -1,0 +1,15 @@
+//! Generated programs that verify, run to their end with a scripted host whose
+//! replies come from the input, under small limits: never a panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|program: tv_fuzz::Program| {
+    let bundle = program.bundle();
+    if tv_vm::verify::verify(&bundle).is_err() {
+        return;
+    }
+    let bundle = tv_fuzz::assert_round_trip(&bundle);
+    let _ = tv_vm::disasm::disassemble(&bundle);
+    tv_fuzz::run_every_entry(&bundle, &program.args(), &mut program.host());
+});

@@ -1,0 +1,256 @@
+//! The `vm` fuzz target in small: random instruction sequences, repaired so that
+//! nearly all of them verify, run to their end with a scripted host whose replies are
+//! random too, under small limits. Nothing may panic.
+
+use proptest::prelude::*;
+use serde_json::json;
+use std::sync::Arc;
+use tv_stdlib::builtins::BUILTINS;
+use tv_tests::{run_with, scripted};
+use tv_vm::bundle::{Bundle, Const, Entry, Function, Loc, Output, Param, TaskMeta};
+use tv_vm::isa::{CmpOp, Op};
+use tv_vm::limits::Limits;
+
+/// Function `i` takes `i` parameters and has `LOCALS` locals.
+const FUNCTIONS: usize = 3;
+const LOCALS: u16 = 4;
+/// The first of the constants that are function numbers, then the first string.
+const FUNCTION_NUMBERS: u32 = 3;
+const FIRST_STRING: u32 = 7;
+
+fn constants() -> Vec<Const> {
+    let mut c = vec![Const::Null, Const::Bool(true), Const::Bool(false)];
+    c.extend((0..FUNCTIONS).map(|f| Const::Num(f as f64)));
+    c.push(Const::Num(2.5));
+    for s in ["content", "status", "object", "string[]", "x", "it's"] {
+        c.push(Const::Str(s.into()));
+    }
+    c
+}
+
+/// An instruction, or a `Gather` of well-formed calls to function `.1`.
+#[derive(Clone, Copy, Debug)]
+enum Piece {
+    Op(Op),
+    Gather(u8, u8),
+}
+
+fn cmp_op() -> impl Strategy<Value = CmpOp> {
+    prop_oneof![
+        Just(CmpOp::Eq),
+        Just(CmpOp::Ne),
+        Just(CmpOp::Lt),
+        Just(CmpOp::Ge)
+    ]
+}
+
+fn piece() -> BoxedStrategy<Piece> {
+    let n = constants().len() as u32;
+    let strings = FIRST_STRING..n;
+    let ops = prop_oneof![
+        (0..n).prop_map(Op::Const),
+        (0..LOCALS).prop_map(Op::Load),
+        (0..LOCALS).prop_map(Op::Store),
+        (0..LOCALS).prop_map(Op::Append),
+        (0..LOCALS).prop_map(Op::Increment),
+        (0..LOCALS).prop_map(Op::KeepValue),
+        (0..LOCALS).prop_map(Op::TextLocal),
+        (0..n).prop_map(Op::TextConst),
+        (0..LOCALS, any::<bool>()).prop_map(|(i, f)| Op::AccumulateLocal(i, f)),
+        strings.clone().prop_map(Op::Field),
+        strings.clone().prop_map(Op::CheckReturn),
+        (strings, 0u16..3).prop_map(|(s, k)| Op::MakeObject(s, k)),
+        (0u32..4).prop_map(Op::Index),
+        cmp_op().prop_map(Op::Compare),
+        (0u16..4).prop_map(Op::Concat),
+        (0u16..4).prop_map(Op::MakeArray),
+        (0u32..64).prop_map(Op::Jump),
+        (0u32..64).prop_map(Op::JumpIfFalse),
+        (0u32..64).prop_map(Op::JumpIfTrue),
+        (0u32..64).prop_map(Op::JumpIfFailed),
+        (0..BUILTINS.len() as u16, any::<u8>()).prop_map(|(b, n)| {
+            let b_ = &BUILTINS[b as usize];
+            let spread = b_.max_arity() - b_.min_arity() + 1;
+            Op::Builtin(b, (b_.min_arity() + n as usize % spread) as u8)
+        }),
+        (0..FUNCTIONS as u32).prop_map(|f| Op::Call(f, f as u8)),
+        (0u32..2).prop_map(Op::Atomic),
+        (0u32..2).prop_map(Op::Script),
+        (0u16..3, 0u16..3).prop_map(|(s, t)| Op::FailSequence(s, t)),
+        any::<bool>().prop_map(Op::Accumulate),
+        prop::sample::select(vec![
+            Op::Pop,
+            Op::Dup,
+            Op::Not,
+            Op::IndexDyn,
+            Op::Return,
+            Op::ReturnIfFailed,
+            Op::Value,
+            Op::Complete,
+            Op::ShellQuote,
+            Op::LoopGuard,
+            Op::FailReduce,
+            Op::TextValue,
+        ]),
+    ];
+    prop_oneof![
+        10 => ops.prop_map(Piece::Op),
+        1 => (1u8..4, 0..FUNCTIONS as u8).prop_map(|(n, f)| Piece::Gather(n, f)),
+    ]
+    .boxed()
+}
+
+/// Straight-line code and the stack depth before each instruction.
+#[derive(Default)]
+struct Code {
+    ops: Vec<Op>,
+    depth: Vec<usize>,
+    d: usize,
+}
+
+impl Code {
+    /// Appends `op` after as many constants as it needs to find on the stack.
+    fn emit(&mut self, op: Op) {
+        // `Return` takes one value; what follows it is reached only by jumps.
+        let (pops, pushes) = op.stack_effect().unwrap_or((1, 0));
+        while self.d < pops {
+            self.ops.push(Op::Const(1 + self.ops.len() as u32 % 2));
+            self.depth.push(self.d);
+            self.d += 1;
+        }
+        self.ops.push(op);
+        self.depth.push(self.d);
+        self.d = self.d - pops + pushes;
+    }
+}
+
+/// Code whose stack never runs short, ending in `Return`, with every jump aimed at
+/// an instruction where the stack is as deep as after the jump.
+fn balanced(pieces: &[Piece]) -> Vec<Op> {
+    let mut c = Code::default();
+    for p in pieces {
+        match *p {
+            Piece::Op(op) => c.emit(op),
+            Piece::Gather(n, f) => {
+                for k in 0..n {
+                    let f = (f + k) as u32 % FUNCTIONS as u32;
+                    c.emit(Op::Const(FUNCTION_NUMBERS + f));
+                    (0..f).for_each(|a| c.emit(Op::Const(FIRST_STRING + a)));
+                    c.emit(Op::MakeArray(1 + f as u16));
+                }
+                c.emit(Op::Gather(n.into()));
+            }
+        }
+    }
+    if c.d == 0 {
+        c.emit(Op::Const(0));
+    }
+    c.emit(Op::Return);
+    let Code { mut ops, depth, .. } = c;
+    for pc in 0..ops.len() {
+        let Some(choice) = ops[pc].target() else {
+            continue;
+        };
+        let (pops, pushes) = ops[pc].stack_effect().unwrap_or((0, 0));
+        let after = depth[pc] - pops + pushes;
+        // Control falls through to `pc + 1`, so there is always one that fits.
+        let fits: Vec<usize> = (0..ops.len()).filter(|&t| depth[t] == after).collect();
+        let t = fits[choice as usize % fits.len()] as u32;
+        ops[pc] = match ops[pc] {
+            Op::Jump(_) => Op::Jump(t),
+            Op::JumpIfFalse(_) => Op::JumpIfFalse(t),
+            Op::JumpIfTrue(_) => Op::JumpIfTrue(t),
+            Op::JumpIfFailed(_) => Op::JumpIfFailed(t),
+            op => op,
+        };
+    }
+    ops
+}
+
+fn bundle(functions: Vec<Vec<Piece>>) -> Bundle {
+    let functions = functions
+        .iter()
+        .enumerate()
+        .map(|(i, pieces)| {
+            let code = balanced(pieces);
+            Function {
+                name: format!("f{i}"),
+                params: (0..i)
+                    .map(|p| Param {
+                        name: format!("p{p}"),
+                        ty: "any".into(),
+                    })
+                    .collect(),
+                locals: LOCALS,
+                lines: vec![Loc::default(); code.len()],
+                code,
+                returns: ["any", "object", "string"][i % 3].into(),
+                matchable: None,
+            }
+        })
+        .collect();
+    let mut json = TaskMeta::named("json");
+    json.output = Output::Json(Some("object".into()));
+    Bundle {
+        compiler_version: "proptest".into(),
+        constants: constants(),
+        functions,
+        tasks: vec![Arc::new(TaskMeta::named("text")), Arc::new(json)],
+        entries: (0..FUNCTIONS)
+            .map(|i| Entry {
+                name: format!("f{i}"),
+                function: i as u32,
+            })
+            .collect(),
+        files: vec!["proptest.xml".into()],
+    }
+}
+
+/// What the model says: text, JSON, JSON cut short, or a request for a subtask.
+fn reply() -> impl Strategy<Value = String> {
+    prop_oneof![
+        ".{0,24}",
+        (any::<i32>(), "[a-z]{0,8}").prop_map(|(n, s)| json!({"n": n, "s": s}).to_string()),
+        (0usize..12).prop_map(|cut| r#"{"answer": [1, 2, {"x": "#.chars().take(cut).collect()),
+        "[a-z ]{0,16}".prop_map(|d| {
+            json!({"status": "CONTINUATION", "subtask_request":
+                {"type": "atomic", "description": d, "inputs": {"p0": d}, "template_hints": ["f1"]}})
+            .to_string()
+        }),
+    ]
+}
+
+fn small_limits() -> Limits {
+    Limits {
+        call_depth: 6,
+        subtask_depth: 2,
+        loop_iterations: 10,
+        turns: 16,
+        instructions: 2_000,
+        ..Limits::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_programs_that_verify_run_to_their_end_without_panicking(
+        functions in prop::collection::vec(prop::collection::vec(piece(), 0..40), FUNCTIONS),
+        replies in prop::collection::vec(reply(), 1..6),
+        arg in prop_oneof![Just(json!(null)), Just(json!("text")), Just(json!({"content": [1, 2]}))],
+    ) {
+        let b = bundle(functions);
+        prop_assume!(tv_vm::verify::verify(&b).is_ok());
+        let back = Bundle::from_bytes(&b.to_bytes()).expect("a verified bundle loads back");
+        let mut turn = 0;
+        let mut host = scripted(|_| {
+            turn += 1;
+            replies[turn % replies.len()].clone()
+        });
+        for i in 0..FUNCTIONS {
+            let args = json!({"p0": arg, "p1": arg});
+            run_with(&back, &format!("f{i}"), args, small_limits(), &mut host);
+        }
+    }
+}
