@@ -2,30 +2,21 @@
 //! points, then `tvm resume`, against an OpenAI-compatible server on 127.0.0.1 that
 //! keeps every request it was sent.
 
+#[path = "support/files.rs"]
+mod files;
 #[path = "support/http.rs"]
 mod http;
 
+use files::{golden, runtime, scratch};
 use http::{Reply, Request, Server};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const KEY: &str = "sk-journal-test-key-0123456789";
-
-fn golden(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/golden/{name}.bin"))
-}
-
-/// A fresh folder for one scenario.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tvm-journal-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    dir
-}
 
 fn tvm(args: &[&str], server: &Server) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tvm"));
@@ -83,14 +74,6 @@ async fn model_server(delay: Duration, arrived: Arc<AtomicUsize>) -> Server {
     .await
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 const DIGEST: [&str; 5] = [
     "--arg",
     "service=payments",
@@ -144,7 +127,7 @@ fn kill(mut child: Child) {
 /// Runs the digest, kills it at `at`, resumes it, and checks the result against an
 /// uninterrupted run and that no call the journal held was made again.
 fn kill_and_resume(rt: &tokio::runtime::Runtime, at: KillAt, expected: &str) {
-    let dir = scratch(&format!("{at:?}").replace(['(', ')'], ""));
+    let dir = scratch("journal", &format!("{at:?}").replace(['(', ')'], ""));
     let journal = dir.join("run.jsonl");
     let arrived = Arc::new(AtomicUsize::new(0));
     let server = rt.block_on(model_server(Duration::from_millis(15), arrived.clone()));
@@ -216,7 +199,7 @@ fn a_run_killed_at_any_point_resumes_to_the_same_result_without_repeating_a_fini
 fn a_script_cut_off_by_the_kill_runs_again_only_when_asked() {
     let rt = runtime();
     let server = rt.block_on(model_server(Duration::ZERO, Arc::default()));
-    let dir = scratch("script");
+    let dir = scratch("journal", "script");
     let journal = dir.join("run.jsonl");
     let bundle = golden("script_between_llm_steps");
     let args = [
@@ -278,7 +261,7 @@ fn a_script_cut_off_by_the_kill_runs_again_only_when_asked() {
 fn a_journal_is_refused_with_another_bundle_and_an_existing_journal_is_not_overwritten() {
     let rt = runtime();
     let server = rt.block_on(model_server(Duration::ZERO, Arc::default()));
-    let dir = scratch("mismatch");
+    let dir = scratch("journal", "mismatch");
     let journal = dir.join("run.jsonl");
     let bundle = golden("incident_digest");
     let mut args = vec!["run", bundle.to_str().expect("path")];
@@ -315,7 +298,7 @@ fn a_journal_is_refused_with_another_bundle_and_an_existing_journal_is_not_overw
 fn a_torn_last_line_is_dropped_and_the_run_finishes() {
     let rt = runtime();
     let server = rt.block_on(model_server(Duration::ZERO, Arc::default()));
-    let dir = scratch("torn");
+    let dir = scratch("journal", "torn");
     let journal = dir.join("run.jsonl");
     let bundle = golden("incident_digest");
     let mut args = vec!["run", bundle.to_str().expect("path")];

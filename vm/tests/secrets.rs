@@ -5,9 +5,12 @@
 //! stdout or stderr of `tvm`, the `Debug` text of the settings, adapters, requests and
 //! replies, or what a script can see of its environment.
 
+#[path = "support/files.rs"]
+mod files;
 #[path = "support/http.rs"]
 mod http;
 
+use files::{golden, runtime, scratch};
 use http::{Reply, Request, Server};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -23,26 +26,6 @@ use tv_vm::script::ScriptRunner;
 
 const OPENAI_KEY: &str = "sk-secret-scan-0123456789abcdef";
 const ANTHROPIC_KEY: &str = "sk-ant-secret-scan-fedcba9876543210";
-
-fn golden(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/golden/{name}.bin"))
-}
-
-/// A fresh folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tvm-secrets-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    dir
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 /// Everything a run left behind, by name, to be scanned for the keys.
 #[derive(Default)]
@@ -165,7 +148,7 @@ fn bodies(server: &Server) -> String {
 fn refused_then_resumed(name: &str, bundle: &Path, args: &[&str], refuse: usize, key: &str) {
     let rt = runtime();
     let server = rt.block_on(model(Some(refuse)));
-    let dir = scratch(name);
+    let dir = scratch("secrets", name);
     let path = |f: &str| dir.join(f).display().to_string();
     let (journal, trace, cassette) = (path("run.jsonl"), path("trace.jsonl"), path("rec.jsonl"));
     let mut run = vec!["run", bundle.to_str().expect("path")];
@@ -249,7 +232,7 @@ fn a_server_that_cannot_be_reached_leaves_no_key_in_the_error_or_the_files() {
         .expect("a free port")
         .port();
     let url = format!("http://127.0.0.1:{port}");
-    let dir = scratch("unreachable");
+    let dir = scratch("secrets", "unreachable");
     let path = |f: &str| dir.join(f).display().to_string();
     let (journal, trace, cassette) = (path("run.jsonl"), path("trace.jsonl"), path("rec.jsonl"));
     let bundle = golden("code_review");
@@ -288,7 +271,7 @@ fn a_server_that_cannot_be_reached_leaves_no_key_in_the_error_or_the_files() {
 fn a_bad_argument_or_a_damaged_bundle_is_refused_before_any_call_and_without_a_key() {
     let rt = runtime();
     let server = rt.block_on(model(None));
-    let dir = scratch("refused");
+    let dir = scratch("secrets", "refused");
     let review = golden("code_review");
     let mut cut = std::fs::read(golden("incident_digest")).expect("golden");
     cut.truncate(cut.len() / 2);
@@ -444,7 +427,7 @@ fn env_printing_bundle(dir: &Path) -> PathBuf {
 fn a_script_does_not_see_the_api_keys_so_its_output_cannot_carry_them() {
     let rt = runtime();
     let server = rt.block_on(model(None));
-    let dir = scratch("env");
+    let dir = scratch("secrets", "env");
     let bundle = env_printing_bundle(&dir);
     let journal = dir.join("run.jsonl").display().to_string();
     let trace = dir.join("trace.jsonl").display().to_string();
