@@ -68,10 +68,10 @@ fn piece() -> BoxedStrategy<Piece> {
         (0u32..64).prop_map(Op::JumpIfFalse),
         (0u32..64).prop_map(Op::JumpIfTrue),
         (0u32..64).prop_map(Op::JumpIfFailed),
-        (0..BUILTINS.len() as u16, any::<u8>()).prop_map(|(b, n)| {
-            let b_ = &BUILTINS[b as usize];
-            let spread = b_.max_arity() - b_.min_arity() + 1;
-            Op::Builtin(b, (b_.min_arity() + n as usize % spread) as u8)
+        (0..BUILTINS.len() as u16, any::<u8>()).prop_map(|(id, n)| {
+            let b = &BUILTINS[id as usize];
+            let spread = b.max_arity() - b.min_arity() + 1;
+            Op::Builtin(id, (b.min_arity() + n as usize % spread) as u8)
         }),
         (0..FUNCTIONS as u32).prop_map(|f| Op::Call(f, f as u8)),
         (0u32..2).prop_map(Op::Atomic),

@@ -1,5 +1,6 @@
 //! Turns a crash of the `bundle` or `vm` target into a bundle file for
-//! `tests/fixtures/bundles/`: `cargo run --example keep -- <bundle|vm> <artifact> <out.bin>`.
+//! `tests/fixtures/bundles/`:
+//! `cargo +nightly run --release --example keep -- <bundle|vm> <artifact> <out.bin>`.
 
 use arbitrary::{Arbitrary, Unstructured};
 
