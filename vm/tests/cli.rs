@@ -1,15 +1,16 @@
 //! `tvm` as a user runs it: exit codes and messages, on the checked-in golden bundle.
 
+#[path = "support/files.rs"]
+mod files;
 #[path = "support/http.rs"]
 mod http;
 
 use http::{Reply, Server};
 use serde_json::json;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 fn golden() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/code_review.bin")
+    files::golden("code_review")
 }
 
 /// A runtime whose worker serves the test server while `tvm` runs as a child process.
@@ -26,18 +27,7 @@ fn tvm(args: &[&str]) -> (i32, String, String) {
 }
 
 fn tvm_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tvm"));
-    cmd.args(args);
-    for k in [
-        "TVM_PROVIDER",
-        "TVM_MODEL",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-    ] {
-        cmd.env_remove(k);
-    }
+    let mut cmd = files::tvm(args);
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -19,19 +19,9 @@ use std::time::{Duration, Instant};
 const KEY: &str = "sk-journal-test-key-0123456789";
 
 fn tvm(args: &[&str], server: &Server) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tvm"));
-    cmd.args(args);
-    for k in [
-        "TVM_PROVIDER",
-        "TVM_MODEL",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-    ] {
-        cmd.env_remove(k);
-    }
+    let mut cmd = files::tvm(args);
     cmd.env("OPENAI_BASE_URL", server.url())
-        .env("OPENAI_API_KEY", KEY)
-        .stdin(Stdio::null());
+        .env("OPENAI_API_KEY", KEY);
     cmd
 }
 

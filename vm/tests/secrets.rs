@@ -14,7 +14,7 @@ use files::{golden, runtime, scratch};
 use http::{Reply, Request, Server};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use tv_vm::bundle::{Bundle, Const};
 use tv_vm::driver::AsyncHost;
@@ -64,17 +64,12 @@ impl Scan {
 
 /// `tvm` with both keys in its environment and both providers pointed at `url`.
 fn tvm(args: &[&str], url: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tvm"));
-    cmd.args(args);
-    for k in ["TVM_PROVIDER", "TVM_MODEL"] {
-        cmd.env_remove(k);
-    }
+    let mut cmd = files::tvm(args);
     cmd.env("OPENAI_API_KEY", OPENAI_KEY)
         .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
         .env("OPENAI_BASE_URL", url)
         .env("ANTHROPIC_BASE_URL", url)
-        .env("TVM_SECRETS_MARKER", "visible")
-        .stdin(Stdio::null());
+        .env("TVM_SECRETS_MARKER", "visible");
     cmd
 }
 

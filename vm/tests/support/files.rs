@@ -26,3 +26,21 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .build()
         .expect("runtime")
 }
+
+/// `tvm` with `args`, nothing on stdin, and none of the provider settings of the
+/// environment the tests run in: each test sets what it needs.
+pub fn tvm(args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tvm"));
+    cmd.args(args).stdin(std::process::Stdio::null());
+    for k in [
+        "TVM_PROVIDER",
+        "TVM_MODEL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd
+}
