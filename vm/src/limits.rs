@@ -76,20 +76,23 @@ pub fn weight(v: &serde_json::Value) -> u64 {
 /// could overflow the stack where they are copied, written out or dropped.
 pub const MAX_NESTING: usize = 512;
 
-/// How deeply `v` nests arrays and objects (0 for a scalar).
+/// How deeply `v` nests arrays and objects (0 for a scalar), counted no further than
+/// one level past [`MAX_NESTING`]. It runs after every instruction that wraps a value,
+/// so it allocates nothing; the cut-off bounds its recursion.
 pub fn nesting(v: &serde_json::Value) -> usize {
-    use serde_json::Value;
-    let mut deepest = 0;
-    let mut todo = vec![(v, 0)];
-    while let Some((v, depth)) = todo.pop() {
-        deepest = deepest.max(depth);
-        match v {
-            Value::Array(items) => todo.extend(items.iter().map(|i| (i, depth + 1))),
-            Value::Object(fields) => todo.extend(fields.values().map(|f| (f, depth + 1))),
-            _ => {}
+    fn below(v: &serde_json::Value, depth: usize) -> usize {
+        use serde_json::Value;
+        if depth > MAX_NESTING {
+            return depth;
         }
+        match v {
+            Value::Array(items) => items.iter().map(|i| below(i, depth + 1)).max(),
+            Value::Object(fields) => fields.values().map(|f| below(f, depth + 1)).max(),
+            _ => None,
+        }
+        .unwrap_or(depth)
     }
-    deepest
+    below(v, 0)
 }
 
 /// What a run has used of its shared limits. Concurrent branches of one run share
