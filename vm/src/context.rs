@@ -89,6 +89,13 @@ impl Assembler {
             FilePaths::Description(d) => (Vec::new(), Some(d.as_str())),
         };
         let search = self.search_for(req, description, &mut warnings);
+        if paths.is_empty() && (search.is_none() || self.workspace.is_none()) {
+            // Most tasks read no file: no thread is started for them.
+            return Assembled {
+                warnings,
+                ..Assembled::default()
+            };
+        }
         let this = self.clone();
         // Walking a workspace is blocking file I/O: keep it off the async threads.
         let mut out = tokio::task::spawn_blocking(move || this.collect(&paths, search))

@@ -91,7 +91,10 @@ impl Progress {
             ProgressStyle::with_template("{spinner} {elapsed} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
-        bar.enable_steady_tick(Duration::from_millis(120));
+        // The ticker is a thread of its own; nobody sees it when stderr is not a terminal.
+        if !bar.is_hidden() {
+            bar.enable_steady_tick(Duration::from_millis(120));
+        }
         Progress {
             bar,
             done: AtomicU64::new(0),

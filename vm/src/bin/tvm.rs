@@ -297,7 +297,7 @@ fn execute(
     host: &RunHost,
     journal: Option<&Journal>,
 ) -> Result<ExitCode, String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
