@@ -58,6 +58,42 @@ fn the_programs_compile_to_their_golden_bundles_which_still_load() {
     }
 }
 
+/// A bundle written before `AtomicAccumulated` existed (its sequences build their
+/// context with `AccumulateLocal` and pass it to `Atomic`) runs as it did.
+#[test]
+fn a_bundle_from_before_shared_context_runs_to_the_same_result_as_a_fresh_one() {
+    let old = std::fs::read("tests/golden/compat/incident_digest.accumulate_local.bin")
+        .expect("old bundle");
+    let old = Bundle::from_bytes(&old).expect("the old bundle loads");
+    let new = Bundle::from_bytes(&compile_file(GOLDEN[1].0)).expect("loads");
+    let has = |b: &Bundle, f: fn(&Op) -> bool| b.functions.iter().any(|g| g.code.iter().any(f));
+    assert!(has(&old, |op| matches!(op, Op::AccumulateLocal(..))));
+    assert!(!has(&new, |op| matches!(op, Op::AccumulateLocal(..))));
+    assert!(has(&new, |op| matches!(op, Op::AtomicAccumulated(..))));
+    let run = |b: &Bundle| {
+        let mut host = tv_tests::scripted(|r| format!("reply {}", r.messages.len()));
+        let args = serde_json::json!({"service": "billing"});
+        let result = tv_tests::run_with(b, GOLDEN[1].2, args, Limits::default(), &mut host);
+        (result, host.requests)
+    };
+    let (old_result, old_requests) = run(&old);
+    let (new_result, new_requests) = run(&new);
+    assert_eq!(tv_tests::status(&new_result), "COMPLETE");
+    assert_eq!(old_result, new_result);
+    assert_eq!(old_requests, new_requests);
+    let contexts = |rs: &[tv_vm::host::HostRequest]| -> Vec<String> {
+        rs.iter()
+            .filter_map(|r| match r {
+                tv_vm::host::HostRequest::Llm(l) => Some(l.context.to_string()),
+                tv_vm::host::HostRequest::Script(_) => None,
+            })
+            .collect()
+    };
+    assert!(contexts(&new_requests)
+        .iter()
+        .any(|c| c.contains("Step 1:")));
+}
+
 #[test]
 fn headers_that_are_not_right_are_refused_with_their_reason() {
     let good = compile_example();

@@ -75,7 +75,7 @@ fn a_sequence_passes_each_output_on_and_accumulates_notes() {
     let HostRequest::Llm(second) = &host.requests[1] else {
         panic!()
     };
-    assert_eq!(&*second.context, "Step 1: reply 1\n");
+    assert_eq!(second.context.to_string(), "Step 1: reply 1\n");
 }
 
 #[test]

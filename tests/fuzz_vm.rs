@@ -75,6 +75,7 @@ fn piece() -> BoxedStrategy<Piece> {
         }),
         (0..FUNCTIONS as u32).prop_map(|f| Op::Call(f, f as u8)),
         (0u32..2).prop_map(Op::Atomic),
+        (0u32..2, 0..LOCALS, any::<bool>()).prop_map(|(t, i, f)| Op::AtomicAccumulated(t, i, f)),
         (0u32..2).prop_map(Op::Script),
         (0u16..3, 0u16..3).prop_map(|(s, t)| Op::FailSequence(s, t)),
         any::<bool>().prop_map(Op::Accumulate),

@@ -90,6 +90,7 @@ pub enum OpSpec {
     FailReduce,
     CheckReturn(u8),
     Atomic(u8),
+    AtomicAccumulated(u8, u8, bool),
     Script(u8),
     /// `Gather` of well-formed calls (raw: of whatever is on the stack).
     Gather(u8, u8),
@@ -307,6 +308,7 @@ fn raw(s: OpSpec) -> Op {
         OpSpec::FailReduce => Op::FailReduce,
         OpSpec::CheckReturn(i) => Op::CheckReturn(i.into()),
         OpSpec::Atomic(t) => Op::Atomic(t.into()),
+        OpSpec::AtomicAccumulated(t, i, full) => Op::AtomicAccumulated(t.into(), i.into(), full),
         OpSpec::Script(t) => Op::Script(t.into()),
         OpSpec::Gather(n, _) => Op::Gather(n.into()),
     }
@@ -401,6 +403,9 @@ impl Shape<'_> {
                 Op::Call(f as u32, self.params[f] as u8)
             }
             OpSpec::Atomic(t) => Op::Atomic((t as usize % self.tasks) as u32),
+            OpSpec::AtomicAccumulated(t, i, full) => {
+                Op::AtomicAccumulated((t as usize % self.tasks) as u32, local(i), full)
+            }
             OpSpec::Script(t) => Op::Script((t as usize % self.tasks) as u32),
             OpSpec::FailSequence(s, t) => Op::FailSequence(s.into(), t.into()),
             other => raw(other),

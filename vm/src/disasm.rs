@@ -123,6 +123,10 @@ fn show(b: &Bundle, op: Op) -> String {
             };
             format!("{kind} task{t:<8} ; {name}")
         }
+        Op::AtomicAccumulated(t, i, full) => {
+            let name = b.tasks.get(t as usize).map_or("?", |t| t.name.as_str());
+            format!("AtomicAccumulated task{t} {i} {full:<5} ; {name}")
+        }
         _ => match op.target() {
             Some(t) => format!(
                 "{} -> {t:04}",

@@ -2,6 +2,7 @@
 //! [`HostRequest`] and is resumed with the matching [`HostReply`].
 
 use crate::bundle::TaskMeta;
+use crate::shared::SharedText;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ pub struct LlmRequest {
     pub messages: Vec<Message>,
     /// Shared, not copied: a sequence passes up to 16 KiB of accumulated context to
     /// every step, and the machine keeps the session's copy for later turns.
-    pub context: Arc<String>,
+    pub context: SharedText,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -6,8 +6,8 @@ use crate::host::{HostReply, HostRequest, LlmRequest, Message, ScriptRequest};
 use crate::interp::{fault, Fault, Session, Step, Vm, Waiting};
 use crate::outcome::{llm_result, script_result};
 use crate::result::{exhausted, task_failure};
+use crate::shared::SharedText;
 use serde_json::{Map, Value};
-use std::sync::Arc;
 use tv_stdlib::functions::{into_text, to_text};
 
 impl<'b> Vm<'b> {
@@ -46,8 +46,7 @@ impl<'b> Vm<'b> {
         self.stack.push(Value::Array(results));
     }
 
-    pub(crate) fn atomic(&mut self, task: u32) -> Result<Step, Fault> {
-        let context = into_text(self.pop()?);
+    pub(crate) fn atomic(&mut self, task: u32, context: SharedText) -> Result<Step, Fault> {
         let prompt = into_text(self.pop()?);
         let system = into_text(self.pop()?);
         // The host may hand the text back (an echo, a model quoting its prompt), so
@@ -56,7 +55,7 @@ impl<'b> Vm<'b> {
         self.ask(Session {
             task,
             system,
-            context: Arc::new(context),
+            context,
             messages: vec![Message {
                 role: "user".into(),
                 content: prompt,

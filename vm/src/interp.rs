@@ -9,10 +9,11 @@ use crate::outcome::{
     accumulate, check_return, compare, fail_reduce, fail_sequence, shell_quote, Accumulator,
 };
 use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
+use crate::shared::SharedText;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tv_stdlib::builtins::BUILTINS;
-use tv_stdlib::functions::{self as f, to_text, truthy};
+use tv_stdlib::functions::{self as f, into_text, to_text, truthy};
 
 /// Why [`Vm::run`] stopped.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +45,7 @@ pub(crate) struct Frame {
 pub(crate) struct Session {
     pub(crate) task: u32,
     pub(crate) system: String,
-    pub(crate) context: Arc<String>,
+    pub(crate) context: SharedText,
     pub(crate) messages: Vec<Message>,
 }
 
@@ -392,20 +393,7 @@ impl<'b> Vm<'b> {
                 }
             }
             Op::AccumulateLocal(i, full) => {
-                let fr = self.frame_mut()?;
-                let results = fr
-                    .locals
-                    .get(i as usize)
-                    .ok_or_else(|| fault("no such local"))?;
-                let slot = match fr.accumulators.iter().position(|(l, _)| *l == i) {
-                    Some(slot) => slot,
-                    None => {
-                        fr.accumulators.push((i, Accumulator::default()));
-                        fr.accumulators.len() - 1
-                    }
-                };
-                let text = fr.accumulators[slot].1.update(results, full);
-                self.charge(text.len() as u64)?;
+                let text = self.accumulated(i, full)?.to_string();
                 self.stack.push(Value::String(text));
             }
             Op::Accumulate(full) => {
@@ -442,7 +430,14 @@ impl<'b> Vm<'b> {
                 self.waiting = Some(Waiting::Gather);
                 return Ok(Some(Step::Gather(calls)));
             }
-            Op::Atomic(t) => return self.atomic(t).map(Some),
+            Op::Atomic(t) => {
+                let context = into_text(self.pop()?).into();
+                return self.atomic(t, context).map(Some);
+            }
+            Op::AtomicAccumulated(t, i, full) => {
+                let context = self.accumulated(i, full)?;
+                return self.atomic(t, context).map(Some);
+            }
             Op::Script(t) => return self.script(t).map(Some),
         }
         Ok(None)
@@ -502,6 +497,26 @@ impl<'b> Vm<'b> {
 
     fn frame(&self) -> Result<&Frame, Fault> {
         self.frames.last().ok_or_else(|| fault("no frame"))
+    }
+
+    /// The context of the next step from the step results in `locals[i]`, through the
+    /// frame's accumulator for that local.
+    fn accumulated(&mut self, i: u16, full: bool) -> Result<SharedText, Fault> {
+        let fr = self.frame_mut()?;
+        let results = fr
+            .locals
+            .get(i as usize)
+            .ok_or_else(|| fault("no such local"))?;
+        let slot = match fr.accumulators.iter().position(|(l, _)| *l == i) {
+            Some(slot) => slot,
+            None => {
+                fr.accumulators.push((i, Accumulator::default()));
+                fr.accumulators.len() - 1
+            }
+        };
+        let text = fr.accumulators[slot].1.update(results, full);
+        self.charge(text.len() as u64)?;
+        Ok(text)
     }
 
     fn frame_mut(&mut self) -> Result<&mut Frame, Fault> {

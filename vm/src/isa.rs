@@ -90,6 +90,10 @@ pub enum Op {
     TextLocal(u16),
     /// `[text v] -> [text + text(v)]`: appends a computed part
     TextValue,
+    /// `[system prompt] -> [task result]`: [`Op::Atomic`] for task `meta`, with the step
+    /// results in `locals[i]` as its context (`true`: full output). The context is
+    /// shared with the request, not built as a value.
+    AtomicAccumulated(u32, u16, bool),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,6 +135,7 @@ impl Op {
             Builtin(_, n) | Call(_, n) => (n as usize, 1),
             Return => return None,
             Atomic(_) => (3, 1),
+            AtomicAccumulated(..) => (2, 1),
             JumpIfFailed(_) => (1, 1),
             FailSequence(..) => (2, 1),
             Accumulate(_) => (1, 1),

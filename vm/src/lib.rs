@@ -26,6 +26,7 @@ pub mod runhost;
 #[cfg(feature = "runtime")]
 pub mod script;
 mod session;
+pub mod shared;
 pub mod subtask;
 mod text;
 pub mod verify;

@@ -4,9 +4,11 @@
 use crate::bundle::Output;
 use crate::host::{LlmReply, ScriptReply};
 use crate::isa::CmpOp;
-use crate::result::{complete, is_failed, set_note, task_failure, value_of};
-use serde_json::{json, Value};
+use crate::result::{complete, complete_with, is_failed, set_note, task_failure, value_of};
+use crate::shared::SharedText;
+use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
+use std::sync::Arc;
 use tv_stdlib::functions::{self as f, to_text};
 use tv_stdlib::types::Type;
 
@@ -31,8 +33,9 @@ pub fn shell_quote(s: &str) -> String {
 pub const MAX_ACCUMULATED: usize = 16 * 1024;
 
 /// The accumulated context of one sequence, built step by step: each result is turned
-/// into text once, when it first shows up, so a step costs the size of the context it
-/// passes on, not the length of the run.
+/// into text once, when it first shows up, and every step's context is a window of the
+/// same buffer ([`SharedText`]), so a step costs the text it adds, not the context it
+/// passes on.
 #[derive(Debug, Default)]
 pub struct Accumulator {
     full: bool,
@@ -40,8 +43,9 @@ pub struct Accumulator {
     seen: usize,
     dropped: usize,
     /// The text of the kept steps is `text[start..]`; `lengths` has each kept step's
-    /// length, oldest first. Dropped text is removed once it outweighs the cap.
-    text: String,
+    /// length, oldest first. Dropped text is removed once it outweighs the cap, which
+    /// moves the buffer once per 16 KiB appended rather than on every step.
+    text: Arc<String>,
     start: usize,
     lengths: std::collections::VecDeque<usize>,
 }
@@ -49,7 +53,7 @@ pub struct Accumulator {
 impl Accumulator {
     /// The context for the next step, given every result so far. Results are only ever
     /// appended; a shorter list, or another format, starts the context afresh.
-    pub fn update(&mut self, results: &Value, full: bool) -> String {
+    pub fn update(&mut self, results: &Value, full: bool) -> SharedText {
         let items = results.as_array().map(Vec::as_slice).unwrap_or_default();
         if items.len() < self.seen || full != self.full {
             *self = Accumulator {
@@ -57,35 +61,34 @@ impl Accumulator {
                 ..Accumulator::default()
             };
         }
+        // Unshared once the previous step's request is answered; copied only if a
+        // host still holds it.
+        let text = Arc::make_mut(&mut self.text);
         for (i, r) in items.iter().enumerate().skip(self.seen) {
-            let before = self.text.len();
-            write_step(&mut self.text, i, r, full);
-            self.lengths.push_back(self.text.len() - before);
+            let before = text.len();
+            write_step(text, i, r, full);
+            self.lengths.push_back(text.len() - before);
         }
         self.seen = items.len();
-        while self.text.len() - self.start > MAX_ACCUMULATED && self.lengths.len() > 1 {
+        while text.len() - self.start > MAX_ACCUMULATED && self.lengths.len() > 1 {
             self.start += self.lengths.pop_front().unwrap_or_default();
             self.dropped += 1;
         }
         if self.start > MAX_ACCUMULATED {
-            self.text.drain(..self.start);
+            text.drain(..self.start);
             self.start = 0;
         }
-        let kept = &self.text[self.start..];
-        if self.dropped == 0 {
-            return kept.to_string();
-        }
-        let note = format!("({} earlier steps left out)\n", self.dropped);
-        let mut out = String::with_capacity(note.len() + kept.len());
-        out.push_str(&note);
-        out.push_str(kept);
-        out
+        let note = match self.dropped {
+            0 => String::new(),
+            n => format!("({n} earlier steps left out)\n"),
+        };
+        SharedText::window(&note, self.text.clone(), self.start)
     }
 }
 
 /// The accumulated context of `results` in one go (for the `Accumulate` instruction).
 pub fn accumulate(results: &Value, full: bool) -> String {
-    Accumulator::default().update(results, full)
+    Accumulator::default().update(results, full).to_string()
 }
 
 fn write_step(out: &mut String, i: usize, r: &Value, full: bool) {
@@ -208,9 +211,9 @@ pub fn check_return(r: Value, ty: &str) -> Value {
 pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
     let Output::Json(schema) = output else {
         let notes = reply_notes(&reply);
-        return with_notes(complete(reply.content), notes);
+        return complete_with(reply.content, notes);
     };
-    let mut r = with_notes(complete(reply.content.clone()), reply_notes(&reply));
+    let mut r = complete_with(reply.content.clone(), reply_notes(&reply));
     match (f::parse_json_text(&reply.content), schema) {
         (Ok(v), None) => r["parsedContent"] = v,
         (Ok(v), Some(ty)) => {
@@ -240,24 +243,19 @@ pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
 }
 
 /// The notes of a reply: the files put into its context, warnings, tokens.
-fn reply_notes(reply: &LlmReply) -> Vec<(&'static str, Value)> {
-    let mut notes = Vec::with_capacity(3);
+fn reply_notes(reply: &LlmReply) -> Map<String, Value> {
+    let mut notes = Map::with_capacity(3);
     if !reply.context_files.is_empty() {
-        notes.push(("contextFiles", json!(reply.context_files)));
+        notes.insert("contextFiles".into(), json!(reply.context_files));
     }
     if !reply.warnings.is_empty() {
-        notes.push(("warnings", json!(reply.warnings)));
+        notes.insert("warnings".into(), json!(reply.warnings));
     }
-    let tokens = json!({"input": reply.input_tokens, "output": reply.output_tokens});
-    notes.push(("tokens", tokens));
+    let mut tokens = Map::with_capacity(2);
+    tokens.insert("input".into(), reply.input_tokens.into());
+    tokens.insert("output".into(), reply.output_tokens.into());
+    notes.insert("tokens".into(), Value::Object(tokens));
     notes
-}
-
-fn with_notes(mut r: Value, notes: Vec<(&'static str, Value)>) -> Value {
-    for (key, v) in notes {
-        set_note(&mut r, key, v);
-    }
-    r
 }
 
 pub fn script_result(reply: ScriptReply) -> Value {
@@ -305,11 +303,34 @@ mod tests {
         for i in 0..400 {
             results.push(complete(format!("{i}:{}", "é".repeat(i % 150))));
             let all = Value::Array(results.clone());
-            assert_eq!(acc.update(&all, false), accumulate(&all, false), "step {i}");
+            assert_eq!(
+                acc.update(&all, false).to_string(),
+                accumulate(&all, false),
+                "step {i}"
+            );
         }
         let all = Value::Array(results);
-        assert_eq!(acc.update(&all, true), accumulate(&all, true));
+        assert_eq!(acc.update(&all, true).to_string(), accumulate(&all, true));
         let shorter = json!([complete("again".into())]);
-        assert_eq!(acc.update(&shorter, true), accumulate(&shorter, true));
+        assert_eq!(
+            acc.update(&shorter, true).to_string(),
+            accumulate(&shorter, true)
+        );
+    }
+
+    #[test]
+    fn a_context_still_held_by_a_host_is_not_changed_by_the_next_step() {
+        let mut acc = Accumulator::default();
+        let mut results = vec![complete("a".repeat(MAX_ACCUMULATED))];
+        let held = acc.update(&Value::Array(results.clone()), true);
+        let before = held.to_string();
+        assert!(before.starts_with("Step 1 output:\naaa"));
+        results.push(complete("b".into()));
+        let next = acc.update(&Value::Array(results), true);
+        assert_eq!(held.to_string(), before);
+        assert_eq!(
+            next.to_string(),
+            "(1 earlier steps left out)\nStep 2 output:\nb\nStep 2 notes: {}\n"
+        );
     }
 }

@@ -8,7 +8,16 @@ pub const CONTINUATION: &str = "CONTINUATION";
 
 /// A COMPLETE result with text content.
 pub fn complete(content: String) -> Value {
-    json!({"status": COMPLETE, "content": content, "notes": {}})
+    complete_with(content, Map::new())
+}
+
+/// A COMPLETE result with its notes; built in place, as every LLM step makes one.
+pub fn complete_with(content: String, notes: Map<String, Value>) -> Value {
+    let mut r = Map::with_capacity(4);
+    r.insert("status".into(), Value::String(COMPLETE.into()));
+    r.insert("content".into(), Value::String(content));
+    r.insert("notes".into(), Value::Object(notes));
+    Value::Object(r)
 }
 
 /// A FAILED result carrying a TASK_FAILURE.

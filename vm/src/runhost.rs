@@ -9,7 +9,6 @@ use crate::host::{HostError, HostReply, HostRequest, LlmReply, LlmRequest};
 use crate::observe::{Progress, Trace};
 use crate::providers::{Anthropic, OpenAi, Settings};
 use crate::script::ScriptRunner;
-use std::sync::Arc;
 use tv_stdlib::models::{parse_model, Provider};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,7 +152,7 @@ impl RunHost {
                 .map(|m| m.content.as_str())
                 .collect::<Vec<_>>()
                 .join("\n");
-            copy.context = Arc::new(relevant_subset(&r.context, &prompt));
+            copy.context = relevant_subset(&r.context.to_string(), &prompt).into();
             subset = copy;
             &subset
         } else {
@@ -165,11 +164,12 @@ impl RunHost {
             r
         } else {
             let mut copy = r.clone();
-            copy.context = Arc::new(if r.context.is_empty() {
+            copy.context = if r.context.is_empty() {
                 assembled.text.clone()
             } else {
                 format!("{}\n{}", r.context, assembled.text)
-            });
+            }
+            .into();
             with_files = copy;
             &with_files
         };

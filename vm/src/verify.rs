@@ -69,6 +69,13 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
             Err(format!("local {i} does not exist"))
         }
     };
+    let task = |t: u32| {
+        if (t as usize) < b.tasks.len() {
+            Ok(())
+        } else {
+            Err(format!("task {t} does not exist"))
+        }
+    };
     match op {
         Op::Const(i) | Op::TextConst(i) => constant(i).map(|_| ()),
         Op::Load(i)
@@ -106,13 +113,8 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
             }
             Ok(())
         }
-        Op::Atomic(t) | Op::Script(t) => {
-            if (t as usize) < b.tasks.len() {
-                Ok(())
-            } else {
-                Err(format!("task {t} does not exist"))
-            }
-        }
+        Op::Atomic(t) | Op::Script(t) => task(t),
+        Op::AtomicAccumulated(t, i, _) => task(t).and_then(|_| local(i)),
         _ => match op.target() {
             Some(t) if t as usize >= f.code.len() => Err(format!("jump to {t}, past the end")),
             _ => Ok(()),

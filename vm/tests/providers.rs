@@ -136,7 +136,7 @@ fn request(model: Option<&str>) -> LlmRequest {
             message("assistant", "Which notes?"),
             message("user", "The release notes."),
         ],
-        context: std::sync::Arc::new("notes.txt: v2 ships on Friday.".into()),
+        context: "notes.txt: v2 ships on Friday.".into(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Task nodes: each leaves one task result on the stack.
 
 use super::{Gen, Hole};
-use crate::ir::{Loop, Node, NodeKind, Reduce, Sequence};
+use crate::ir::{ExprKind, Loop, Node, NodeKind, Reduce, Sequence};
 use tv_vm::bundle::Const;
 use tv_vm::isa::{CmpOp, Op};
 
@@ -20,8 +20,17 @@ impl Gen<'_> {
             } => {
                 self.expr(system);
                 self.expr(prompt);
-                self.expr(context);
-                self.emit(Op::Atomic(*task));
+                // Accumulated context is shared with the request instead of being
+                // built as a value for every step.
+                match context.kind {
+                    ExprKind::Accumulated(l, full) => {
+                        self.emit(Op::AtomicAccumulated(*task, l, full));
+                    }
+                    _ => {
+                        self.expr(context);
+                        self.emit(Op::Atomic(*task));
+                    }
+                }
             }
             NodeKind::Script {
                 task,
