@@ -14,6 +14,10 @@ use chumsky::input::{Input as _, Stream, ValueInput};
 use chumsky::prelude::*;
 use logos::Logos;
 
+mod descent;
+#[cfg(test)]
+mod tests;
+
 /// Parentheses, calls and `{{` nested deeper than this are refused before parsing.
 pub const MAX_EXPR_DEPTH: usize = 64;
 
@@ -96,7 +100,7 @@ fn parse_hole(text: &Text, open: usize, diags: &mut Diagnostics) -> (Expr, usize
             Token::Close if depth == 0 => {
                 let close = body_start + r.start;
                 let hole = text.span_of(open..close + 2);
-                let expr = parse_tokens(tokens, text, hole, diags);
+                let expr = parse_tokens(tokens, hole, diags);
                 return (expr, close + 2);
             }
             Token::Close => depth -= 1,
@@ -132,15 +136,10 @@ pub fn parse_test(text: &Text, diags: &mut Diagnostics) -> Expr {
         .into_iter()
         .map(|(t, r)| (t, text.span_of(r)))
         .collect();
-    parse_tokens(tokens, text, span, diags)
+    parse_tokens(tokens, span, diags)
 }
 
-fn parse_tokens<'s>(
-    tokens: Vec<Tok<'s>>,
-    text: &Text,
-    whole: Span,
-    diags: &mut Diagnostics,
-) -> Expr {
+fn parse_tokens<'s>(tokens: Vec<Tok<'s>>, whole: Span, diags: &mut Diagnostics) -> Expr {
     if tokens.is_empty() {
         diags.push(
             Diagnostic::error(whole, "empty expression")
@@ -151,18 +150,21 @@ fn parse_tokens<'s>(
     if !tokens_are_sound(&tokens, diags) {
         return error_expr(whole);
     }
-    // Most holes are one variable: the same tree the grammar builds, without building
-    // the grammar.
-    if let [(Token::Ident(name), span)] = tokens.as_slice() {
-        return mk(ExprKind::Var(name.to_string()), *span);
+    // Well-formed holes, nearly all of them, are read without building the grammar.
+    if let Some(e) = descent::parse(&tokens) {
+        return e;
     }
+    grammar(tokens, whole, diags)
+}
+
+/// The chumsky grammar over `tokens`: recovers from errors and reports each of them.
+fn grammar<'s>(tokens: Vec<Tok<'s>>, whole: Span, diags: &mut Diagnostics) -> Expr {
     let eoi = Span::new(whole.file, whole.end as usize..whole.end as usize);
     let input = Stream::from_iter(tokens).map(eoi, |(t, s): (_, _)| (t, s));
     let (out, errs) = expr_parser()
         .then_ignore(end())
         .parse(input)
         .into_output_errors();
-    let _ = text;
     for e in errs {
         diags.push(describe(&e));
     }
