@@ -65,12 +65,17 @@ fn model(_: usize, req: &http::Request) -> Reply {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // The server on threads of its own; the calls on one thread, as `tvm run` makes them.
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
-    let server = rt.block_on(Server::start(model));
+    let server = server_rt.block_on(Server::start(model));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let bundle = workloads::bundle(&program());
     let function = bundle.entry("fan_out").expect("entry").function;
     let mut settings = Settings::new(server.url(), "bench-model");

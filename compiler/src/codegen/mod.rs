@@ -4,7 +4,7 @@
 mod node;
 
 use crate::ir::{self, Expr, ExprKind};
-use crate::source::{SourceMap, Span};
+use crate::source::{FileId, SourceMap, Span};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
@@ -22,6 +22,7 @@ pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
                 code: Vec::new(),
                 lines: Vec::new(),
                 span: f.span,
+                last_start: None,
             };
             g.node(&f.body);
             if let Some(ty) = &f.returns {
@@ -116,6 +117,8 @@ struct Gen<'a> {
     lines: Vec<Loc>,
     /// The span instructions are attributed to.
     span: Span,
+    /// Where the span of the last instruction emitted starts.
+    last_start: Option<(FileId, u32)>,
 }
 
 /// A jump whose target is patched once known.
@@ -123,15 +126,28 @@ struct Hole(usize);
 
 impl Gen<'_> {
     fn emit(&mut self, op: Op) -> usize {
-        let file = self.sources.get(self.span.file);
-        let (line, col) = file.line_col(self.span.start as usize);
+        let loc = self.loc();
+        self.last_start = Some((self.span.file, self.span.start));
         self.code.push(op);
-        self.lines.push(Loc {
-            file: self.span.file.0,
-            line: line as u32,
-            col: col as u32,
-        });
+        self.lines.push(loc);
         self.code.len() - 1
+    }
+
+    /// Where the current span starts; runs of instructions share a span, so the last
+    /// instruction's position is reused rather than searched for again.
+    fn loc(&self) -> Loc {
+        let (file, start) = (self.span.file, self.span.start);
+        match self.lines.last() {
+            Some(&last) if self.last_start == Some((file, start)) => last,
+            _ => {
+                let (line, col) = self.sources.get(file).line_col(start as usize);
+                Loc {
+                    file: file.0,
+                    line: line as u32,
+                    col: col as u32,
+                }
+            }
+        }
     }
 
     fn here(&self) -> u32 {
