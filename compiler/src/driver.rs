@@ -6,7 +6,7 @@ use crate::check::{self, Symbols};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::{FileId, SourceMap, Span};
 use crate::xml;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::path::{Path, PathBuf};
 
 /// Files larger than this are refused before they are read into memory.
@@ -59,7 +59,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 pub fn load(paths: &[PathBuf]) -> (SourceMap, Diagnostics, HashSet<FileId>) {
     let mut sources = SourceMap::new();
     let mut diags = Diagnostics::new();
-    let mut unusable = HashSet::new();
+    let mut unusable = HashSet::default();
     for path in paths {
         let (text, problem) = read(path);
         let id = sources.add(path.clone(), text);
@@ -166,7 +166,7 @@ pub fn check_paths(paths: &[PathBuf]) -> Result<Compilation, String> {
 pub fn check_bytes(path: &str, bytes: &[u8]) -> Compilation {
     let mut sources = SourceMap::new();
     let mut diags = Diagnostics::new();
-    let mut unusable = HashSet::new();
+    let mut unusable = HashSet::default();
     let (text, problem) = from_bytes(bytes.to_vec());
     let id = sources.add(path, text);
     if let Some((at, msg)) = problem {
@@ -182,7 +182,7 @@ pub fn check_texts<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> C
     for (path, text) in files {
         sources.add(path, text);
     }
-    check_sources(sources, Diagnostics::new(), HashSet::new())
+    check_sources(sources, Diagnostics::new(), HashSet::default())
 }
 
 /// The typed IR and the bundle of a program that checked without errors.

@@ -62,6 +62,16 @@ fn saturate(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// Where [`SourceFile::line_col_from`] last was: a 0-based line, and the byte offset
+/// and 0-based character column of a place on it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LineCursor {
+    valid: bool,
+    line: usize,
+    offset: usize,
+    col: usize,
+}
+
 /// One loaded file: its display path, its text and where its lines start.
 #[derive(Debug)]
 pub struct SourceFile {
@@ -98,6 +108,37 @@ impl SourceFile {
             .get(start..offset)
             .map_or(offset - start, |s| s.chars().count());
         (line + 1, col + 1)
+    }
+
+    /// [`SourceFile::line_col`] for offsets met mostly in increasing order, as code
+    /// generation meets a function's spans: an offset later on the cursor's line is
+    /// counted on from the cursor instead of searched for and counted from the line's
+    /// start.
+    pub fn line_col_from(&self, cursor: &mut LineCursor, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line_end = self.line_starts.get(cursor.line + 1).copied();
+        let on_line =
+            cursor.valid && cursor.offset <= offset && line_end.is_none_or(|end| offset < end);
+        let counted = on_line
+            .then(|| self.text.get(cursor.offset..offset))
+            .flatten()
+            .map(|s| s.chars().count());
+        match counted {
+            Some(n) => {
+                cursor.col += n;
+                cursor.offset = offset;
+            }
+            _ => {
+                let (line, col) = self.line_col(offset);
+                *cursor = LineCursor {
+                    valid: true,
+                    line: line - 1,
+                    offset,
+                    col: col - 1,
+                };
+            }
+        }
+        (cursor.line + 1, cursor.col + 1)
     }
 
     /// The file stem, used to name a root `<task>` that has no `name`.
@@ -176,5 +217,9 @@ mod tests {
         assert_eq!(f.line_col(3), (2, 1));
         assert_eq!(f.line_col(5), (2, 2));
         assert_eq!(f.line_col(100), (3, 1));
+        let mut cursor = LineCursor::default();
+        for offset in [0, 1, 3, 5, 4, 100, 0, 5] {
+            assert_eq!(f.line_col_from(&mut cursor, offset), f.line_col(offset), "{offset}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::source::{SourceFile, SourceMap};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::fmt::{self, Write as _};
 
 /// `word_vars`: the bare `<arg>` words the checker resolved to variables.

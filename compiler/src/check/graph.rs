@@ -4,14 +4,14 @@
 use crate::ast::Program;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 pub fn warn_cycles(
     program: &Program,
     calls: &HashMap<String, Vec<(String, Span)>>,
     diags: &mut Diagnostics,
 ) {
-    let mut reported: HashSet<String> = HashSet::new();
+    let mut reported: HashSet<String> = HashSet::default();
     // Items in source order, so the warnings come out the same every run.
     let order: Vec<&str> = program
         .modules
@@ -48,7 +48,7 @@ fn find_cycle(
     cyclic: &HashSet<&str>,
 ) -> Option<(Vec<String>, Span)> {
     let mut stack: Vec<(String, usize)> = vec![(start.to_string(), 0)];
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::default();
     while let Some((node, idx)) = stack.last().cloned() {
         let edges = calls.get(&node).map(Vec::as_slice).unwrap_or(&[]);
         let Some((next, span)) = edges.get(idx) else {
@@ -92,7 +92,7 @@ fn on_cycles(calls: &HashMap<String, Vec<(String, Span)>>) -> HashSet<&str> {
     let mut on_stack = vec![false; names.len()];
     let mut stack = Vec::new();
     let mut next = 0;
-    let mut cyclic = HashSet::new();
+    let mut cyclic = HashSet::default();
     for root in 0..names.len() {
         if index[root] != usize::MAX {
             continue;

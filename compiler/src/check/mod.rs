@@ -15,7 +15,7 @@ use crate::ast::{Item, Program, Template};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
 use scope::{Owner, Scope};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tv_stdlib::builtins;
 use tv_stdlib::types::Type;
 
@@ -78,11 +78,11 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
     let mut c = Checker {
         program,
         diags,
-        items: HashMap::new(),
-        returns: HashMap::new(),
-        calls: HashMap::new(),
+        items: HashMap::default(),
+        returns: HashMap::default(),
+        calls: HashMap::default(),
         current: String::new(),
-        word_vars: HashSet::new(),
+        word_vars: HashSet::default(),
         std_files: program
             .modules
             .iter()

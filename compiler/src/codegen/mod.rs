@@ -4,8 +4,8 @@
 mod node;
 
 use crate::ir::{self, Expr, ExprKind};
-use crate::source::{FileId, SourceMap, Span};
-use std::collections::HashMap;
+use crate::source::{FileId, LineCursor, SourceMap, Span};
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
 use tv_vm::isa::Op;
@@ -22,7 +22,7 @@ pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
                 code: Vec::new(),
                 lines: Vec::new(),
                 span: f.span,
-                last_start: None,
+                cursor: (f.span.file, LineCursor::default()),
             };
             g.node(&f.body);
             if let Some(ty) = &f.returns {
@@ -92,12 +92,11 @@ impl Pool {
             Const::Num(n) => Key::Num(n.to_bits()),
             Const::Str(s) => Key::Str(s.clone()),
         };
-        if let Some(&i) = self.index.get(&key) {
-            return i;
+        let next = self.items.len() as u32;
+        let i = *self.index.entry(key).or_insert(next);
+        if i == next {
+            self.items.push(c);
         }
-        self.items.push(c);
-        let i = (self.items.len() - 1) as u32;
-        self.index.insert(key, i);
         i
     }
 
@@ -117,8 +116,8 @@ struct Gen<'a> {
     lines: Vec<Loc>,
     /// The span instructions are attributed to.
     span: Span,
-    /// Where the span of the last instruction emitted starts.
-    last_start: Option<(FileId, u32)>,
+    /// Where the last instruction was, in the file of its span.
+    cursor: (FileId, LineCursor),
 }
 
 /// A jump whose target is patched once known.
@@ -127,26 +126,23 @@ struct Hole(usize);
 impl Gen<'_> {
     fn emit(&mut self, op: Op) -> usize {
         let loc = self.loc();
-        self.last_start = Some((self.span.file, self.span.start));
         self.code.push(op);
         self.lines.push(loc);
         self.code.len() - 1
     }
 
-    /// Where the current span starts; runs of instructions share a span, so the last
-    /// instruction's position is reused rather than searched for again.
-    fn loc(&self) -> Loc {
+    /// Where the current span starts, counted on from the last instruction's position.
+    fn loc(&mut self) -> Loc {
         let (file, start) = (self.span.file, self.span.start);
-        match self.lines.last() {
-            Some(&last) if self.last_start == Some((file, start)) => last,
-            _ => {
-                let (line, col) = self.sources.get(file).line_col(start as usize);
-                Loc {
-                    file: file.0,
-                    line: line as u32,
-                    col: col as u32,
-                }
-            }
+        if self.cursor.0 != file {
+            self.cursor = (file, LineCursor::default());
+        }
+        let source = self.sources.get(file);
+        let (line, col) = source.line_col_from(&mut self.cursor.1, start as usize);
+        Loc {
+            file: file.0,
+            line: line as u32,
+            col: col as u32,
         }
     }
 

@@ -10,14 +10,14 @@ use crate::ast::{self, Item};
 use crate::check::Symbols;
 use crate::ir::{self, Local};
 use crate::source::{SourceMap, Span};
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta};
 
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
     // User items (the entry points), then the standard templates they reach.
     let needed = reachable_std(program, symbols);
-    let mut ids = HashMap::new();
+    let mut ids = HashMap::default();
     let mut items = Vec::new();
     let mut user_items = 0;
     let user = program.modules.iter().filter(|m| !m.std);
@@ -312,7 +312,7 @@ fn placeholder(id: u32, span: Span) -> ir::Function {
 }
 
 /// Standard templates called, directly or through each other, by the user's items.
-fn reachable_std(program: &ast::Program, symbols: &Symbols) -> std::collections::HashSet<String> {
+fn reachable_std(program: &ast::Program, symbols: &Symbols) -> HashSet<String> {
     let names = |std: bool| {
         program
             .modules
@@ -320,9 +320,9 @@ fn reachable_std(program: &ast::Program, symbols: &Symbols) -> std::collections:
             .filter(move |m| m.std == std)
             .flat_map(|m| m.items.iter().map(|i| i.name().node.as_str()))
     };
-    let std_names: std::collections::HashSet<&str> = names(true).collect();
+    let std_names: HashSet<&str> = names(true).collect();
     let mut work: Vec<&str> = names(false).collect();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::default();
     while let Some(name) = work.pop() {
         for callee in symbols.calls.get(name).into_iter().flatten() {
             if std_names.contains(callee.as_str()) && seen.insert(callee.clone()) {
