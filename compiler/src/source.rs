@@ -219,7 +219,11 @@ mod tests {
         assert_eq!(f.line_col(100), (3, 1));
         let mut cursor = LineCursor::default();
         for offset in [0, 1, 3, 5, 4, 100, 0, 5] {
-            assert_eq!(f.line_col_from(&mut cursor, offset), f.line_col(offset), "{offset}");
+            assert_eq!(
+                f.line_col_from(&mut cursor, offset),
+                f.line_col(offset),
+                "{offset}"
+            );
         }
     }
 }

@@ -131,7 +131,7 @@ impl Assembler {
             return description.map(|d| (d.to_owned(), "file_paths description"));
         }
         let mut text = req.system_prompt.clone();
-        for m in &req.messages {
+        for m in req.messages.iter() {
             text.push('\n');
             text.push_str(&m.content);
         }

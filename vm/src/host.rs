@@ -19,7 +19,8 @@ pub struct LlmRequest {
     pub task: Arc<TaskMeta>,
     #[serde(rename = "systemPrompt")]
     pub system_prompt: String,
-    pub messages: Vec<Message>,
+    /// Shared with the machine, which keeps a session's messages for its later turns.
+    pub messages: Arc<Vec<Message>>,
     /// Shared, not copied: a sequence passes up to 16 KiB of accumulated context to
     /// every step, and the machine keeps the session's copy for later turns.
     pub context: SharedText,

@@ -8,6 +8,7 @@ use crate::outcome::{llm_result, script_result};
 use crate::result::{exhausted, task_failure};
 use crate::shared::SharedText;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use tv_stdlib::functions::{into_text, to_text};
 
 impl<'b> Vm<'b> {
@@ -56,10 +57,10 @@ impl<'b> Vm<'b> {
             task,
             system,
             context,
-            messages: vec![Message {
+            messages: Arc::new(vec![Message {
                 role: "user".into(),
                 content: prompt,
-            }],
+            }]),
         })
     }
 
@@ -84,7 +85,7 @@ impl<'b> Vm<'b> {
         let request = LlmRequest {
             task: self.task(session.task)?,
             system_prompt: session.system.clone(),
-            messages: session.messages.clone(),
+            messages: Arc::clone(&session.messages),
             context: session.context.clone(),
         };
         self.waiting = Some(Waiting::Llm(session));

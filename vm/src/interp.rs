@@ -46,7 +46,7 @@ pub(crate) struct Session {
     pub(crate) task: u32,
     pub(crate) system: String,
     pub(crate) context: SharedText,
-    pub(crate) messages: Vec<Message>,
+    pub(crate) messages: Arc<Vec<Message>>,
 }
 
 /// A subtask in progress and the session that asked for it.

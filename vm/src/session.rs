@@ -7,6 +7,7 @@ use crate::interp::{Fault, Session, Spawn, Step, Vm};
 use crate::result::{exhausted, is_failed, task_failure};
 use crate::subtask::{self, failure};
 use serde_json::Value;
+use std::sync::Arc;
 use tv_stdlib::functions::parse_json_text;
 
 impl Vm<'_> {
@@ -85,7 +86,7 @@ impl Vm<'_> {
         } else {
             reply.content.clone()
         };
-        session.messages.push(Message {
+        Arc::make_mut(&mut session.messages).push(Message {
             role: "assistant".into(),
             content: said,
         });
@@ -130,7 +131,7 @@ impl Vm<'_> {
             .get("content")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        session.messages.push(Message {
+        Arc::make_mut(&mut session.messages).push(Message {
             role: "user".into(),
             content: format!("Subtask result:\n{content}"),
         });

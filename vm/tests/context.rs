@@ -57,7 +57,8 @@ fn request(file_paths: FilePaths, fresh: bool, prompt: &str) -> LlmRequest {
         messages: vec![Message {
             role: "user".into(),
             content: prompt.into(),
-        }],
+        }]
+        .into(),
         context: Default::default(),
     }
 }

@@ -135,7 +135,8 @@ fn request(model: Option<&str>) -> LlmRequest {
             message("user", "Summarise the notes."),
             message("assistant", "Which notes?"),
             message("user", "The release notes."),
-        ],
+        ]
+        .into(),
         context: "notes.txt: v2 ships on Friday.".into(),
     }
 }
@@ -219,8 +220,7 @@ async fn an_anthropic_request_carries_model_system_context_messages_tool_and_key
     let server = Server::scripted(vec![Api::Anthropic.ok("v2 ships Friday.", 40, 6)]).await;
     let mut req = request(Some("claude-3-5-haiku-latest"));
     // The messages API has no system role: such messages join the system text.
-    req.messages
-        .insert(1, message("system", "Answer in English."));
+    std::sync::Arc::make_mut(&mut req.messages).insert(1, message("system", "Answer in English."));
     let reply = call(Api::Anthropic, Api::Anthropic.settings(&server), &req).await;
     assert_eq!(summary(&reply.unwrap()), ("v2 ships Friday.", 40, 6));
     let [sent] = &server.requests()[..] else {
@@ -533,7 +533,7 @@ async fn forty_concurrent_calls_never_exceed_the_cap_and_each_is_answered_once()
         let client = Client::new(api, settings);
         let requests: Vec<LlmRequest> = (0..40)
             .map(|i| LlmRequest {
-                messages: vec![message("user", &format!("call {i}"))],
+                messages: vec![message("user", &format!("call {i}"))].into(),
                 ..request(None)
             })
             .collect();

@@ -14,8 +14,8 @@ pub use infer::output_type as infer_output_type;
 use crate::ast::{Item, Program, Template};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
-use scope::{Owner, Scope};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use scope::{Owner, Scope};
 use tv_stdlib::builtins;
 use tv_stdlib::types::Type;
 

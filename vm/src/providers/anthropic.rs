@@ -46,7 +46,7 @@ impl Anthropic {
         // join the system text, in order, instead of being dropped.
         let mut system = system_text(req);
         let mut messages = Vec::with_capacity(req.messages.len());
-        for m in &req.messages {
+        for m in req.messages.iter() {
             if m.role == "system" {
                 if !system.is_empty() {
                     system.push_str("\n\n");

@@ -38,7 +38,7 @@ impl OpenAi {
         if !system.is_empty() {
             messages.push(json!({"role": "system", "content": system}));
         }
-        for m in &req.messages {
+        for m in req.messages.iter() {
             messages.push(json!({"role": m.role, "content": m.content}));
         }
         json!({
