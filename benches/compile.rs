@@ -10,6 +10,7 @@ use quick_xml::events::Event;
 use quick_xml::Reader;
 use std::hint::black_box;
 use std::time::Duration;
+use tv_compiler::timings::Timings;
 
 /// Every event of `xml`, read and dropped; the number of events.
 fn scan(xml: &str) -> usize {
@@ -33,6 +34,29 @@ fn compile_to_bytes(xml: &str) -> usize {
     bundle.to_bytes().len()
 }
 
+/// The median time of each compiler stage over a few runs, to show where the time goes
+/// (the same stages `tvc compile --timings` reports).
+fn stages(xml: &str) {
+    let runs: Vec<Timings> = (0..5)
+        .map(|_| {
+            let c = tv_compiler::driver::check_texts([("bench.xml", xml)]);
+            let mut t = c.timings.clone();
+            let (_, bundle) = tv_compiler::driver::compile_timed(&c, &mut t).expect("compiles");
+            t.time("serialize the bundle", || black_box(bundle.to_bytes()));
+            t
+        })
+        .collect();
+    println!("stages, median of {} runs:", runs.len());
+    for (i, (stage, _)) in runs[0].stages().iter().enumerate() {
+        let mut took: Vec<Duration> = runs.iter().map(|t| t.stages()[i].1).collect();
+        took.sort();
+        println!(
+            "  {stage:<22} {:>8.2} ms",
+            took[took.len() / 2].as_secs_f64() * 1e3
+        );
+    }
+}
+
 fn main() {
     let xml = workloads::function_library(workloads::LIBRARY_TEMPLATES);
     let bundle_size = compile_to_bytes(&xml);
@@ -43,6 +67,7 @@ fn main() {
         scan(&xml),
         bundle_size as f64 / 1e6
     );
+    stages(&xml);
 
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("compile");

@@ -5,9 +5,11 @@ use crate::ast::{self, Program};
 use crate::check::{self, Symbols};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::{FileId, SourceMap, Span};
+use crate::timings::Timings;
 use crate::xml;
 use rustc_hash::FxHashSet as HashSet;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Files larger than this are refused before they are read into memory.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -20,6 +22,8 @@ pub struct Compilation {
     pub program: Program,
     pub symbols: Symbols,
     pub diags: Diagnostics,
+    /// How long each stage took.
+    pub timings: Timings,
 }
 
 /// Expands directories into the `*.xml` files below them, sorted, so that a program
@@ -124,21 +128,23 @@ pub fn check_sources(
     let mut later = Diagnostics::new();
     let mut docs = Vec::new();
     let mut program = Program::default();
+    let mut timings = Timings::default();
     for (id, file) in sources.files() {
         if unusable.contains(&id) {
             docs.push(None);
             continue;
         }
-        let doc = xml::parse(id, &file.text, &mut diags);
+        let doc = timings.time("read XML", || xml::parse(id, &file.text, &mut diags));
         if !doc.complete {
             broken.insert(id);
         }
-        program
-            .modules
-            .push(ast::build_module(id, file, &doc, &mut later));
+        let module = timings.time("build syntax trees", || {
+            ast::build_module(id, file, &doc, &mut later)
+        });
+        program.modules.push(module);
         docs.push(Some(doc));
     }
-    let symbols = check::check_program(&program, &mut later);
+    let symbols = timings.time("check", || check::check_program(&program, &mut later));
     // A file the reader could not finish yields a partial tree; what seems missing from
     // it may only be unread, so only its syntax error is shown.
     for d in later.iter() {
@@ -152,14 +158,25 @@ pub fn check_sources(
         program,
         symbols,
         diags,
+        timings,
     }
 }
 
 /// `tvc check`: collects, loads and checks.
 pub fn check_paths(paths: &[PathBuf]) -> Result<Compilation, String> {
+    let start = Instant::now();
     let files = collect_paths(paths)?;
     let (sources, diags, unusable) = load(&files);
-    Ok(check_sources(sources, diags, unusable))
+    let loaded = start.elapsed();
+    let mut c = check_sources(sources, diags, unusable);
+    let mut timings = Timings::default();
+    timings.add("load files", loaded);
+    c.timings
+        .stages()
+        .iter()
+        .for_each(|&(s, d)| timings.add(s, d));
+    c.timings = timings;
+    Ok(c)
 }
 
 /// Checks one in-memory file given as raw bytes (fuzzing): any bytes at all.
@@ -187,10 +204,22 @@ pub fn check_texts<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> C
 
 /// The typed IR and the bundle of a program that checked without errors.
 pub fn compile(c: &Compilation) -> Option<(crate::ir::Program, tv_vm::bundle::Bundle)> {
+    compile_timed(c, &mut Timings::default())
+}
+
+/// [`compile`], adding the time of lowering and of code generation to `timings`.
+pub fn compile_timed(
+    c: &Compilation,
+    timings: &mut Timings,
+) -> Option<(crate::ir::Program, tv_vm::bundle::Bundle)> {
     if c.diags.has_errors() {
         return None;
     }
-    let ir = crate::lower::lower(&c.program, &c.symbols, &c.sources);
-    let bundle = crate::codegen::generate(&ir, &c.sources);
+    let ir = timings.time("lower to IR", || {
+        crate::lower::lower(&c.program, &c.symbols, &c.sources)
+    });
+    let bundle = timings.time("generate bytecode", || {
+        crate::codegen::generate(&ir, &c.sources)
+    });
     Some((ir, bundle))
 }

@@ -10,4 +10,5 @@ pub mod lexer;
 pub mod lower;
 pub mod parser;
 pub mod source;
+pub mod timings;
 pub mod xml;

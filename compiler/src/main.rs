@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tv_compiler::driver;
+use tv_compiler::timings::Timings;
 
 /// mimalloc, as in every binary of the workspace (see the workspace manifest).
 #[global_allocator]
@@ -33,6 +34,9 @@ enum Command {
         /// Colour the diagnostics (default: when stderr is a terminal).
         #[arg(long, value_enum, default_value_t = Color::Auto)]
         color: Color,
+        /// Print how long each stage took, on stderr.
+        #[arg(long)]
+        timings: bool,
     },
     /// Compile templates into a bundle (nothing is written when there are errors).
     Compile {
@@ -46,6 +50,9 @@ enum Command {
         emit: Option<Emit>,
         #[arg(long, value_enum, default_value_t = Color::Auto)]
         color: Color,
+        /// Print how long each stage took, on stderr.
+        #[arg(long)]
+        timings: bool,
     },
 }
 
@@ -67,25 +74,54 @@ enum Color {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check { paths, emit, color } => run(&paths, None, emit, color),
+        Command::Check {
+            paths,
+            emit,
+            color,
+            timings,
+        } => run(&paths, None, emit, color, timings),
         Command::Compile {
             paths,
             output,
             emit,
             color,
-        } => run(&paths, output.as_deref(), emit, color),
+            timings,
+        } => run(&paths, output.as_deref(), emit, color, timings),
     }
 }
 
+/// [`build`], then the time each stage took when asked for.
+fn run(
+    paths: &[PathBuf],
+    output: Option<&Path>,
+    emit: Option<Emit>,
+    color: Color,
+    timings: bool,
+) -> ExitCode {
+    let mut stages = Timings::default();
+    let code = build(paths, output, emit, color, &mut stages);
+    if timings {
+        eprint!("tvc: timings\n{stages}");
+    }
+    code
+}
+
 /// Checks, prints what was asked for, and writes the bundle when one is wanted.
-fn run(paths: &[PathBuf], output: Option<&Path>, emit: Option<Emit>, color: Color) -> ExitCode {
-    let comp = match driver::check_paths(paths) {
+fn build(
+    paths: &[PathBuf],
+    output: Option<&Path>,
+    emit: Option<Emit>,
+    color: Color,
+    stages: &mut Timings,
+) -> ExitCode {
+    let mut comp = match driver::check_paths(paths) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("tvc: error: {e}");
             return ExitCode::from(2);
         }
     };
+    *stages = std::mem::take(&mut comp.timings);
     match emit {
         Some(Emit::Ast) => print!(
             "{}",
@@ -108,7 +144,7 @@ fn run(paths: &[PathBuf], output: Option<&Path>, emit: Option<Emit>, color: Colo
     if output.is_none() && !matches!(emit, Some(Emit::Ir | Emit::Bytecode)) {
         return ExitCode::SUCCESS;
     }
-    let Some((ir, bundle)) = driver::compile(&comp) else {
+    let Some((ir, bundle)) = driver::compile_timed(&comp, stages) else {
         return ExitCode::from(1);
     };
     match emit {
@@ -117,7 +153,10 @@ fn run(paths: &[PathBuf], output: Option<&Path>, emit: Option<Emit>, color: Colo
         _ => {}
     }
     if let Some(out) = output {
-        if let Err(e) = std::fs::write(out, bundle.to_bytes()) {
+        let written = stages.time("write the bundle", || {
+            std::fs::write(out, bundle.to_bytes())
+        });
+        if let Err(e) = written {
             eprintln!("tvc: error: cannot write {}: {e}", out.display());
             return ExitCode::from(2);
         }

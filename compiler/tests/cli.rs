@@ -76,3 +76,51 @@ fn emit_ast_prints_the_checked_tree_on_stdout() {
     );
     assert!(stdout.contains("arg var diff"), "{stdout}");
 }
+
+#[test]
+fn timings_list_every_stage_that_ran_on_stderr_and_change_nothing_else() {
+    let out = std::env::temp_dir().join(format!("tvc-timings-{}.bin", std::process::id()));
+    let out_arg = out.to_string_lossy().into_owned();
+    let args = ["compile", "examples/incident_digest.xml", "-o", &out_arg];
+    let (code, stdout, stderr) = tvc(&[&args[..], &["--timings"]].concat());
+    assert_eq!((code, stdout.as_str()), (0, ""));
+    let timed = std::fs::read(&out).expect("bundle written");
+    let (code, _, quiet) = tvc(&args);
+    assert_eq!((code, quiet.as_str()), (0, ""));
+    assert_eq!(std::fs::read(&out).expect("bundle written"), timed);
+    let _ = std::fs::remove_file(&out);
+    let stages: Vec<&str> = stderr
+        .lines()
+        .skip(1)
+        .map(|l| l.split("  ").find(|w| !w.is_empty()).unwrap_or(""))
+        .collect();
+    assert!(stderr.starts_with("tvc: timings\n"), "{stderr}");
+    assert_eq!(
+        stages,
+        [
+            "load files",
+            "read XML",
+            "build syntax trees",
+            "check",
+            "lower to IR",
+            "generate bytecode",
+            "write the bundle",
+            "total"
+        ],
+        "{stderr}"
+    );
+
+    // A check that fails still says where its time went, after the diagnostics.
+    let bad = "tests/fixtures/invalid/unknown_element_typo.xml";
+    let (code, _, stderr) = tvc(&["check", "--color", "never", "--timings", bad]);
+    assert_eq!(code, 1);
+    let report = stderr
+        .split("tvc: 1 error and 0 warnings\n")
+        .nth(1)
+        .unwrap_or("");
+    assert!(report.starts_with("tvc: timings\n  load files"), "{stderr}");
+    assert!(
+        report.contains("  check ") && !report.contains("lower to IR"),
+        "{stderr}"
+    );
+}

@@ -180,7 +180,8 @@ impl Lowerer<'_> {
             },
             ArgValue::Body(b) => {
                 let node = self.body(b, frame, false);
-                Expr::new(ExprKind::Task(Box::new(node.clone())), node.ty, span)
+                let ty = node.ty.clone();
+                Expr::new(ExprKind::Task(Box::new(node)), ty, span)
             }
         }
     }

@@ -146,7 +146,11 @@ impl Lowerer<'_> {
                 }
                 let body = self.body(&t.body, &mut frame, true);
                 let returns = t.returns.as_ref().map(|r| r.node.clone());
-                (params, returns, body, t.span, matchable(&t.body))
+                let m = match &t.body {
+                    ast::Body::Task(task) => matchable(task),
+                    _ => None,
+                };
+                (params, returns, body, t.span, m)
             }
             Item::Task(t) => {
                 let sig = self.symbols.items.get(&name);
@@ -162,7 +166,7 @@ impl Lowerer<'_> {
                     frame.bind(n, ty.clone());
                 }
                 let body = self.task(&t.task, &mut frame, true);
-                let m = matchable(&ast::Body::Task(Box::new(t.task.clone())));
+                let m = matchable(&t.task);
                 (params, None, body, t.task.span, m)
             }
         };
@@ -264,10 +268,7 @@ impl Lowerer<'_> {
 }
 
 /// Atomic templates are what subtask requests can select.
-fn matchable(body: &ast::Body) -> Option<MatchInfo> {
-    let ast::Body::Task(t) = body else {
-        return None;
-    };
+fn matchable(t: &ast::Task) -> Option<MatchInfo> {
     if t.kind.node != ast::TaskType::Atomic {
         return None;
     }

@@ -144,7 +144,8 @@ impl Lowerer<'_> {
         match &input.value {
             InputValue::Body(b) => {
                 let node = self.body(b, frame, false);
-                Expr::new(ExprKind::Task(Box::new(node.clone())), node.ty, input.span)
+                let ty = node.ty.clone();
+                Expr::new(ExprKind::Task(Box::new(node)), ty, input.span)
             }
             InputValue::Text(t) => self.text(t, frame, false),
             InputValue::Empty => self.var(&input.name.node, input.name.span, frame),
