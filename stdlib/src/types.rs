@@ -20,6 +20,17 @@ pub const MAX_ARRAY_NESTING: usize = 32;
 /// The names a type may be written with, for "expected one of" messages.
 pub const TYPE_NAMES: &str = "string, number, boolean, null, object, array (or []), any, or T[]";
 
+/// How many `[]` a written type ends with: the depth of its arrays.
+pub fn array_nesting(written: &str) -> usize {
+    let mut s = written.trim();
+    let mut depth = 0;
+    while let Some(inner) = s.strip_suffix("[]") {
+        depth += 1;
+        s = inner.trim();
+    }
+    depth
+}
+
 impl Type {
     /// Parses a type as written in `params`, `returns` or `schema`. Arrays nest at
     /// most [`MAX_ARRAY_NESTING`] deep: what walks a type recurses once per level.

@@ -181,8 +181,22 @@ impl Builder<'_> {
     }
 
     fn parse_type(&mut self, s: &str, span: Span, what: &str) -> Option<Spanned<Type>> {
+        let depth = tv_stdlib::types::array_nesting(s);
         match Type::parse(s) {
             Some(t) => Some(Spanned::new(t, span)),
+            None if depth > tv_stdlib::types::MAX_ARRAY_NESTING => {
+                self.diags.push(
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "the {what} nests arrays {depth} deep; at most {} levels are allowed",
+                            tv_stdlib::types::MAX_ARRAY_NESTING
+                        ),
+                    )
+                    .with_help("write the deeper levels as `array` or `any`"),
+                );
+                None
+            }
             None => {
                 let mut d = Diagnostic::error(span, format!("unknown {what} `{}`", s.trim()));
                 d = match schema::did_you_mean(
