@@ -316,3 +316,56 @@ fn a_trace_has_one_line_per_host_call_and_no_secret() {
     assert!(!text.contains("sk-secret"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Runs the golden bundle's `summarize_change` against `url` with `extra` flags.
+fn run_against(url: &str, extra: &[&str]) -> (i32, String, String) {
+    let g = golden();
+    let mut args = vec![
+        "run",
+        g.to_str().expect("path"),
+        "--entry",
+        "summarize_change",
+        "--arg",
+        "diff=+x",
+        "--arg",
+        "audience=ops",
+        "--provider",
+        "openai",
+    ];
+    args.extend_from_slice(extra);
+    tvm_env(
+        &args,
+        &[
+            ("OPENAI_BASE_URL", url),
+            ("OPENAI_API_KEY", "sk-test-not-real"),
+        ],
+    )
+}
+
+#[test]
+fn retries_and_the_request_timeout_are_set_on_the_command_line() {
+    let rt = server_runtime();
+    let failing = rt.block_on(Server::scripted(vec![Reply::json(
+        503,
+        json!({"error": {"message": "overloaded"}}),
+    )]));
+    let (code, stdout, _) = run_against(&failing.url(), &["--retries", "1"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("gave up after 2 attempts"), "{stdout}");
+    assert_eq!(failing.hits(), 2);
+
+    let slow = json!({"choices": [{"message": {"role": "assistant", "content": "late"}}]});
+    let slow = rt.block_on(Server::scripted(vec![
+        Reply::json(200, slow).after(std::time::Duration::from_secs(5))
+    ]));
+    let args = ["--retries", "0", "--request-timeout", "1"];
+    let (code, stdout, _) = run_against(&slow.url(), &args);
+    assert_eq!(code, 1, "{stdout}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let message = r["notes"]["error"]["message"].as_str().unwrap_or("");
+    assert_eq!(
+        message,
+        "openai: no reply within 1s (gave up after 1 attempt)"
+    );
+    assert_eq!(slow.hits(), 1);
+}

@@ -11,7 +11,7 @@ use tv_vm::driver;
 use tv_vm::journal::{self, Header, Journal};
 use tv_vm::limits::Limits;
 use tv_vm::observe::{Progress, Trace};
-use tv_vm::providers::Settings;
+use tv_vm::providers::{self, Settings};
 use tv_vm::runhost::{Choice, RunHost};
 use tv_vm::script::ScriptRunner;
 
@@ -102,6 +102,13 @@ struct HostArgs {
     /// LLM calls in flight at once, per provider.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    /// Retries of an LLM call that met a rate limit, a server error, a timeout or a
+    /// dropped connection, before its task fails.
+    #[arg(long, value_name = "N", default_value_t = providers::DEFAULT_RETRIES)]
+    retries: u32,
+    /// Seconds one attempt of an LLM call may take, reply included.
+    #[arg(long, value_name = "SECS", default_value_t = providers::DEFAULT_REQUEST_TIMEOUT_SECS)]
+    request_timeout: u64,
 }
 
 /// Limits; defaults are those of `Limits::default()`.
@@ -264,11 +271,14 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
 /// The host for a run: provider adapters, cassette, recorder, trace, workspace.
 fn host(choice: Choice, a: &HostArgs) -> Result<RunHost, String> {
     let (model, concurrency) = (a.model.clone(), a.concurrency);
+    let (retries, timeout) = (a.retries, Duration::from_secs(a.request_timeout.max(1)));
     let tune = move |s: &mut Settings| {
         if let Some(m) = &model {
             s.default_model = m.clone();
         }
         s.concurrency = concurrency;
+        s.max_retries = retries;
+        s.request_timeout = timeout;
     };
     let mut host = RunHost::new(choice, tune, ScriptRunner::default())?;
     match (&a.cassette, choice) {

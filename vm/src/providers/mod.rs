@@ -49,6 +49,11 @@ pub struct Settings {
     pub concurrency: usize,
 }
 
+/// Retries after a call's first attempt, unless told otherwise (`tvm run --retries`).
+pub const DEFAULT_RETRIES: u32 = 4;
+/// Seconds one attempt may take, unless told otherwise (`tvm run --request-timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
+
 impl Settings {
     /// The defaults of DESIGN §9 for a server at `base_url`, with no key.
     pub fn new(base_url: impl Into<String>, default_model: impl Into<String>) -> Settings {
@@ -56,8 +61,8 @@ impl Settings {
             base_url: base_url.into().trim_end_matches('/').to_string(),
             api_key: None,
             default_model: default_model.into(),
-            request_timeout: Duration::from_secs(120),
-            max_retries: 4,
+            request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
+            max_retries: DEFAULT_RETRIES,
             max_retry_wait: Duration::from_secs(30),
             backoff_base: Duration::from_millis(500),
             concurrency: 16,
