@@ -6,3 +6,4 @@ pub mod functions;
 pub mod models;
 pub mod templates;
 pub mod types;
+pub mod values;

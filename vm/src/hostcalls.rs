@@ -9,7 +9,7 @@ use crate::result::{exhausted, task_failure};
 use crate::shared::SharedText;
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use tv_stdlib::functions::{into_text, to_text};
+use tv_stdlib::values::{into_text, to_text};
 
 impl<'b> Vm<'b> {
     /// A machine for one concurrent branch of this one: it shares the run's budget and

@@ -13,7 +13,8 @@ use crate::shared::SharedText;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tv_stdlib::builtins::BUILTINS;
-use tv_stdlib::functions::{self as f, into_text, to_text, truthy};
+use tv_stdlib::functions as f;
+use tv_stdlib::values::{into_text, push_text, to_text, truthy};
 
 /// Why [`Vm::run`] stopped.
 #[derive(Debug, Clone, PartialEq)]
@@ -306,7 +307,7 @@ impl<'b> Vm<'b> {
                 let parts = self.pop_n(n as usize)?;
                 let size = parts.iter().map(|p| p.as_str().map_or(8, str::len)).sum();
                 let mut text = String::with_capacity(size);
-                parts.iter().for_each(|p| f::push_text(&mut text, p));
+                parts.iter().for_each(|p| push_text(&mut text, p));
                 self.charge(text.len() as u64)?;
                 self.stack.push(Value::String(text));
             }

@@ -9,8 +9,8 @@ use crate::shared::SharedText;
 use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
 use std::sync::Arc;
-use tv_stdlib::functions::{self as f, to_text};
 use tv_stdlib::types::Type;
+use tv_stdlib::values::{self as f, to_text};
 
 pub fn compare(op: CmpOp, a: &Value, b: &Value) -> bool {
     match op {

@@ -57,7 +57,7 @@ impl ScriptRunner {
         for (name, value) in &req.inputs {
             cmd.env(
                 format!("TVM_INPUT_{}", name.to_uppercase()),
-                tv_stdlib::functions::to_text(value),
+                tv_stdlib::values::to_text(value),
             );
         }
         let mut child = cmd

@@ -8,7 +8,7 @@ use crate::result::{exhausted, is_failed, task_failure};
 use crate::subtask::{self, failure};
 use serde_json::Value;
 use std::sync::Arc;
-use tv_stdlib::functions::parse_json_text;
+use tv_stdlib::values::parse_json_text;
 
 impl Vm<'_> {
     /// Subtasks on the stack now.

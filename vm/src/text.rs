@@ -6,7 +6,7 @@ use crate::bundle::Const;
 use crate::interp::{const_value, fault, Fault, Vm};
 use crate::isa::Op;
 use serde_json::Value;
-use tv_stdlib::functions::{push_text, to_text};
+use tv_stdlib::values::{push_text, to_text};
 
 impl Vm<'_> {
     /// Runs `TextConst`, `TextLocal` or `TextValue`, charging the bytes appended.

@@ -1,0 +1,206 @@
+//! The value rules the VM shares with the built-in functions: splicing into text,
+//! truthiness, equality and ordering, and JSON read from model output.
+
+use serde_json::{Number, Value};
+use std::cmp::Ordering;
+
+/// Appends [`to_text`] of `v` to `out` without an intermediate copy.
+pub fn push_text(out: &mut String, v: &Value) {
+    match v {
+        Value::String(s) => out.push_str(s),
+        other => {
+            use std::fmt::Write as _;
+            // Writing into a String cannot fail.
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+/// [`to_text`] of a value the caller no longer needs: a string is moved, not copied.
+pub fn into_text(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// How a value is spliced into text: a string as it is, anything else as compact JSON
+/// (null -> "null").
+pub fn to_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Truthiness used by `<case test>` and `<condition>`: null, false, 0, "", [] and {} are
+/// false; everything else true.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        // -0.0 is zero too; serde_json never holds NaN.
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Equality and ordering used by the comparison operators: numbers compare numerically
+/// (1 == 1.0), strings by Unicode code points, other kinds only by `equal`; ordering of
+/// mismatched kinds (or of unequal non-numbers, non-strings) is None.
+pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y),
+        // Byte order of UTF-8 is code point order.
+        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+        _ => equal(a, b).then_some(Ordering::Equal),
+    }
+}
+
+/// Structural equality where numbers compare numerically at every depth, so
+/// `[1] == [1.0]` and `contains([1.0], 1)` agree with `1 == 1.0`.
+pub fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y) == Some(Ordering::Equal),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Integers compare exactly (i64 and u64 both fit i128); anything with a fraction as f64.
+fn compare_numbers(x: &Number, y: &Number) -> Option<Ordering> {
+    match (int_of(x), int_of(y)) {
+        (Some(i), Some(j)) => Some(i.cmp(&j)),
+        _ => x.as_f64()?.partial_cmp(&y.as_f64()?),
+    }
+}
+
+pub(crate) fn int_of(n: &Number) -> Option<i128> {
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
+}
+
+/// Parses model output as JSON: the whole text, or else the first fenced block labelled
+/// `json` (any case) or unlabelled. Models often wrap JSON in prose and a fence.
+pub fn parse_json_text(text: &str) -> Result<Value, String> {
+    let whole_error = match serde_json::from_str(text) {
+        Ok(v) => return Ok(v),
+        Err(e) => e.to_string(),
+    };
+    match fenced_json(text) {
+        Some(body) => serde_json::from_str(body).map_err(|e| e.to_string()),
+        None => Err(whole_error),
+    }
+}
+
+/// The body of the first ``` block whose label is `json` or empty. An unclosed fence runs
+/// to the end (a reply cut off by the token limit). All slicing is next to ASCII "```"
+/// or '\n', so it stays on character boundaries.
+fn fenced_json(text: &str) -> Option<&str> {
+    let mut rest = text;
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let close = after.find("```");
+        let inner = close.map_or(after, |end| &after[..end]);
+        let (label, body) = split_label(inner);
+        if label.is_empty() || label.eq_ignore_ascii_case("json") {
+            return Some(body);
+        }
+        rest = &after[close? + 3..];
+    }
+    None
+}
+
+/// Splits a fence's inside into its info string and body. The first line is a label
+/// only when it looks like one (`json`, `python`), so "```{\"a\": 1}```" is a body.
+fn split_label(inner: &str) -> (&str, &str) {
+    let (first, body) = match inner.find('\n') {
+        Some(nl) => (inner[..nl].trim(), &inner[nl + 1..]),
+        // One line: nothing after a label, so it is all body ("```1```").
+        None => return ("", inner),
+    };
+    let is_label = first
+        .chars()
+        .all(|ch| ch.is_alphanumeric() || matches!(ch, '-' | '_' | '+' | '.'));
+    if is_label {
+        (first, body)
+    } else {
+        ("", inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    #[test]
+    fn to_text_splices_strings_bare_and_the_rest_as_json() {
+        assert_eq!(to_text(&json!("a b")), "a b");
+        assert_eq!(to_text(&json!(null)), "null");
+        assert_eq!(to_text(&json!(3)), "3");
+        assert_eq!(to_text(&json!({"a": "b"})), "{\"a\":\"b\"}");
+    }
+
+    #[test]
+    fn truthiness_treats_empty_and_zero_values_as_false() {
+        for v in [
+            json!(null),
+            json!(false),
+            json!(0),
+            json!(-0.0),
+            json!(""),
+            json!([]),
+            json!({}),
+        ] {
+            assert!(!truthy(&v), "{v}");
+        }
+        for v in [
+            json!(true),
+            json!(-1.5),
+            json!(" "),
+            json!([0]),
+            json!({"a": null}),
+        ] {
+            assert!(truthy(&v), "{v}");
+        }
+    }
+
+    #[test]
+    fn numbers_compare_numerically_across_integer_and_float() {
+        assert!(equal(&json!(1), &json!(1.0)));
+        assert_eq!(compare(&json!(-1), &json!(u64::MAX)), Some(Ordering::Less));
+        assert_eq!(compare(&json!(2.5), &json!(2)), Some(Ordering::Greater));
+        assert_eq!(
+            compare(&json!(i64::MIN), &json!(i64::MIN)),
+            Some(Ordering::Equal)
+        );
+        assert!(equal(&json!([1, {"a": 2}]), &json!([1.0, {"a": 2.0}])));
+    }
+
+    #[test]
+    fn strings_compare_by_code_point() {
+        assert_eq!(compare(&json!("B"), &json!("a")), Some(Ordering::Less));
+        assert_eq!(compare(&json!("z"), &json!("é")), Some(Ordering::Less));
+        assert_eq!(compare(&json!(""), &json!("")), Some(Ordering::Equal));
+    }
+
+    #[test]
+    fn other_kinds_are_only_equal_or_unordered() {
+        assert_eq!(compare(&json!(1), &json!("1")), None);
+        assert!(!equal(&json!(1), &json!("1")));
+        assert_eq!(compare(&json!(true), &json!(false)), None);
+        assert_eq!(compare(&json!(null), &json!(null)), Some(Ordering::Equal));
+        assert_eq!(compare(&json!([1]), &json!([1.0])), Some(Ordering::Equal));
+        assert_eq!(compare(&json!([1]), &json!([2])), None);
+        assert!(!equal(&json!({"a": 1}), &json!({"b": 1})));
+        assert!(!equal(&json!([1]), &json!([1, 2])));
+    }
+}
