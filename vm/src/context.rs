@@ -7,10 +7,13 @@
 //! reaches a model only when the task names it or it lies under the workspace the user gave
 //! (`tvm run --workspace DIR`); without a workspace nothing is searched.
 
+mod search;
+
 use crate::bundle::{FilePaths, TaskMeta};
 use crate::host::{LlmRequest, ScriptRequest};
 use crate::script::ScriptRunner;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use search::{excerpt, rank, walk, Query, MAX_CANDIDATES};
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -60,24 +63,8 @@ pub struct Assembled {
 
 const NO_WORKSPACE: &str = "fresh context was requested but no workspace was given \
      (tvm run --workspace DIR); no files were searched";
-/// Lines of one file shown by fresh context, and lines kept around each matching line.
-const EXCERPT_LINES: usize = 40;
-const EXCERPT_CONTEXT: usize = 3;
-/// A query term in a file's path says more about the file than one in its text.
-const PATH_BONUS: f64 = 2.0;
-/// Files read by one search, so that a huge workspace costs bounded time.
-const MAX_CANDIDATES: usize = 10_000;
 /// Bytes kept of a `file_paths` command's output: plenty for a list of paths.
 const COMMAND_OUTPUT: usize = 256 << 10;
-/// Words too common to say what a request is about.
-const STOP_WORDS: &[&str] = &[
-    "about", "all", "also", "and", "any", "are", "been", "but", "can", "could", "did", "does",
-    "each", "for", "from", "had", "has", "have", "her", "his", "how", "into", "its", "just", "may",
-    "more", "most", "must", "not", "now", "only", "other", "our", "out", "please", "she", "should",
-    "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they",
-    "this", "those", "use", "very", "was", "were", "what", "when", "where", "which", "while",
-    "who", "why", "will", "with", "would", "you", "your",
-];
 
 impl Assembler {
     pub async fn assemble(&self, req: &LlmRequest) -> Assembled {
@@ -351,203 +338,4 @@ fn relative(ws: &Path, path: &Path) -> Option<String> {
         .or_else(|_| path_c.strip_prefix(&ws_c))
         .ok()?;
     rel.to_str().filter(|s| !s.is_empty()).map(str::to_owned)
-}
-
-/// Calls `f` with each lowercased word of 3+ characters that is not a stop word; words
-/// split at non-alphanumerics and inside camelCase, so `loginToken` matches "login token".
-fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
-    let mut word = String::new();
-    let mut prev_lower = false;
-    for c in text.chars() {
-        if !c.is_alphanumeric() {
-            emit(&mut word, &mut f);
-            prev_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && prev_lower {
-            emit(&mut word, &mut f);
-        }
-        prev_lower = c.is_lowercase() || c.is_numeric();
-        word.extend(c.to_lowercase());
-    }
-    emit(&mut word, &mut f);
-}
-
-fn emit(word: &mut String, f: &mut impl FnMut(&str)) {
-    if word.chars().count() >= 3 && !STOP_WORDS.contains(&word.as_str()) {
-        f(word);
-    }
-    word.clear();
-}
-
-/// The distinct terms of a search, in sorted order so that sums are reproducible.
-struct Query {
-    /// Each term and its place in the per-term vectors.
-    index: HashMap<String, usize>,
-}
-
-impl Query {
-    fn new(text: &str) -> Option<Query> {
-        let mut set = BTreeSet::new();
-        for_each_token(text, |t| {
-            set.insert(t.to_owned());
-        });
-        let index: HashMap<String, usize> = set.into_iter().zip(0..).collect();
-        (!index.is_empty()).then_some(Query { index })
-    }
-
-    /// How often each term occurs in `text`.
-    fn counts(&self, text: &str) -> Vec<u32> {
-        let mut counts = vec![0; self.index.len()];
-        for_each_token(text, |t| {
-            if let Some(&i) = self.index.get(t) {
-                counts[i] += 1;
-            }
-        });
-        counts
-    }
-}
-
-/// A workspace file that holds at least one query term, in its text or its path.
-struct Hit {
-    path: PathBuf,
-    display: String,
-    /// Per query term: w(tf) + PATH_BONUS if the term is in the path (see [`rank`]).
-    weights: Vec<f64>,
-    score: f64,
-}
-
-/// The matching text files under `ws`, how many text files were read, and whether the
-/// walk stopped at MAX_CANDIDATES.
-fn walk(ws: &Path, q: &Query, cap: usize) -> (Vec<Hit>, usize, bool) {
-    // By default hidden files are skipped and .gitignore, .ignore and
-    // .git/info/exclude are honoured.
-    let walk = ignore::WalkBuilder::new(ws)
-        // The user's global excludes differ between machines; results must not.
-        .git_global(false)
-        // A plain folder's .gitignore counts too, not only a repository's.
-        .require_git(false)
-        // A symlink could lead out of the workspace; only regular files are read.
-        .follow_links(false)
-        .sort_by_file_path(|a, b| a.cmp(b))
-        .build();
-    let (mut hits, mut total) = (Vec::new(), 0);
-    for entry in walk.flatten() {
-        let regular = entry.file_type().is_some_and(|t| t.is_file());
-        let small = entry.metadata().is_ok_and(|m| m.len() <= cap as u64);
-        let display = entry.path().strip_prefix(ws).ok().and_then(Path::to_str);
-        let (true, true, Some(display)) = (regular, small, display) else {
-            continue;
-        };
-        let Some(text) = read_text(entry.path(), cap).ok().filter(|t| t.len() <= cap) else {
-            continue;
-        };
-        if total == MAX_CANDIDATES {
-            return (hits, total, true);
-        }
-        total += 1;
-        let in_path = q.counts(display);
-        let tf_weight = |n: u32| if n == 0 { 0.0 } else { 1.0 + f64::from(n).ln() };
-        let weights: Vec<f64> = (q.counts(&text).into_iter().zip(in_path))
-            .map(|(n, p)| tf_weight(n) + if p > 0 { PATH_BONUS } else { 0.0 })
-            .collect();
-        if weights.iter().any(|&w| w > 0.0) {
-            let (path, display) = (entry.path().to_path_buf(), display.to_owned());
-            hits.push(Hit {
-                path,
-                display,
-                weights,
-                score: 0.0,
-            });
-        }
-    }
-    (hits, total, false)
-}
-
-/// Scores and sorts the hits (best first, then by path) and returns the idf of each term.
-/// With N the text files read and df(t) the hits that hold term t:
-/// idf(t) = ln(1 + N / df(t)), score(f) = Σ_t idf(t) · (w(tf(t, f)) + PATH_BONUS · [t in
-/// f's path]), where w(0) = 0 and w(n) = 1 + ln n, so that repetition alone does not win.
-fn rank(hits: &mut [Hit], total: usize, terms: usize) -> Vec<f64> {
-    let idf: Vec<f64> = (0..terms)
-        .map(|i| {
-            let df = hits.iter().filter(|h| h.weights[i] > 0.0).count();
-            (1.0 + total as f64 / df.max(1) as f64).ln()
-        })
-        .collect();
-    for h in hits.iter_mut() {
-        h.score = h.weights.iter().zip(&idf).map(|(w, idf)| w * idf).sum();
-    }
-    hits.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.display.cmp(&b.display))
-    });
-    idf
-}
-
-/// The idf of the distinct terms in a line.
-fn line_score(line: &str, q: &Query, idf: &[f64]) -> f64 {
-    let counts = q.counts(line);
-    counts
-        .iter()
-        .zip(idf)
-        .filter(|(&n, _)| n > 0)
-        .map(|(_, w)| w)
-        .sum()
-}
-
-/// A short file whole; a long one as the lines around its best-matching lines (each line
-/// scored by the idf of the distinct terms it holds), at most EXCERPT_LINES in all.
-fn excerpt(text: &str, q: &Query, idf: &[f64]) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.len() <= EXCERPT_LINES {
-        return text.to_owned();
-    }
-    let mut scored: Vec<(f64, usize)> = (lines.iter().enumerate())
-        .map(|(i, l)| (line_score(l, q, idf), i))
-        .filter(|&(s, _)| s > 0.0)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut keep = vec![false; lines.len()];
-    let mut kept = 0;
-    for &(_, i) in &scored {
-        let hi = (i + EXCERPT_CONTEXT).min(lines.len() - 1);
-        for k in &mut keep[i.saturating_sub(EXCERPT_CONTEXT)..=hi] {
-            if kept < EXCERPT_LINES && !*k {
-                *k = true;
-                kept += 1;
-            }
-        }
-        if kept == EXCERPT_LINES {
-            break;
-        }
-    }
-    if kept == 0 {
-        // Matched by its path only: its beginning says most about it.
-        keep[..EXCERPT_LINES].fill(true);
-    }
-    render(&lines, &keep)
-}
-
-/// The kept lines, each run under a `[lines a-b]` header (1-based, inclusive).
-fn render(lines: &[&str], keep: &[bool]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < lines.len() {
-        if !keep[i] {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < lines.len() && keep[i] {
-            i += 1;
-        }
-        out.push_str(&format!("[lines {}-{}]\n", start + 1, i));
-        for line in &lines[start..i] {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
 }
