@@ -13,153 +13,15 @@ use quick_xml::Reader;
 
 mod dump;
 mod errors;
+mod tree;
 
 pub use dump::dump_docs;
 use errors::{decode_entity, describe_error};
+pub use tree::{Attr, Element, Node, OffsetMap, Text, XmlDoc};
 
 /// Elements nested deeper than this are reported and skipped, so no later recursive
 /// pass can exhaust the stack on hostile input.
 pub const MAX_DEPTH: usize = 200;
-
-#[derive(Clone, Debug, Default)]
-pub struct XmlDoc {
-    pub root: Option<Element>,
-    /// False when the reader stopped at a syntax error; later stages then stay quiet
-    /// about what is missing, since it may simply not have been read.
-    pub complete: bool,
-}
-
-#[derive(Clone, Debug)]
-pub struct Element {
-    pub name: String,
-    pub name_span: Span,
-    /// From `<` of the start tag to `>` of the end tag.
-    pub span: Span,
-    pub attrs: Vec<Attr>,
-    pub children: Vec<Node>,
-}
-
-#[derive(Clone, Debug)]
-pub struct Attr {
-    pub name: String,
-    pub name_span: Span,
-    pub value: Text,
-}
-
-#[derive(Clone, Debug)]
-pub enum Node {
-    Element(Element),
-    Text(Text),
-}
-
-/// Decoded character data and the way back to source offsets.
-#[derive(Clone, Debug, Default)]
-pub struct Text {
-    pub value: String,
-    pub map: OffsetMap,
-    /// The raw source range (for a value: inside the quotes).
-    pub span: Span,
-}
-
-/// Anchors `(decoded offset, source offset)`; between anchors the text was copied
-/// byte for byte, so offsets move together.
-#[derive(Clone, Debug, Default)]
-pub struct OffsetMap {
-    anchors: Vec<(u32, u32)>,
-}
-
-impl OffsetMap {
-    fn anchor(&mut self, decoded: usize, source: usize) {
-        let a = (decoded as u32, source as u32);
-        if self.anchors.last() != Some(&a) {
-            self.anchors.push(a);
-        }
-    }
-
-    /// The source offset of a decoded offset.
-    pub fn source(&self, decoded: usize) -> usize {
-        let d = decoded as u32;
-        let i = self.anchors.partition_point(|&(dec, _)| dec <= d);
-        match i.checked_sub(1).and_then(|i| self.anchors.get(i)) {
-            Some(&(dec, src)) => (src + (d - dec)) as usize,
-            None => decoded,
-        }
-    }
-}
-
-impl Text {
-    /// The source span of a byte range of the decoded value.
-    pub fn span_of(&self, range: std::ops::Range<usize>) -> Span {
-        let start = self.map.source(range.start);
-        let end = if range.end > range.start {
-            self.map.source(range.end - 1) + 1
-        } else {
-            start
-        };
-        Span::new(self.span.file, start..end.max(start))
-    }
-
-    pub fn trimmed(&self) -> &str {
-        self.value.trim()
-    }
-
-    /// Span of the trimmed value, or of the whole node when it is blank.
-    pub fn trimmed_span(&self) -> Span {
-        let lead = self.value.len() - self.value.trim_start().len();
-        let t = self.value.trim();
-        if t.is_empty() {
-            return self.span;
-        }
-        self.span_of(lead..lead + t.len())
-    }
-
-    fn push_raw(&mut self, raw: &str, at: usize) {
-        self.map.anchor(self.value.len(), at);
-        self.value.push_str(raw);
-    }
-}
-
-impl Element {
-    pub fn attr(&self, name: &str) -> Option<&Attr> {
-        self.attrs.iter().find(|a| a.name == name)
-    }
-
-    pub fn elements(&self) -> impl Iterator<Item = &Element> {
-        self.children.iter().filter_map(|n| match n {
-            Node::Element(e) => Some(e),
-            Node::Text(_) => None,
-        })
-    }
-
-    /// All character data directly inside, concatenated (usually a single node).
-    pub fn text(&self) -> Text {
-        let mut texts = self.children.iter().filter_map(|n| match n {
-            Node::Text(t) => Some(t),
-            Node::Element(_) => None,
-        });
-        let Some(first) = texts.next() else {
-            let at = self.name_span.end as usize;
-            return Text {
-                span: Span::new(self.span.file, at..at),
-                ..Text::default()
-            };
-        };
-        let mut out = first.clone();
-        for t in texts {
-            for &(dec, src) in &t.map.anchors {
-                out.map.anchor(out.value.len() + dec as usize, src as usize);
-            }
-            out.value.push_str(&t.value);
-            out.span = out.span.to(t.span);
-        }
-        out
-    }
-
-    /// Span of the start tag's name, the usual place to report "this element".
-    pub fn head(&self) -> Span {
-        self.name_span
-    }
-}
 
 struct Open {
     el: Element,
