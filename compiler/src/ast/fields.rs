@@ -1,4 +1,5 @@
-//! The fields of a `<task>`: text, flags, enumerations, numbers and nested parts.
+//! The fields of a `<task>`: text, flags, enumerations, numbers, models, output format,
+//! context management and file paths; the nested parts are in [`super::parts`].
 
 use super::build::Builder;
 use super::schema;
@@ -60,7 +61,7 @@ impl Builder<'_> {
         self.parse_bool(&w, &format!("<{}>", el.name))
     }
 
-    fn parse_bool(&mut self, w: &Spanned<String>, what: &str) -> Option<Spanned<bool>> {
+    pub(super) fn parse_bool(&mut self, w: &Spanned<String>, what: &str) -> Option<Spanned<bool>> {
         match w.node.as_str() {
             "true" => Some(Spanned::new(true, w.span)),
             "false" => Some(Spanned::new(false, w.span)),
@@ -77,7 +78,7 @@ impl Builder<'_> {
         }
     }
 
-    fn count_field(&mut self, el: &Element) -> Option<Spanned<u64>> {
+    pub(super) fn count_field(&mut self, el: &Element) -> Option<Spanned<u64>> {
         let w = self.word_field(el);
         self.parse_count(&w, &format!("<{}>", el.name))
     }
@@ -340,200 +341,5 @@ impl Builder<'_> {
             format!("`source=\"{child}\"` needs a `<{child}>` child"),
         );
         None
-    }
-
-    fn steps(&mut self, el: &Element) -> Spanned<Vec<Body>> {
-        schema::check_attrs(el, &[], self.diags);
-        schema::no_text(el, self.diags);
-        let steps = el.elements().map(|c| self.body(c, "steps")).collect();
-        Spanned::new(steps, el.span)
-    }
-
-    pub(super) fn inputs(&mut self, el: &Element) -> Vec<Input> {
-        schema::check_attrs(el, &[], self.diags);
-        schema::no_text(el, self.diags);
-        let mut out: Vec<Input> = Vec::new();
-        for child in el.elements() {
-            if child.name != "input" {
-                schema::unknown_element(child, "inputs", &["input"], self.diags);
-                continue;
-            }
-            let Some(input) = self.input(child) else {
-                continue;
-            };
-            if let Some(prev) = out.iter().find(|p| p.name.node == input.name.node) {
-                self.diags.push(
-                    Diagnostic::error(
-                        input.name.span,
-                        format!("input `{}` is declared twice", input.name.node),
-                    )
-                    .with_secondary(prev.name.span, "first declared here")
-                    .with_help("input names must be unique within a task"),
-                );
-                continue;
-            }
-            out.push(input);
-        }
-        out
-    }
-
-    fn input(&mut self, el: &Element) -> Option<Input> {
-        schema::check_attrs(el, &["name", "from"], self.diags);
-        let Some(name) = el.attr("name") else {
-            self.diags.push(Diagnostic::error(
-                el.head(),
-                "`<input>` needs a `name` attribute",
-            ));
-            return None;
-        };
-        let name = self.ident_attr(&name.value, "input name");
-        let from = el
-            .attr("from")
-            .map(|a| self.ident_attr(&a.value, "variable name"));
-        let children: Vec<&Element> = el.elements().collect();
-        let value = if let Some(first) = children.first() {
-            schema::no_text(el, self.diags);
-            for extra in &children[1..] {
-                self.diags
-                    .error(extra.head(), "an `<input>` holds one task, call or cond");
-            }
-            InputValue::Body(self.body(first, "input"))
-        } else if el.text().value.trim().is_empty() {
-            InputValue::Empty
-        } else {
-            InputValue::Text(parser::parse_template(&el.text(), self.diags))
-        };
-        if let (Some(f), InputValue::Body(_)) = (&from, &value) {
-            self.diags.push(
-                Diagnostic::error(
-                    f.span,
-                    format!("input `{}` has both `from` and a computed value", name.node),
-                )
-                .with_help(
-                    "bind it to a variable with `from`, or compute it with a nested task, not both",
-                ),
-            );
-        }
-        Some(Input {
-            name,
-            from,
-            value,
-            span: el.span,
-        })
-    }
-
-    fn context_relevance(&mut self, el: &Element) -> Vec<ContextRelevance> {
-        schema::check_attrs(el, &[], self.diags);
-        schema::no_text(el, self.diags);
-        let mut out = Vec::new();
-        for child in el.elements() {
-            if child.name != "input" {
-                schema::unknown_element(child, "context_relevance", &["input"], self.diags);
-                continue;
-            }
-            schema::check_attrs(child, &["name", "include"], self.diags);
-            let (Some(name), Some(include)) = (child.attr("name"), child.attr("include")) else {
-                self.diags.error(
-                    child.head(),
-                    "a context relevance `<input>` needs `name` and `include`",
-                );
-                continue;
-            };
-            let name = self.ident_attr(&name.value, "input name");
-            let w = Spanned::new(
-                include.value.trimmed().to_string(),
-                include.value.trimmed_span(),
-            );
-            if let Some(include) = self.parse_bool(&w, "include") {
-                out.push(ContextRelevance { name, include });
-            }
-        }
-        out
-    }
-
-    fn context_assembly(&mut self, el: &Element) -> ContextAssembly {
-        schema::check_attrs(el, &[], self.diags);
-        schema::no_text(el, self.diags);
-        let mut ca = ContextAssembly {
-            primary: None,
-            secondary: None,
-            excluded: None,
-        };
-        for child in el.elements() {
-            let slot = match child.name.as_str() {
-                "primary_elements" => &mut ca.primary,
-                "secondary_elements" => &mut ca.secondary,
-                "excluded_elements" => &mut ca.excluded,
-                _ => {
-                    schema::unknown_element(
-                        child,
-                        "context_assembly",
-                        &[
-                            "primary_elements",
-                            "secondary_elements",
-                            "excluded_elements",
-                        ],
-                        self.diags,
-                    );
-                    continue;
-                }
-            };
-            *slot = Some(self.text_field(child));
-        }
-        ca
-    }
-
-    fn script(&mut self, el: &Element) -> ScriptExecution {
-        schema::check_attrs(el, &[], self.diags);
-        schema::no_text(el, self.diags);
-        let mut s = ScriptExecution {
-            command: None,
-            timeout: None,
-            inputs: Vec::new(),
-            span: el.span,
-        };
-        for child in el.elements() {
-            match child.name.as_str() {
-                "command" => s.command = Some(self.text_field(child)),
-                "timeout" => s.timeout = self.count_field(child),
-                "inputs" => s.inputs = self.inputs(child),
-                _ => schema::unknown_element(
-                    child,
-                    "script_execution",
-                    &["command", "timeout", "inputs"],
-                    self.diags,
-                ),
-            }
-        }
-        s
-    }
-
-    fn termination(&mut self, el: &Element) -> Expr {
-        schema::check_attrs(el, &[], self.diags);
-        let conditions: Vec<&Element> = el.elements().collect();
-        match conditions.as_slice() {
-            [] if !el.text().value.trim().is_empty() => parser::parse_test(&el.text(), self.diags),
-            [c] if c.name == "condition" => {
-                schema::no_text(el, self.diags);
-                schema::check_attrs(c, &[], self.diags);
-                schema::no_elements(c, self.diags);
-                parser::parse_test(&c.text(), self.diags)
-            }
-            _ => {
-                for c in conditions.iter().filter(|c| c.name != "condition") {
-                    schema::unknown_element(c, "termination_condition", &["condition"], self.diags);
-                }
-                if conditions.len() != 1 {
-                    self.diags.error(
-                        el.head(),
-                        "`<termination_condition>` holds one `<condition>`",
-                    );
-                }
-                Expr {
-                    kind: ExprKind::Error,
-                    span: el.head(),
-                }
-            }
-        }
     }
 }

@@ -6,6 +6,7 @@
 mod build;
 mod dump;
 mod fields;
+mod parts;
 mod schema;
 
 pub use build::{build_module, is_identifier};
