@@ -15,6 +15,7 @@ pub use schema::did_you_mean;
 
 use crate::source::{FileId, Span, Spanned};
 use tv_stdlib::types::Type;
+pub use tv_vm::isa::CmpOp;
 
 pub type Ident = Spanned<String>;
 
@@ -401,12 +402,8 @@ pub struct Arg {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
+    /// A comparison, spelled as the machine's compare instruction spells it.
+    Cmp(CmpOp),
     And,
     Or,
 }
@@ -414,18 +411,13 @@ pub enum BinOp {
 impl BinOp {
     pub fn as_str(self) -> &'static str {
         match self {
-            BinOp::Eq => "==",
-            BinOp::Ne => "!=",
-            BinOp::Lt => "<",
-            BinOp::Le => "<=",
-            BinOp::Gt => ">",
-            BinOp::Ge => ">=",
+            BinOp::Cmp(c) => c.as_str(),
             BinOp::And => "&&",
             BinOp::Or => "||",
         }
     }
 
     pub fn is_comparison(self) -> bool {
-        !matches!(self, BinOp::And | BinOp::Or)
+        matches!(self, BinOp::Cmp(_))
     }
 }

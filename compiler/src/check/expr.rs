@@ -4,7 +4,7 @@
 use super::scope::Scope;
 use super::{Checker, SigParam};
 use crate::ast::{
-    ArgValue, BinOp, Call, Expr, ExprKind, Ident, Literal, Segment, Task, TextTemplate,
+    ArgValue, BinOp, Call, CmpOp, Expr, ExprKind, Ident, Literal, Segment, Task, TextTemplate,
 };
 use crate::diag::Diagnostic;
 use crate::source::Span;
@@ -123,7 +123,10 @@ impl<'p> Checker<'p, '_> {
         if !l.is_known() || !r.is_known() {
             return;
         }
-        let ordered = matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+        let ordered = matches!(
+            op,
+            BinOp::Cmp(CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge)
+        );
         if ordered && !(l == r && matches!(l, Type::Number | Type::String)) {
             self.diags.push(
                 Diagnostic::error(span, format!("`{}` compares `{l}` with `{r}`", op.as_str()))

@@ -6,7 +6,6 @@ use crate::ir::{Expr, ExprKind, Node, NodeKind};
 use crate::source::Span;
 use tv_stdlib::builtins::{self, Ret};
 use tv_stdlib::types::Type;
-use tv_vm::isa::CmpOp;
 
 impl Lowerer<'_> {
     /// A text template as one string expression; `quote` shell-quotes every hole.
@@ -68,12 +67,7 @@ impl Lowerer<'_> {
                 let kind = match op {
                     BinOp::And => ExprKind::And(l, r),
                     BinOp::Or => ExprKind::Or(l, r),
-                    BinOp::Eq => ExprKind::Compare(CmpOp::Eq, l, r),
-                    BinOp::Ne => ExprKind::Compare(CmpOp::Ne, l, r),
-                    BinOp::Lt => ExprKind::Compare(CmpOp::Lt, l, r),
-                    BinOp::Le => ExprKind::Compare(CmpOp::Le, l, r),
-                    BinOp::Gt => ExprKind::Compare(CmpOp::Gt, l, r),
-                    BinOp::Ge => ExprKind::Compare(CmpOp::Ge, l, r),
+                    BinOp::Cmp(c) => ExprKind::Compare(*c, l, r),
                 };
                 Expr::new(kind, Type::Boolean, span)
             }

@@ -7,7 +7,7 @@
 //! here is too; runs of `!` are folded in a loop.
 
 use super::{index_segments, mk, unescape, Tok};
-use crate::ast::{Arg, BinOp, Expr, ExprKind, Literal, Segment};
+use crate::ast::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment};
 use crate::lexer::Token;
 use crate::source::{Span, Spanned};
 
@@ -85,12 +85,12 @@ impl Descent<'_, '_> {
         let from = self.at;
         let l = self.postfix()?;
         let op = match self.peek() {
-            Some(Token::Eq) => BinOp::Eq,
-            Some(Token::Ne) => BinOp::Ne,
-            Some(Token::Lt) => BinOp::Lt,
-            Some(Token::Le) => BinOp::Le,
-            Some(Token::Gt) => BinOp::Gt,
-            Some(Token::Ge) => BinOp::Ge,
+            Some(Token::Eq) => BinOp::Cmp(CmpOp::Eq),
+            Some(Token::Ne) => BinOp::Cmp(CmpOp::Ne),
+            Some(Token::Lt) => BinOp::Cmp(CmpOp::Lt),
+            Some(Token::Le) => BinOp::Cmp(CmpOp::Le),
+            Some(Token::Gt) => BinOp::Cmp(CmpOp::Gt),
+            Some(Token::Ge) => BinOp::Cmp(CmpOp::Ge),
             _ => return Some(l),
         };
         self.at += 1;

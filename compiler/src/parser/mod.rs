@@ -4,7 +4,7 @@
 //! file through the text's offset map, so errors point into the file, not into the text
 //! node. Each hole is parsed on its own, so one bad hole never hides the next one.
 
-use crate::ast::{Arg, BinOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
+use crate::ast::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::lexer::Token;
 use crate::source::{FileId, Span, Spanned};
@@ -316,12 +316,12 @@ where
         );
 
         let cmp_op = select! {
-            Token::Eq => BinOp::Eq,
-            Token::Ne => BinOp::Ne,
-            Token::Lt => BinOp::Lt,
-            Token::Le => BinOp::Le,
-            Token::Gt => BinOp::Gt,
-            Token::Ge => BinOp::Ge,
+            Token::Eq => BinOp::Cmp(CmpOp::Eq),
+            Token::Ne => BinOp::Cmp(CmpOp::Ne),
+            Token::Lt => BinOp::Cmp(CmpOp::Lt),
+            Token::Le => BinOp::Cmp(CmpOp::Le),
+            Token::Gt => BinOp::Cmp(CmpOp::Gt),
+            Token::Ge => BinOp::Cmp(CmpOp::Ge),
         };
         let comparison = postfix
             .clone()
