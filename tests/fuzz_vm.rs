@@ -157,13 +157,7 @@ fn balanced(pieces: &[Piece]) -> Vec<Op> {
         // Control falls through to `pc + 1`, so there is always one that fits.
         let fits: Vec<usize> = (0..ops.len()).filter(|&t| depth[t] == after).collect();
         let t = fits[choice as usize % fits.len()] as u32;
-        ops[pc] = match ops[pc] {
-            Op::Jump(_) => Op::Jump(t),
-            Op::JumpIfFalse(_) => Op::JumpIfFalse(t),
-            Op::JumpIfTrue(_) => Op::JumpIfTrue(t),
-            Op::JumpIfFailed(_) => Op::JumpIfFailed(t),
-            op => op,
-        };
+        ops[pc] = ops[pc].with_target(t);
     }
     ops
 }

@@ -358,13 +358,7 @@ impl Shape<'_> {
             let fits: Vec<usize> = (0..ops.len()).filter(|&t| depth[t] == after).collect();
             // `pc + 1` always fits, as control falls through to it.
             let t = fits[choice as usize % fits.len()] as u32;
-            ops[pc] = match ops[pc] {
-                Op::Jump(_) => Op::Jump(t),
-                Op::JumpIfFalse(_) => Op::JumpIfFalse(t),
-                Op::JumpIfTrue(_) => Op::JumpIfTrue(t),
-                Op::JumpIfFailed(_) => Op::JumpIfFailed(t),
-                op => op,
-            };
+            ops[pc] = ops[pc].with_target(t);
         }
         ops
     }

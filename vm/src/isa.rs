@@ -150,4 +150,16 @@ impl Op {
             _ => None,
         }
     }
+
+    /// The same jump to `target` (code generation patches forward jumps); any other
+    /// instruction as it is.
+    pub fn with_target(self, target: u32) -> Op {
+        match self {
+            Op::Jump(_) => Op::Jump(target),
+            Op::JumpIfFalse(_) => Op::JumpIfFalse(target),
+            Op::JumpIfTrue(_) => Op::JumpIfTrue(target),
+            Op::JumpIfFailed(_) => Op::JumpIfFailed(target),
+            op => op,
+        }
+    }
 }

@@ -157,13 +157,7 @@ impl Gen<'_> {
     fn patch(&mut self, hole: Hole) {
         let target = self.here();
         if let Some(op) = self.code.get_mut(hole.0) {
-            *op = match *op {
-                Op::Jump(_) => Op::Jump(target),
-                Op::JumpIfFalse(_) => Op::JumpIfFalse(target),
-                Op::JumpIfTrue(_) => Op::JumpIfTrue(target),
-                Op::JumpIfFailed(_) => Op::JumpIfFailed(target),
-                other => other,
-            };
+            *op = op.with_target(target);
         }
     }
 
