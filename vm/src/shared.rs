@@ -43,6 +43,11 @@ impl SharedText {
         self.len() == 0
     }
 
+    pub fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        let [a, b] = self.parts();
+        a.bytes().chain(b.bytes())
+    }
+
     pub fn chars(&self) -> impl Iterator<Item = char> + '_ {
         let [a, b] = self.parts();
         a.chars().chain(b.chars())
@@ -77,7 +82,7 @@ impl fmt::Debug for SharedText {
 
 impl PartialEq for SharedText {
     fn eq(&self, other: &SharedText) -> bool {
-        self.len() == other.len() && self.chars().eq(other.chars())
+        self.len() == other.len() && self.bytes().eq(other.bytes())
     }
 }
 
