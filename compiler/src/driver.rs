@@ -4,12 +4,16 @@
 use crate::ast::{self, Program};
 use crate::check::{self, Symbols};
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::source::{FileId, SourceMap, Span};
+use crate::source::{FileId, SourceFile, SourceMap, Span};
 use crate::timings::Timings;
 use crate::xml;
 use rustc_hash::FxHashSet as HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// Programs with several files and at least this much text read their files on all
+/// cores.
+const PARALLEL_READ_BYTES: usize = 256 * 1024;
 
 /// Files larger than this are refused before they are read into memory.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -129,18 +133,48 @@ pub fn check_sources(
     let mut docs = Vec::new();
     let mut program = Program::default();
     let mut timings = Timings::default();
-    for (id, file) in sources.files() {
-        if unusable.contains(&id) {
+    let files: Vec<(FileId, &SourceFile)> = sources.files().collect();
+    let bytes: usize = files.iter().map(|(_, f)| f.text.len()).sum();
+    // Files are independent until the checker: with several sizeable ones, each core
+    // reads and builds whole files. One file (or a few small ones) is read here, and
+    // its timings are kept apart per stage.
+    let read = |chunk: &[(FileId, &SourceFile)], timings: &mut Timings| {
+        chunk
+            .iter()
+            .map(|&(id, file)| {
+                if unusable.contains(&id) {
+                    return None;
+                }
+                let mut xml_diags = Diagnostics::new();
+                let mut tree_diags = Diagnostics::new();
+                let doc = timings.time("read XML", || xml::parse(id, &file.text, &mut xml_diags));
+                let module = timings.time("build syntax trees", || {
+                    ast::build_module(id, file, &doc, &mut tree_diags)
+                });
+                Some((id, doc, module, xml_diags, tree_diags))
+            })
+            .collect::<Vec<_>>()
+    };
+    let read: Vec<_> = if files.len() > 1 && bytes >= PARALLEL_READ_BYTES {
+        timings.time("read XML and build syntax trees", || {
+            crate::parallel::map_chunks(&files, 1, |chunk| read(chunk, &mut Timings::default()))
+                .into_iter()
+                .flatten()
+                .collect()
+        })
+    } else {
+        read(&files, &mut timings)
+    };
+    for file in read {
+        let Some((id, doc, module, xml_diags, tree_diags)) = file else {
             docs.push(None);
             continue;
-        }
-        let doc = timings.time("read XML", || xml::parse(id, &file.text, &mut diags));
+        };
+        diags.extend(xml_diags);
+        later.extend(tree_diags);
         if !doc.complete {
             broken.insert(id);
         }
-        let module = timings.time("build syntax trees", || {
-            ast::build_module(id, file, &doc, &mut later)
-        });
         program.modules.push(module);
         docs.push(Some(doc));
     }
@@ -215,6 +249,11 @@ pub fn compile_timed(
     if c.diags.has_errors() {
         return None;
     }
+    let items: usize = c.program.modules.iter().map(|m| m.items.len()).sum();
+    if crate::parallel::threads() > 1 && items >= 2 * crate::parallel::MIN_ITEMS_PER_WORKER {
+        let both = timings.time("lower and generate", || lower_and_generate(c));
+        return Some(both);
+    }
     let ir = timings.time("lower to IR", || {
         crate::lower::lower(&c.program, &c.symbols, &c.sources)
     });
@@ -222,4 +261,22 @@ pub fn compile_timed(
         crate::codegen::generate(&ir, &c.sources)
     });
     Some((ir, bundle))
+}
+
+/// Lowering on one thread and code generation on another, function by function: the
+/// same IR and the same bundle as the two stages run one after the other.
+fn lower_and_generate(c: &Compilation) -> (crate::ir::Program, tv_vm::bundle::Bundle) {
+    let mut gen = crate::codegen::Generator::new(&c.sources);
+    let mut lowered = Vec::new();
+    let mut generated = Vec::new();
+    let mut ir = crate::parallel::pipeline(
+        |emit| crate::lower::lower_each(&c.program, &c.symbols, &c.sources, emit),
+        |f| {
+            generated.push(gen.function(&f));
+            lowered.push(f);
+        },
+    );
+    ir.functions = lowered;
+    let bundle = gen.finish(&ir, generated);
+    (ir, bundle)
 }

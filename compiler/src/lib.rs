@@ -8,6 +8,7 @@ pub mod driver;
 pub mod ir;
 pub mod lexer;
 pub mod lower;
+pub mod parallel;
 pub mod parser;
 pub mod source;
 pub mod timings;

@@ -67,25 +67,46 @@ impl Builder<'_> {
     fn library(&mut self, el: &Element, items: &mut Vec<Item>) {
         schema::check_attrs(el, &[], self.diags);
         schema::no_text(el, self.diags);
-        for child in el.elements() {
-            match child.name.as_str() {
-                "template" => items.extend(self.template(child).map(Item::Template)),
-                "task" => {
-                    let task = self.task(child, true);
-                    match child.attr("name") {
-                        Some(a) => items.push(Item::Task(Box::new(NamedTask {
-                            name: self.ident_attr(&a.value, "task name"),
-                            explicit_name: true,
-                            task,
-                        }))),
-                        None => self.diags.push(
-                            Diagnostic::error(child.head(), "a `<task>` in a `<library>` needs a `name`")
-                                .with_help("add name=\"...\": the name is how callers and `tvm run --entry` find it"),
-                        ),
-                    }
+        let children: Vec<&Element> = el.elements().collect();
+        // Entries are independent of one another: chunks are built on all cores, each
+        // with its own diagnostics, and joined in document order.
+        let built = crate::parallel::map_chunks(
+            &children,
+            crate::parallel::MIN_ITEMS_PER_WORKER,
+            |chunk| {
+                let mut diags = Diagnostics::new();
+                let mut b = Builder { diags: &mut diags };
+                let mut items = Vec::new();
+                for child in chunk {
+                    b.library_entry(child, &mut items);
                 }
-                _ => schema::unknown_element(child, "library", &["template", "task"], self.diags),
+                (items, diags)
+            },
+        );
+        for (built, diags) in built {
+            items.extend(built);
+            self.diags.extend(diags);
+        }
+    }
+
+    fn library_entry(&mut self, child: &Element, items: &mut Vec<Item>) {
+        match child.name.as_str() {
+            "template" => items.extend(self.template(child).map(Item::Template)),
+            "task" => {
+                let task = self.task(child, true);
+                match child.attr("name") {
+                    Some(a) => items.push(Item::Task(Box::new(NamedTask {
+                        name: self.ident_attr(&a.value, "task name"),
+                        explicit_name: true,
+                        task,
+                    }))),
+                    None => self.diags.push(
+                        Diagnostic::error(child.head(), "a `<task>` in a `<library>` needs a `name`")
+                            .with_help("add name=\"...\": the name is how callers and `tvm run --entry` find it"),
+                    ),
+                }
             }
+            _ => schema::unknown_element(child, "library", &["template", "task"], self.diags),
         }
     }
 

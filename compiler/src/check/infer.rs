@@ -3,6 +3,7 @@
 use super::Checker;
 use crate::ast::{Body, Item, OutputKind, Task, TaskType};
 use crate::source::Span;
+use std::sync::Arc;
 use tv_stdlib::types::Type;
 
 impl Checker<'_, '_> {
@@ -35,7 +36,7 @@ impl Checker<'_, '_> {
             Item::Task(t) => self.task_type(&t.task, visiting),
         };
         visiting.pop();
-        self.returns.insert(name.to_string(), ty.clone());
+        Arc::make_mut(&mut self.returns).insert(name.to_string(), ty.clone());
         ty
     }
 

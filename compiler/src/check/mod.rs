@@ -16,6 +16,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use scope::{Owner, Scope};
+use std::sync::Arc;
 use tv_stdlib::builtins;
 use tv_stdlib::types::Type;
 
@@ -65,42 +66,45 @@ pub struct Symbols {
 pub struct Checker<'p, 'd> {
     program: &'p Program,
     diags: &'d mut Diagnostics,
-    items: HashMap<String, (Signature, &'p Item)>,
-    returns: HashMap<String, Type>,
+    /// Filled by registration and return inference, then shared by the workers that
+    /// check bodies (read-only by then).
+    items: Arc<HashMap<String, (Signature, &'p Item)>>,
+    returns: Arc<HashMap<String, Type>>,
     /// Calls made by each item: the call graph, for the cycle warning.
     calls: HashMap<String, Vec<(String, Span)>>,
     current: String,
     word_vars: HashSet<Span>,
-    std_files: HashSet<crate::source::FileId>,
+    std_files: Arc<HashSet<crate::source::FileId>>,
 }
 
 pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
     let mut c = Checker {
         program,
         diags,
-        items: HashMap::default(),
-        returns: HashMap::default(),
+        items: Arc::default(),
+        returns: Arc::default(),
         calls: HashMap::default(),
         current: String::new(),
         word_vars: HashSet::default(),
-        std_files: program
-            .modules
-            .iter()
-            .filter(|m| m.std)
-            .map(|m| m.file)
-            .collect(),
+        std_files: Arc::new(
+            program
+                .modules
+                .iter()
+                .filter(|m| m.std)
+                .map(|m| m.file)
+                .collect(),
+        ),
     };
     c.register();
     c.infer_returns();
-    for module in &program.modules {
-        for item in &module.items {
-            c.check_item(item);
-        }
-    }
+    c.check_bodies();
     graph::warn_cycles(program, &c.calls, c.diags);
+    // The workers are done: the tables have one owner again and move without a copy.
+    let items = Arc::try_unwrap(c.items).unwrap_or_else(|shared| (*shared).clone());
+    let returns = Arc::try_unwrap(c.returns).unwrap_or_else(|shared| (*shared).clone());
     Symbols {
-        items: c.items.into_iter().map(|(k, (s, _))| (k, s)).collect(),
-        returns: c.returns,
+        items: items.into_iter().map(|(k, (s, _))| (k, s)).collect(),
+        returns,
         word_vars: c.word_vars,
         calls: c
             .calls
@@ -111,6 +115,37 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
 }
 
 impl<'p> Checker<'p, '_> {
+    /// Every item's body, checked in chunks on all cores: by now the names and return
+    /// types are known, so a body's check reads only its own item and those tables.
+    fn check_bodies(&mut self) {
+        let items: Vec<&'p Item> = self.program.modules.iter().flat_map(|m| &m.items).collect();
+        let this = &*self;
+        let checked =
+            crate::parallel::map_chunks(&items, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
+                let mut diags = Diagnostics::new();
+                let mut worker = Checker {
+                    program: this.program,
+                    diags: &mut diags,
+                    items: Arc::clone(&this.items),
+                    returns: Arc::clone(&this.returns),
+                    calls: HashMap::default(),
+                    current: String::new(),
+                    word_vars: HashSet::default(),
+                    std_files: Arc::clone(&this.std_files),
+                };
+                for item in chunk {
+                    worker.check_item(item);
+                }
+                let (calls, word_vars) = (worker.calls, worker.word_vars);
+                (diags, calls, word_vars)
+            });
+        for (diags, calls, word_vars) in checked {
+            self.diags.extend(diags);
+            self.calls.extend(calls);
+            self.word_vars.extend(word_vars);
+        }
+    }
+
     fn register(&mut self) {
         // Standard templates first, so a user template of the same name is the clash.
         let modules = self.program.modules.iter().filter(|m| m.std);
@@ -149,7 +184,7 @@ impl<'p> Checker<'p, '_> {
                     continue;
                 }
                 let sig = signature(item);
-                self.items.insert(name.node.clone(), (sig, item));
+                Arc::make_mut(&mut self.items).insert(name.node.clone(), (sig, item));
             }
         }
     }

@@ -11,60 +11,80 @@ use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
 use tv_vm::isa::Op;
 
 pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
-    let mut consts = Pool::default();
-    let functions = p
-        .functions
-        .iter()
-        .map(|f| {
-            let mut g = Gen {
-                sources,
-                consts: &mut consts,
-                code: Vec::new(),
-                lines: Vec::new(),
-                span: f.span,
-                cursor: (f.span.file, LineCursor::default()),
-            };
-            g.node(&f.body);
-            if let Some(ty) = &f.returns {
-                let c = g.consts.add(Const::Str(ty.to_string()));
-                g.emit(Op::CheckReturn(c));
-            }
-            g.emit(Op::Return);
-            Function {
-                name: f.name.clone(),
-                params: f
-                    .params
-                    .iter()
-                    .map(|(n, t)| Param {
-                        name: n.clone(),
-                        ty: t.to_string(),
-                    })
-                    .collect(),
-                locals: f.locals.len() as u16,
-                code: g.code,
-                lines: g.lines,
-                returns: f.returns.as_ref().map_or("any".into(), |t| t.to_string()),
-                matchable: f.matchable.clone(),
-            }
-        })
-        .collect();
-    Bundle {
-        compiler_version: env!("CARGO_PKG_VERSION").to_string(),
-        constants: consts.items,
-        functions,
-        tasks: p.tasks.iter().cloned().map(Arc::new).collect(),
-        entries: p
-            .entries
-            .iter()
-            .map(|(n, f)| tv_vm::bundle::Entry {
-                name: n.clone(),
-                function: *f,
-            })
-            .collect(),
-        files: sources
-            .files()
-            .map(|(_, f)| f.path.display().to_string())
-            .collect(),
+    let mut g = Generator::new(sources);
+    let functions = p.functions.iter().map(|f| g.function(f)).collect();
+    g.finish(p, functions)
+}
+
+/// Code generation one function at a time, in function order (constants are pooled
+/// in the order they are first met, so the order makes the bundle).
+pub struct Generator<'a> {
+    sources: &'a SourceMap,
+    consts: Pool,
+}
+
+impl<'a> Generator<'a> {
+    pub fn new(sources: &'a SourceMap) -> Self {
+        Generator {
+            sources,
+            consts: Pool::default(),
+        }
+    }
+
+    pub fn function(&mut self, f: &ir::Function) -> Function {
+        let mut g = Gen {
+            sources: self.sources,
+            consts: &mut self.consts,
+            code: Vec::new(),
+            lines: Vec::new(),
+            span: f.span,
+            cursor: (f.span.file, LineCursor::default()),
+        };
+        g.node(&f.body);
+        if let Some(ty) = &f.returns {
+            let c = g.consts.add(Const::Str(ty.to_string()));
+            g.emit(Op::CheckReturn(c));
+        }
+        g.emit(Op::Return);
+        Function {
+            name: f.name.clone(),
+            params: f
+                .params
+                .iter()
+                .map(|(n, t)| Param {
+                    name: n.clone(),
+                    ty: t.to_string(),
+                })
+                .collect(),
+            locals: f.locals.len() as u16,
+            code: g.code,
+            lines: g.lines,
+            returns: f.returns.as_ref().map_or("any".into(), |t| t.to_string()),
+            matchable: f.matchable.clone(),
+        }
+    }
+
+    /// The bundle of the generated `functions`; `p` gives the tasks and entries.
+    pub fn finish(self, p: &ir::Program, functions: Vec<Function>) -> Bundle {
+        Bundle {
+            compiler_version: env!("CARGO_PKG_VERSION").to_string(),
+            constants: self.consts.items,
+            functions,
+            tasks: p.tasks.iter().cloned().map(Arc::new).collect(),
+            entries: p
+                .entries
+                .iter()
+                .map(|(n, f)| tv_vm::bundle::Entry {
+                    name: n.clone(),
+                    function: *f,
+                })
+                .collect(),
+            files: self
+                .sources
+                .files()
+                .map(|(_, f)| f.path.display().to_string())
+                .collect(),
+        }
     }
 }
 

@@ -15,6 +15,21 @@ use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta};
 
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
+    let mut functions = Vec::new();
+    let mut p = lower_each(program, symbols, sources, |f| functions.push(f));
+    p.functions = functions;
+    p
+}
+
+/// [`lower`], handing each function to `emit` as soon as it is lowered, in function
+/// order, so that code generation can run beside it; the program returned has no
+/// functions of its own.
+pub fn lower_each(
+    program: &ast::Program,
+    symbols: &Symbols,
+    sources: &SourceMap,
+    mut emit: impl FnMut(ir::Function),
+) -> ir::Program {
     // User items (the entry points), then the standard templates they reach.
     let needed = reachable_std(program, symbols);
     let mut ids = HashMap::default();
@@ -43,17 +58,18 @@ pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> 
         branches: Vec::new(),
         items: items.len() as u32,
     };
-    let mut functions: Vec<ir::Function> = items.iter().map(|item| l.item(item)).collect();
-    let entries = functions
-        .iter()
-        .take(user_items)
-        .enumerate()
-        .map(|(i, f)| (f.name.clone(), i as u32))
-        .collect();
+    let mut entries = Vec::with_capacity(user_items);
+    for (i, item) in items.iter().enumerate() {
+        let f = l.item(item);
+        if i < user_items {
+            entries.push((f.name.clone(), i as u32));
+        }
+        emit(f);
+    }
     // Branch functions follow the items; they are not entry points.
-    functions.append(&mut l.branches);
+    l.branches.into_iter().for_each(emit);
     ir::Program {
-        functions,
+        functions: Vec::new(),
         tasks: l.tasks,
         entries,
     }

@@ -1,0 +1,119 @@
+//! `tvc` spreads large programs over the machine's cores; whatever the number of
+//! threads (`TVC_THREADS`), it writes the same bundle and the same diagnostics.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Templates per generated program: enough that every parallel path engages.
+const TEMPLATES: usize = 800;
+
+/// `n` function templates, template `i` calling `i - 1`; `broken` templates get an
+/// unknown variable, a call of a missing template and an argument of the wrong type.
+fn library(first: usize, n: usize, broken: &[usize]) -> String {
+    let mut out = String::from("<library>\n");
+    for i in first..first + n {
+        let call = if i == 0 {
+            String::new()
+        } else {
+            format!("Before: {{{{fn_{:04}(topic, {})}}}}", i - 1, i % 7)
+        };
+        let error = if broken.contains(&i) {
+            "{{missing_var}} {{no_such_template(topic)}} {{fn_0000(topic, \"text\")}}"
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            r#"  <template name="fn_{i:04}" params="topic:string,count:number" returns="object">
+    <task>
+      <instructions>Study {{{{upper(topic)}}}} in {{{{count}}}} points. {call} {error}
+Answer with a JSON object; keep it short and factual, and pad this text a little
+so that the file is about the size of a real library's entries.</instructions>
+      <output_format type="json" schema="object"/>
+    </task>
+  </template>
+"#
+        );
+    }
+    out.push_str("</library>\n");
+    out
+}
+
+/// Writes `files` into a fresh directory named after the test.
+fn program(name: &str, files: &[String]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the program directory");
+    for (i, text) in files.iter().enumerate() {
+        std::fs::write(dir.join(format!("part_{i}.xml")), text).expect("write a program file");
+    }
+    dir
+}
+
+/// Runs `tvc` with `threads` threads; its exit code, stdout and stderr.
+fn tvc(threads: usize, args: &[&str]) -> (i32, Vec<u8>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tvc"))
+        .args(args)
+        .env("TVC_THREADS", threads.to_string())
+        .output()
+        .expect("run tvc");
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn one_file_and_many(name: &str, broken: &[usize]) -> [PathBuf; 2] {
+    let whole = program(&format!("{name}_one"), &[library(0, TEMPLATES, broken)]);
+    let parts: Vec<String> = (0..4)
+        .map(|p| library(p * TEMPLATES / 4, TEMPLATES / 4, broken))
+        .collect();
+    [whole, program(&format!("{name}_many"), &parts)]
+}
+
+#[test]
+fn bundles_are_byte_identical_whatever_the_thread_count() {
+    for dir in one_file_and_many("same_bundle", &[]) {
+        let bundles: Vec<Vec<u8>> = [1, 2, 3]
+            .iter()
+            .map(|&threads| {
+                let out = dir.join(format!("out_{threads}.bin"));
+                let dir_arg = dir.to_string_lossy();
+                let out_arg = out.to_string_lossy();
+                let (code, _, stderr) = tvc(threads, &["compile", &dir_arg, "-o", &out_arg]);
+                assert_eq!(code, 0, "{stderr}");
+                std::fs::read(&out).expect("the bundle was written")
+            })
+            .collect();
+        assert!(bundles[0].len() > 100_000, "{} bytes", bundles[0].len());
+        assert!(
+            bundles.iter().all(|b| *b == bundles[0]),
+            "{}",
+            dir.display()
+        );
+    }
+}
+
+#[test]
+fn diagnostics_are_identical_whatever_the_thread_count() {
+    let broken = [3, 199, 200, 201, 433, 799];
+    for dir in one_file_and_many("same_diagnostics", &broken) {
+        let dir_arg = dir.to_string_lossy();
+        let runs: Vec<(i32, Vec<u8>, String)> = [1, 2, 3]
+            .iter()
+            .map(|&threads| tvc(threads, &["check", "--color", "never", &dir_arg]))
+            .collect();
+        let (code, _, stderr) = &runs[0];
+        assert_eq!(*code, 1, "{stderr}");
+        assert!(
+            stderr.ends_with(&format!(
+                "tvc: {} errors and 0 warnings\n",
+                3 * broken.len()
+            )),
+            "{stderr}"
+        );
+        assert!(runs.iter().all(|r| r == &runs[0]), "{}", dir.display());
+    }
+}
