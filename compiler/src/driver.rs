@@ -135,9 +135,10 @@ pub fn check_sources(
     let mut timings = Timings::default();
     let files: Vec<(FileId, &SourceFile)> = sources.files().collect();
     let bytes: usize = files.iter().map(|(_, f)| f.text.len()).sum();
+    let largest = files.iter().map(|(_, f)| f.text.len()).max().unwrap_or(0);
     // Files are independent until the checker: with several sizeable ones, each core
-    // reads and builds whole files. One file (or a few small ones) is read here, and
-    // its timings are kept apart per stage.
+    // reads and builds whole files. When one file holds most of the text, its library
+    // is split over the cores instead (`ast::build`), and the stages keep apart timings.
     let read = |chunk: &[(FileId, &SourceFile)], timings: &mut Timings| {
         chunk
             .iter()
@@ -155,7 +156,7 @@ pub fn check_sources(
             })
             .collect::<Vec<_>>()
     };
-    let read: Vec<_> = if files.len() > 1 && bytes >= PARALLEL_READ_BYTES {
+    let read: Vec<_> = if files.len() > 1 && bytes >= PARALLEL_READ_BYTES && largest * 2 <= bytes {
         timings.time("read XML and build syntax trees", || {
             crate::parallel::map_chunks(&files, 1, |chunk| read(chunk, &mut Timings::default()))
                 .into_iter()

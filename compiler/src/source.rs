@@ -85,7 +85,7 @@ pub struct SourceFile {
 impl SourceFile {
     pub fn new(path: PathBuf, text: String) -> Self {
         let line_starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
             .collect();
         SourceFile {
             path,
