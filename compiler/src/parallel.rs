@@ -2,15 +2,15 @@
 //! the machine's cores. Results come back in input order, so the output of a parallel
 //! run is the output of a sequential one: same trees, same diagnostics, same bundle.
 
+use rayon::prelude::*;
 use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
-use std::thread;
+use std::sync::OnceLock;
 
-/// Work below this many items per extra thread stays on the calling thread: starting
-/// a thread costs more than a few small templates do.
+/// Work below this many items per extra thread stays on the calling thread: handing
+/// work over costs more than a few small templates do.
 pub const MIN_ITEMS_PER_WORKER: usize = 64;
 
-/// Worker threads get the stack the main thread has, so that a deeply nested template
+/// Worker threads get the stack a main thread has, so that a deeply nested template
 /// fails or succeeds the same way whichever thread reads it.
 const WORKER_STACK: usize = 8 << 20;
 
@@ -21,102 +21,84 @@ pub fn threads() -> usize {
         std::env::var("TVC_THREADS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .or_else(|| thread::available_parallelism().ok().map(|n| n.get()))
+            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
             .unwrap_or(1)
             .max(1)
     })
 }
 
+/// The compiler's own workers, started on first use and kept: a thread keeps the
+/// memory it freed, so the next compilation in the process reuses it instead of
+/// faulting in fresh pages. `None` when no thread could be started.
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads())
+            .stack_size(WORKER_STACK)
+            .thread_name(|i| format!("tvc-worker-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
 /// Splits `items` into contiguous chunks of at least `min_per_worker` items, runs `f`
-/// on each (the first on this thread) and returns the chunks' results in order. A
-/// panic in a worker is re-raised here.
+/// on each on the workers and returns the chunks' results in order. A panic in a
+/// worker is re-raised here.
 pub fn map_chunks<T, R>(items: &[T], min_per_worker: usize, f: impl Fn(&[T]) -> R + Sync) -> Vec<R>
 where
     T: Sync,
     R: Send,
 {
     let workers = threads().min(items.len() / min_per_worker.max(1)).max(1);
-    if workers == 1 {
-        return vec![f(items)];
-    }
-    let size = items.len().div_ceil(workers);
-    let mut chunks = items.chunks(size);
-    let first = chunks.next().unwrap_or(&[]);
-    let f = &f;
-    thread::scope(|s| {
-        let spawned: Vec<_> = chunks
-            .map(|chunk| {
-                let handle = thread::Builder::new()
-                    .stack_size(WORKER_STACK)
-                    .spawn_scoped(s, move || f(chunk));
-                (chunk, handle)
-            })
-            .collect();
-        let mut out = vec![f(first)];
-        for (chunk, handle) in spawned {
-            out.push(match handle {
-                Ok(h) => h
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                // No thread to be had: the work is still done, here.
-                Err(_) => f(chunk),
-            });
+    match pool() {
+        Some(pool) if workers > 1 => {
+            let size = items.len().div_ceil(workers);
+            pool.install(|| items.par_chunks(size).map(&f).collect())
         }
-        out
-    })
+        _ => vec![f(items)],
+    }
 }
 
-/// Runs `produce` on a second thread while this thread hands what it yields, in order,
-/// to `consume`: two stages overlap instead of taking turns. Without a second thread,
-/// the same calls happen on this one.
+/// Runs `produce` on a worker while this thread hands what it yields, in order, to
+/// `consume`: two stages overlap instead of taking turns. Without workers, the same
+/// calls happen on this thread.
 pub fn pipeline<T, R, P>(produce: P, mut consume: impl FnMut(T)) -> R
 where
     T: Send,
     R: Send,
     P: FnOnce(&mut dyn FnMut(T)) -> R + Send,
 {
-    if threads() < 2 {
+    let Some(pool) = pool().filter(|_| threads() > 1) else {
         return produce(&mut consume);
-    }
+    };
     // Items travel in batches: a hand-over per item would wake the other thread tens
     // of thousands of times, which costs more than the overlap saves.
     const BATCH: usize = 64;
     let (tx, rx) = mpsc::sync_channel::<Vec<T>>(16);
-    let slot = Mutex::new(Some(produce));
-    let take = || slot.lock().ok().and_then(|mut p| p.take());
-    thread::scope(|s| {
-        let producer = thread::Builder::new()
-            .stack_size(WORKER_STACK)
-            .spawn_scoped(s, || {
-                let tx = tx;
-                let mut batch = Vec::with_capacity(BATCH);
-                let out = take().map(|p| {
-                    p(&mut |t| {
-                        batch.push(t);
-                        if batch.len() == BATCH {
-                            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                            drop(tx.send(full));
-                        }
-                    })
-                });
-                drop(tx.send(batch));
-                out
-            });
-        match producer {
-            Ok(handle) => {
-                rx.iter().flatten().for_each(&mut consume);
-                match handle.join() {
-                    Ok(Some(r)) => r,
-                    Ok(None) => unreachable!("the producer runs exactly once"),
-                    Err(panic) => std::panic::resume_unwind(panic),
+    let (done_tx, done_rx) = mpsc::sync_channel::<R>(1);
+    // The scope's own closure runs here; only the producer goes to a worker, so the
+    // two sides never wait for the same thread.
+    pool.in_place_scope(|s| {
+        s.spawn(move |_| {
+            let mut batch = Vec::with_capacity(BATCH);
+            let out = produce(&mut |t| {
+                batch.push(t);
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    drop(tx.send(full));
                 }
-            }
-            Err(_) => match take() {
-                Some(p) => p(&mut consume),
-                None => unreachable!("a producer that never started was not taken"),
-            },
-        }
-    })
+            });
+            drop(tx.send(batch));
+            drop(done_tx.send(out));
+        });
+        rx.iter().flatten().for_each(&mut consume);
+    });
+    // The scope has joined the producer (re-raising its panic), so its result is here.
+    done_rx
+        .recv()
+        .unwrap_or_else(|_| unreachable!("a producer that finished sent its result"))
 }
 
 #[cfg(test)]
@@ -146,9 +128,11 @@ mod tests {
 
     #[test]
     fn small_inputs_stay_on_the_calling_thread() {
-        let here = thread::current().id();
+        let here = std::thread::current().id();
         let items = [1, 2, 3];
-        let ids = map_chunks(&items, MIN_ITEMS_PER_WORKER, |_| thread::current().id());
+        let ids = map_chunks(&items, MIN_ITEMS_PER_WORKER, |_| {
+            std::thread::current().id()
+        });
         assert_eq!(ids, vec![here]);
     }
 }
