@@ -2,8 +2,8 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
 use std::mem::ManuallyDrop;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tv_compiler::driver;
 use tv_compiler::timings::Timings;

@@ -11,6 +11,14 @@ pub struct XmlDoc {
     pub complete: bool,
 }
 
+impl Drop for XmlDoc {
+    fn drop(&mut self) {
+        if let Some(root) = &mut self.root {
+            crate::parallel::drop_all(std::mem::take(&mut root.children));
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Element {
     pub name: String,
