@@ -110,22 +110,30 @@ impl SourceFile {
         (line + 1, col + 1)
     }
 
-    /// [`SourceFile::line_col`] for offsets met mostly in increasing order, as code
-    /// generation meets a function's spans: an offset later on the cursor's line is
-    /// counted on from the cursor instead of searched for and counted from the line's
-    /// start.
+    /// [`SourceFile::line_col`] for offsets met mostly near one another, as code
+    /// generation meets a function's spans: an offset on the cursor's line is counted
+    /// from the cursor (forwards or back) instead of searched for and counted from the
+    /// line's start.
     pub fn line_col_from(&self, cursor: &mut LineCursor, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
+        let line_start = self.line_starts.get(cursor.line).copied().unwrap_or(0);
         let line_end = self.line_starts.get(cursor.line + 1).copied();
         let on_line =
-            cursor.valid && cursor.offset <= offset && line_end.is_none_or(|end| offset < end);
-        let counted = on_line
-            .then(|| self.text.get(cursor.offset..offset))
-            .flatten()
-            .map(|s| s.chars().count());
-        match counted {
-            Some(n) => {
-                cursor.col += n;
+            cursor.valid && line_start <= offset && line_end.is_none_or(|end| offset < end);
+        let moved = on_line
+            .then(|| {
+                if offset >= cursor.offset {
+                    let n = self.text.get(cursor.offset..offset)?.chars().count();
+                    Some(cursor.col + n)
+                } else {
+                    let n = self.text.get(offset..cursor.offset)?.chars().count();
+                    cursor.col.checked_sub(n)
+                }
+            })
+            .flatten();
+        match moved {
+            Some(col) => {
+                cursor.col = col;
                 cursor.offset = offset;
             }
             _ => {
@@ -219,6 +227,24 @@ mod tests {
         assert_eq!(f.line_col(100), (3, 1));
         let mut cursor = LineCursor::default();
         for offset in [0, 1, 3, 5, 4, 100, 0, 5] {
+            assert_eq!(
+                f.line_col_from(&mut cursor, offset),
+                f.line_col(offset),
+                "{offset}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_cursor_agrees_with_a_fresh_count_moving_either_way_along_a_line() {
+        let text = "<a>é{{x}} ü {{f(y, \"ß\")}}\n  {{z}} done\n";
+        let f = SourceFile::new("a.xml".into(), text.into());
+        let mut cursor = LineCursor::default();
+        let mut offsets: Vec<usize> = (0..=text.len()).collect();
+        // Forwards, backwards, and zig-zag, as code generation meets spans.
+        offsets.extend((0..=text.len()).rev());
+        offsets.extend((0..=text.len()).map(|i| (i * 7) % (text.len() + 1)));
+        for offset in offsets {
             assert_eq!(
                 f.line_col_from(&mut cursor, offset),
                 f.line_col(offset),

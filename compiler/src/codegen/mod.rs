@@ -92,28 +92,38 @@ impl<'a> Generator<'a> {
 #[derive(Default)]
 struct Pool {
     items: Vec<Const>,
-    index: HashMap<Key, u32>,
+    /// Strings, the most common constants, are looked up by `&str`: a constant met
+    /// again costs no copy.
+    strings: HashMap<String, u32>,
+    others: HashMap<Key, u32>,
 }
 
-/// A constant as a map key: numbers by their bits, so `0.0` and `-0.0` stay apart.
+/// A non-string constant as a map key: numbers by their bits, so `0.0` and `-0.0`
+/// stay apart.
 #[derive(PartialEq, Eq, Hash)]
 enum Key {
     Null,
     Bool(bool),
     Num(u64),
-    Str(String),
 }
 
 impl Pool {
     fn add(&mut self, c: Const) -> u32 {
-        let key = match &c {
-            Const::Null => Key::Null,
-            Const::Bool(b) => Key::Bool(*b),
-            Const::Num(n) => Key::Num(n.to_bits()),
-            Const::Str(s) => Key::Str(s.clone()),
-        };
         let next = self.items.len() as u32;
-        let i = *self.index.entry(key).or_insert(next);
+        let key = match c {
+            Const::Str(s) => {
+                if let Some(&i) = self.strings.get(s.as_str()) {
+                    return i;
+                }
+                self.strings.insert(s.clone(), next);
+                self.items.push(Const::Str(s));
+                return next;
+            }
+            Const::Null => Key::Null,
+            Const::Bool(b) => Key::Bool(b),
+            Const::Num(n) => Key::Num(n.to_bits()),
+        };
+        let i = *self.others.entry(key).or_insert(next);
         if i == next {
             self.items.push(c);
         }
