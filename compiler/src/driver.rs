@@ -148,10 +148,7 @@ pub fn check_sources(
                 }
                 let mut xml_diags = Diagnostics::new();
                 let mut tree_diags = Diagnostics::new();
-                let doc = timings.time("read XML", || xml::parse(id, &file.text, &mut xml_diags));
-                let module = timings.time("build syntax trees", || {
-                    ast::build_module(id, file, &doc, &mut tree_diags)
-                });
+                let (doc, module) = read_file(id, file, &mut xml_diags, &mut tree_diags, timings);
                 Some((id, doc, module, xml_diags, tree_diags))
             })
             .collect::<Vec<_>>()
@@ -195,6 +192,50 @@ pub fn check_sources(
         diags,
         timings,
     }
+}
+
+/// The XML tree and the syntax tree of one file. A large file streams its library's
+/// entries to the workers as they are read, so building overlaps reading.
+fn read_file(
+    id: FileId,
+    file: &SourceFile,
+    xml_diags: &mut Diagnostics,
+    tree_diags: &mut Diagnostics,
+    timings: &mut Timings,
+) -> (xml::XmlDoc, ast::Module) {
+    if crate::parallel::threads() < 2 || file.text.len() < PARALLEL_READ_BYTES {
+        let doc = timings.time("read XML", || xml::parse(id, &file.text, xml_diags));
+        let module = timings.time("build syntax trees", || {
+            ast::build_module(id, file, &doc, tree_diags)
+        });
+        return (doc, module);
+    }
+    timings.time("read XML and build syntax trees", || {
+        let (mut doc, batches) = crate::parallel::stream(
+            |emit| {
+                xml::parse_streaming(id, &file.text, xml_diags, &mut |index, el| {
+                    emit((index, el))
+                })
+            },
+            |batch: Vec<(usize, xml::Element)>| {
+                let entries: Vec<&xml::Element> = batch.iter().map(|(_, el)| el).collect();
+                let (items, diags) = ast::build_entries(&entries);
+                (batch, items, diags)
+            },
+        );
+        let streamed = !batches.is_empty();
+        let (mut items, mut diags) = (Vec::new(), Diagnostics::new());
+        for (batch, built, found) in batches {
+            batch
+                .into_iter()
+                .for_each(|(index, el)| doc.restore_entry(index, el));
+            items.extend(built);
+            diags.extend(found);
+        }
+        let entries = streamed.then_some((items, diags));
+        let module = ast::build_module_with(id, file, &doc, tree_diags, entries);
+        (doc, module)
+    })
 }
 
 /// `tvc check`: collects, loads and checks.

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 use std::sync::mpsc;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Work below this many items per extra thread stays on the calling thread: handing
 /// work over costs more than a few small templates do.
@@ -101,6 +101,55 @@ where
         .unwrap_or_else(|_| unreachable!("a producer that finished sent its result"))
 }
 
+/// Runs `main` on this thread; what it emits is gathered in batches, and each batch
+/// goes to `work` on a worker while `main` goes on (a stage that streams into the next
+/// one). Returns what `main` returned and each batch's result, in emission order.
+pub fn stream<T, R, M>(
+    main: impl FnOnce(&mut dyn FnMut(T)) -> M,
+    work: impl Fn(Vec<T>) -> R + Sync,
+) -> (M, Vec<R>)
+where
+    T: Send,
+    R: Send,
+{
+    const BATCH: usize = MIN_ITEMS_PER_WORKER;
+    let Some(pool) = pool().filter(|_| threads() > 1) else {
+        let (mut out, mut batch) = (Vec::new(), Vec::new());
+        let m = main(&mut |t| batch.push(t));
+        if !batch.is_empty() {
+            out.push(work(batch));
+        }
+        return (m, out);
+    };
+    let done = Mutex::new(Vec::new());
+    let (work, finished) = (&work, &done);
+    let (m, last) = pool.in_place_scope(|s| {
+        let (mut batch, mut spawned) = (Vec::with_capacity(BATCH), 0);
+        let m = main(&mut |t| {
+            batch.push(t);
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                let k = spawned;
+                spawned += 1;
+                s.spawn(move |_| {
+                    let r = work(full);
+                    finished
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push((k, r));
+                });
+            }
+        });
+        // The tail is small: this thread does it while the workers finish.
+        let last = (!batch.is_empty()).then(|| (spawned, work(batch)));
+        (m, last)
+    });
+    let mut out = done.into_inner().unwrap_or_else(PoisonError::into_inner);
+    out.extend(last);
+    out.sort_by_key(|(k, _)| *k);
+    (m, out.into_iter().map(|(_, r)| r).collect())
+}
+
 /// Frees `items` on the workers when there are many: a large program's trees are
 /// millions of small allocations, and freeing them is a stage of its own.
 pub fn drop_all<T: Send>(items: Vec<T>) {
@@ -140,6 +189,19 @@ mod tests {
         );
         assert_eq!(total, 10_000);
         assert_eq!(seen, (0..10_000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn streamed_batches_come_back_in_emission_order() {
+        let (count, batches) = stream(
+            |emit| {
+                (0..1000u32).for_each(&mut *emit);
+                1000
+            },
+            |batch| batch,
+        );
+        assert_eq!(count, 1000);
+        assert_eq!(batches.concat(), (0..1000).collect::<Vec<_>>());
     }
 
     #[test]

@@ -117,3 +117,19 @@ fn diagnostics_are_identical_whatever_the_thread_count() {
         assert!(runs.iter().all(|r| r == &runs[0]), "{}", dir.display());
     }
 }
+
+#[test]
+fn emitted_trees_are_identical_whatever_the_thread_count() {
+    for dir in one_file_and_many("same_trees", &[]) {
+        let dir_arg = dir.to_string_lossy();
+        for stage in ["xml", "ast", "ir"] {
+            let runs: Vec<(i32, Vec<u8>, String)> = [1, 2]
+                .iter()
+                .map(|&threads| tvc(threads, &["check", "--emit", stage, &dir_arg]))
+                .collect();
+            assert_eq!(runs[0].0, 0, "{}", runs[0].2);
+            assert!(runs[0].1.len() > 100_000, "--emit {stage} printed little");
+            assert!(runs[0] == runs[1], "--emit {stage} of {}", dir.display());
+        }
+    }
+}

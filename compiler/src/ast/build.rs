@@ -15,6 +15,18 @@ pub fn build_module(
     doc: &XmlDoc,
     diags: &mut Diagnostics,
 ) -> Module {
+    build_module_with(file, source, doc, diags, None)
+}
+
+/// [`build_module`] of a document whose `<library>` entries were already built (by
+/// [`build_entries`], in document order, while the file was read).
+pub fn build_module_with(
+    file: FileId,
+    source: &SourceFile,
+    doc: &XmlDoc,
+    diags: &mut Diagnostics,
+    entries: Option<(Vec<Item>, Diagnostics)>,
+) -> Module {
     let mut b = Builder { diags };
     let mut items = Vec::new();
     match &doc.root {
@@ -42,7 +54,7 @@ pub fn build_module(
                 })));
             }
             "template" => items.extend(b.template(root).map(Item::Template)),
-            "library" => b.library(root, &mut items),
+            "library" => b.library(root, &mut items, entries),
             other => b.diags.push(
                 Diagnostic::error(
                     root.head(),
@@ -59,29 +71,42 @@ pub fn build_module(
     }
 }
 
+/// The items of some entries of a `<library>`, and what was wrong with them.
+pub fn build_entries(entries: &[&Element]) -> (Vec<Item>, Diagnostics) {
+    let mut diags = Diagnostics::new();
+    let mut b = Builder { diags: &mut diags };
+    let mut items = Vec::new();
+    for entry in entries {
+        b.library_entry(entry, &mut items);
+    }
+    (items, diags)
+}
+
 pub(super) struct Builder<'d> {
     pub(super) diags: &'d mut Diagnostics,
 }
 
 impl Builder<'_> {
-    fn library(&mut self, el: &Element, items: &mut Vec<Item>) {
+    fn library(
+        &mut self,
+        el: &Element,
+        items: &mut Vec<Item>,
+        entries: Option<(Vec<Item>, Diagnostics)>,
+    ) {
         schema::check_attrs(el, &[], self.diags);
         schema::no_text(el, self.diags);
+        if let Some((built, diags)) = entries {
+            items.extend(built);
+            self.diags.extend(diags);
+            return;
+        }
         let children: Vec<&Element> = el.elements().collect();
         // Entries are independent of one another: chunks are built on all cores, each
         // with its own diagnostics, and joined in document order.
         let built = crate::parallel::map_chunks(
             &children,
             crate::parallel::MIN_ITEMS_PER_WORKER,
-            |chunk| {
-                let mut diags = Diagnostics::new();
-                let mut b = Builder { diags: &mut diags };
-                let mut items = Vec::new();
-                for child in chunk {
-                    b.library_entry(child, &mut items);
-                }
-                (items, diags)
-            },
+            build_entries,
         );
         for (built, diags) in built {
             items.extend(built);

@@ -9,7 +9,7 @@ mod fields;
 mod parts;
 mod schema;
 
-pub use build::{build_module, is_identifier};
+pub use build::{build_entries, build_module, build_module_with, is_identifier};
 pub use dump::dump_program;
 pub use schema::did_you_mean;
 

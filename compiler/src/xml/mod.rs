@@ -30,6 +30,28 @@ struct Open {
 
 /// Reads one document. Every problem becomes a diagnostic.
 pub fn parse(file: FileId, src: &str, diags: &mut Diagnostics) -> XmlDoc {
+    parse_with(file, src, diags, None)
+}
+
+/// [`parse`], handing each entry of a `<library>` root to `entries` as soon as it is
+/// read, with its index among the root's children, so that later stages can start on
+/// it while the rest of the file is read. The entry's place in the tree holds an empty
+/// text node until the caller puts the element back ([`XmlDoc::restore_entry`]).
+pub fn parse_streaming<'d>(
+    file: FileId,
+    src: &str,
+    diags: &'d mut Diagnostics,
+    entries: &'d mut dyn FnMut(usize, Element),
+) -> XmlDoc {
+    parse_with(file, src, diags, Some(entries))
+}
+
+fn parse_with<'d>(
+    file: FileId,
+    src: &str,
+    diags: &'d mut Diagnostics,
+    entries: Option<&'d mut dyn FnMut(usize, Element)>,
+) -> XmlDoc {
     let mut r = Builder {
         file,
         src,
@@ -40,6 +62,7 @@ pub fn parse(file: FileId, src: &str, diags: &mut Diagnostics) -> XmlDoc {
         malformed: false,
         diags,
         text: None,
+        entries,
     };
     // A cut subtree leaves its parent looking incomplete; say so rather than report it.
     let complete = r.run() && !r.truncated && !r.malformed;
@@ -61,6 +84,8 @@ struct Builder<'a, 'd> {
     malformed: bool,
     diags: &'d mut Diagnostics,
     text: Option<Text>,
+    /// Where the entries of a `<library>` root go when the caller streams them.
+    entries: Option<&'d mut dyn FnMut(usize, Element)>,
 }
 
 impl<'a> Builder<'a, '_> {
@@ -289,7 +314,15 @@ impl<'a> Builder<'a, '_> {
             return;
         };
         el.span = self.span(start, after);
+        let streamed = self.stack.len() == 1 && self.entries.is_some();
         match self.stack.last_mut() {
+            Some(parent) if streamed && parent.el.name == "library" => {
+                let index = parent.el.children.len();
+                parent.el.children.push(Node::Text(Text::default()));
+                if let Some(hand) = self.entries.as_mut() {
+                    hand(index, el);
+                }
+            }
             Some(parent) => parent.el.children.push(Node::Element(el)),
             None => {
                 if self.root.is_none() {
