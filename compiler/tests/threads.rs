@@ -133,3 +133,30 @@ fn emitted_trees_are_identical_whatever_the_thread_count() {
         }
     }
 }
+
+#[test]
+fn a_syntax_error_deep_in_a_large_file_reads_the_same_whatever_the_thread_count() {
+    let mut text = library(0, TEMPLATES, &[5, 600]);
+    // An end tag that closes the wrong element, three quarters of the way in.
+    let at = text
+        .match_indices("</instructions>")
+        .nth(TEMPLATES * 3 / 4)
+        .map(|(i, _)| i)
+        .expect("the library has instructions");
+    text.replace_range(at..at + "</instructions>".len(), "</instruction>");
+    let dir = program("syntax_error", &[text]);
+    let dir_arg = dir.to_string_lossy();
+    let runs: Vec<(i32, Vec<u8>, String)> = [1, 2, 3]
+        .iter()
+        .map(|&threads| {
+            tvc(
+                threads,
+                &["check", "--color", "never", "--emit", "xml", &dir_arg],
+            )
+        })
+        .collect();
+    let (code, _, stderr) = &runs[0];
+    assert_eq!(*code, 1, "{stderr}");
+    assert!(stderr.contains("error:"), "{stderr}");
+    assert!(runs.iter().all(|r| r == &runs[0]));
+}
