@@ -108,8 +108,8 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
         word_vars: c.word_vars,
         calls: c
             .calls
-            .iter()
-            .map(|(k, v)| (k.clone(), v.iter().map(|(n, _)| n.clone()).collect()))
+            .into_iter()
+            .map(|(k, v)| (k, v.into_iter().map(|(n, _)| n).collect()))
             .collect(),
     }
 }
