@@ -2,6 +2,7 @@
 //! each with its span, text decoded together with the map back to file offsets.
 
 use crate::source::Span;
+use smallvec::SmallVec;
 
 #[derive(Clone, Debug, Default)]
 pub struct XmlDoc {
@@ -64,7 +65,7 @@ pub struct Text {
 /// byte for byte, so offsets move together.
 #[derive(Clone, Debug, Default)]
 pub struct OffsetMap {
-    anchors: Vec<(u32, u32)>,
+    anchors: SmallVec<[(u32, u32); 2]>,
 }
 
 impl OffsetMap {
