@@ -4,7 +4,7 @@
 use crate::bundle::Output;
 use crate::host::{LlmReply, ScriptReply};
 use crate::isa::CmpOp;
-use crate::result::{complete, complete_with, is_failed, set_note, task_failure, value_of};
+use crate::result::{complete, complete_with, is_failed, set_note, task_failure};
 use crate::shared::SharedText;
 use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
@@ -196,15 +196,21 @@ pub fn check_return(r: Value, ty: &str) -> Value {
     if is_failed(&r) {
         return r;
     }
-    let v = value_of(&r);
-    if fits(&v, &t) {
+    // The value the result stands for, borrowed: a large parsed reply is checked in
+    // place, not copied on every return.
+    let v = r
+        .get("parsedContent")
+        .or_else(|| r.get("content"))
+        .unwrap_or(&Value::Null);
+    if fits(v, &t) {
         return r;
     }
+    let actual = kind_of(v);
     let content = r.get("content").cloned().unwrap_or(Value::Null);
     task_failure(
         "output_format_failure",
-        format!("the result should be `{ty}` but is {}", kind_of(&v)),
-        json!({"expected": ty, "actual": kind_of(&v), "content": content}),
+        format!("the result should be `{ty}` but is {actual}"),
+        json!({"expected": ty, "actual": actual, "content": content}),
     )
 }
 
