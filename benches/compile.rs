@@ -51,7 +51,7 @@ fn stages(xml: &str) {
         let mut took: Vec<Duration> = runs.iter().map(|t| t.stages()[i].1).collect();
         took.sort();
         println!(
-            "  {stage:<22} {:>8.2} ms",
+            "  {stage:<32} {:>8.2} ms",
             took[took.len() / 2].as_secs_f64() * 1e3
         );
     }

@@ -154,12 +154,15 @@ pub fn check_sources(
             .collect::<Vec<_>>()
     };
     let read: Vec<_> = if files.len() > 1 && bytes >= PARALLEL_READ_BYTES && largest * 2 <= bytes {
-        timings.time("read XML and build syntax trees", || {
+        timings.time(READ_AND_BUILD, || {
             crate::parallel::map_chunks(&files, 1, |chunk| read(chunk, &mut Timings::default()))
                 .into_iter()
                 .flatten()
                 .collect()
         })
+    } else if files.iter().any(|(_, f)| streams(f)) {
+        // The small files beside a streamed one count in its stage.
+        timings.time(READ_AND_BUILD, || read(&files, &mut Timings::default()))
     } else {
         read(&files, &mut timings)
     };
@@ -194,6 +197,14 @@ pub fn check_sources(
     }
 }
 
+/// The stage of files whose reading and building overlap.
+const READ_AND_BUILD: &str = "read XML and build syntax trees";
+
+/// Whether a file is large enough to stream its entries to the workers.
+fn streams(file: &SourceFile) -> bool {
+    crate::parallel::threads() > 1 && file.text.len() >= PARALLEL_READ_BYTES
+}
+
 /// The XML tree and the syntax tree of one file. A large file streams its library's
 /// entries to the workers as they are read, so building overlaps reading.
 fn read_file(
@@ -203,14 +214,14 @@ fn read_file(
     tree_diags: &mut Diagnostics,
     timings: &mut Timings,
 ) -> (xml::XmlDoc, ast::Module) {
-    if crate::parallel::threads() < 2 || file.text.len() < PARALLEL_READ_BYTES {
+    if !streams(file) {
         let doc = timings.time("read XML", || xml::parse(id, &file.text, xml_diags));
         let module = timings.time("build syntax trees", || {
             ast::build_module(id, file, &doc, tree_diags)
         });
         return (doc, module);
     }
-    timings.time("read XML and build syntax trees", || {
+    timings.time(READ_AND_BUILD, || {
         let (mut doc, batches) = crate::parallel::stream(
             |emit| {
                 xml::parse_streaming(id, &file.text, xml_diags, &mut |index, el| {

@@ -39,11 +39,12 @@ impl fmt::Display for Timings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let total = self.total();
         let rows = self.stages.iter().copied().chain([("total", total)]);
+        let width = rows.clone().map(|(s, _)| s.len()).max().unwrap_or(0);
         for (stage, took) in rows {
             let share = took.as_secs_f64() / total.as_secs_f64().max(f64::MIN_POSITIVE);
             writeln!(
                 f,
-                "  {stage:<24} {:>10.2} ms {:>5.1} %",
+                "  {stage:<width$} {:>10.2} ms {:>5.1} %",
                 took.as_secs_f64() * 1e3,
                 share * 100.0
             )?;
