@@ -48,14 +48,10 @@ fn run(extra: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn a_completed_run_prints_its_result_as_json_and_exits_zero() {
-    let (code, stdout, _) = run(&[
-        "--entry",
-        "summarize_change",
-        "--arg",
-        "diff=+x",
-        "--arg",
-        "audience=ops",
-    ]);
+    let g = golden();
+    let mut args = files::summarize_change(g.to_str().expect("path"));
+    args.extend_from_slice(&["--provider", "echo"]);
+    let (code, stdout, _) = tvm(&args);
     assert_eq!(code, 0);
     let r: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
     assert_eq!(r["status"], "COMPLETE");
@@ -166,16 +162,7 @@ fn a_run_against_an_openai_compatible_server_sends_the_prompt_and_prints_the_rep
     let g = golden();
     let url = server.url();
     let (code, stdout, stderr) = tvm_env(
-        &[
-            "run",
-            g.to_str().expect("path"),
-            "--entry",
-            "summarize_change",
-            "--arg",
-            "diff=+x",
-            "--arg",
-            "audience=ops",
-        ],
+        &files::summarize_change(g.to_str().expect("path")),
         &[
             ("OPENAI_BASE_URL", url.as_str()),
             ("OPENAI_API_KEY", "sk-test-not-real"),
@@ -225,16 +212,7 @@ fn a_recorded_run_replays_byte_for_byte_without_a_server() {
     std::fs::create_dir_all(&dir).expect("dir");
     let cassette = dir.join("run.jsonl");
     let g = golden();
-    let common = [
-        "run",
-        g.to_str().expect("path"),
-        "--entry",
-        "summarize_change",
-        "--arg",
-        "diff=+x",
-        "--arg",
-        "audience=ops",
-    ];
+    let common = files::summarize_change(g.to_str().expect("path"));
     let mut record = common.to_vec();
     record.extend([
         "--provider",
@@ -299,18 +277,8 @@ fn a_trace_has_one_line_per_host_call_and_no_secret() {
 /// Runs the golden bundle's `summarize_change` against `url` with `extra` flags.
 fn run_against(url: &str, extra: &[&str]) -> (i32, String, String) {
     let g = golden();
-    let mut args = vec![
-        "run",
-        g.to_str().expect("path"),
-        "--entry",
-        "summarize_change",
-        "--arg",
-        "diff=+x",
-        "--arg",
-        "audience=ops",
-        "--provider",
-        "openai",
-    ];
+    let mut args = files::summarize_change(g.to_str().expect("path"));
+    args.extend_from_slice(&["--provider", "openai"]);
     args.extend_from_slice(extra);
     tvm_env(
         &args,

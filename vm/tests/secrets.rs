@@ -231,15 +231,8 @@ fn a_server_that_cannot_be_reached_leaves_no_key_in_the_error_or_the_files() {
     let path = |f: &str| dir.join(f).display().to_string();
     let (journal, trace, cassette) = (path("run.jsonl"), path("trace.jsonl"), path("rec.jsonl"));
     let bundle = golden("code_review");
-    let args = [
-        "run",
-        bundle.to_str().expect("path"),
-        "--entry",
-        "summarize_change",
-        "--arg",
-        "diff=+x",
-        "--arg",
-        "audience=ops",
+    let mut args = files::summarize_change(bundle.to_str().expect("path"));
+    args.extend_from_slice(&[
         "--provider",
         "openai",
         "--journal",
@@ -250,7 +243,7 @@ fn a_server_that_cannot_be_reached_leaves_no_key_in_the_error_or_the_files() {
         &cassette,
         "--retries",
         "2",
-    ];
+    ]);
     let mut scan = Scan::default();
     let (code, stdout) = finish(&mut tvm(&args, &url), "run", &mut scan);
     assert_eq!(code, 1, "{stdout}");

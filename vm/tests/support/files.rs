@@ -10,6 +10,21 @@ pub fn golden(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/golden/{name}.bin"))
 }
 
+/// `tvm run` of a code-review bundle's `summarize_change` with a one-line diff for
+/// `ops`; callers add the provider and whatever else the scenario needs.
+pub fn summarize_change(bundle: &str) -> Vec<&str> {
+    vec![
+        "run",
+        bundle,
+        "--entry",
+        "summarize_change",
+        "--arg",
+        "diff=+x",
+        "--arg",
+        "audience=ops",
+    ]
+}
+
 /// A fresh, empty folder for one scenario of the test binary `suite`.
 pub fn scratch(suite: &str, name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tvm-{suite}-{}-{name}", std::process::id()));
