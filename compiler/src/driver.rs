@@ -134,38 +134,7 @@ pub fn check_sources(
     let mut program = Program::default();
     let mut timings = Timings::default();
     let files: Vec<(FileId, &SourceFile)> = sources.files().collect();
-    let bytes: usize = files.iter().map(|(_, f)| f.text.len()).sum();
-    let largest = files.iter().map(|(_, f)| f.text.len()).max().unwrap_or(0);
-    // Files are independent until the checker: with several sizeable ones, each core
-    // reads and builds whole files. When one file holds most of the text, its library
-    // is split over the cores instead (`ast::build`), and the stages keep apart timings.
-    let read = |chunk: &[(FileId, &SourceFile)], timings: &mut Timings| {
-        chunk
-            .iter()
-            .map(|&(id, file)| {
-                if unusable.contains(&id) {
-                    return None;
-                }
-                let mut xml_diags = Diagnostics::new();
-                let mut tree_diags = Diagnostics::new();
-                let (doc, module) = read_file(id, file, &mut xml_diags, &mut tree_diags, timings);
-                Some((id, doc, module, xml_diags, tree_diags))
-            })
-            .collect::<Vec<_>>()
-    };
-    let read: Vec<_> = if files.len() > 1 && bytes >= PARALLEL_READ_BYTES && largest * 2 <= bytes {
-        timings.time(READ_AND_BUILD, || {
-            crate::parallel::map_chunks(&files, 1, |chunk| read(chunk, &mut Timings::default()))
-                .into_iter()
-                .flatten()
-                .collect()
-        })
-    } else if files.iter().any(|(_, f)| streams(f)) {
-        // The small files beside a streamed one count in its stage.
-        timings.time(READ_AND_BUILD, || read(&files, &mut Timings::default()))
-    } else {
-        read(&files, &mut timings)
-    };
+    let read = read_files(&files, &unusable, &mut timings);
     for file in read {
         let Some((id, doc, module, xml_diags, tree_diags)) = file else {
             docs.push(None);
@@ -194,6 +163,49 @@ pub fn check_sources(
         symbols,
         diags,
         timings,
+    }
+}
+
+/// What reading one file gave: its XML tree, its module, and the diagnostics of each.
+type ReadFile = (FileId, xml::XmlDoc, ast::Module, Diagnostics, Diagnostics);
+
+/// Reads and builds every usable file (`None` for the others), in file order.
+fn read_files(
+    files: &[(FileId, &SourceFile)],
+    unusable: &HashSet<FileId>,
+    timings: &mut Timings,
+) -> Vec<Option<ReadFile>> {
+    let read = |chunk: &[(FileId, &SourceFile)], timings: &mut Timings| {
+        chunk
+            .iter()
+            .map(|&(id, file)| {
+                if unusable.contains(&id) {
+                    return None;
+                }
+                let mut xml_diags = Diagnostics::new();
+                let mut tree_diags = Diagnostics::new();
+                let (doc, module) = read_file(id, file, &mut xml_diags, &mut tree_diags, timings);
+                Some((id, doc, module, xml_diags, tree_diags))
+            })
+            .collect::<Vec<_>>()
+    };
+    let bytes: usize = files.iter().map(|(_, f)| f.text.len()).sum();
+    let largest = files.iter().map(|(_, f)| f.text.len()).max().unwrap_or(0);
+    // Files are independent until the checker: with several sizeable ones, each core
+    // reads and builds whole files. When one file holds most of the text, it streams
+    // its entries to the cores instead (`read_file`).
+    if files.len() > 1 && bytes >= PARALLEL_READ_BYTES && largest * 2 <= bytes {
+        timings.time(READ_AND_BUILD, || {
+            crate::parallel::map_chunks(files, 1, |chunk| read(chunk, &mut Timings::default()))
+                .into_iter()
+                .flatten()
+                .collect()
+        })
+    } else if files.iter().any(|(_, f)| streams(f)) {
+        // The small files beside a streamed one count in its stage.
+        timings.time(READ_AND_BUILD, || read(files, &mut Timings::default()))
+    } else {
+        read(files, timings)
     }
 }
 
