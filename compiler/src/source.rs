@@ -80,6 +80,8 @@ pub struct SourceFile {
     /// A standard template, linked in by the compiler rather than given by the user.
     pub std: bool,
     line_starts: Vec<usize>,
+    /// Columns are byte counts in an all-ASCII text, so nothing needs counting.
+    ascii: bool,
 }
 
 impl SourceFile {
@@ -89,6 +91,7 @@ impl SourceFile {
             .collect();
         SourceFile {
             path,
+            ascii: text.is_ascii(),
             text,
             std: false,
             line_starts,
@@ -103,10 +106,7 @@ impl SourceFile {
             Err(i) => i - 1,
         };
         let start = self.line_starts[line];
-        let col = self
-            .text
-            .get(start..offset)
-            .map_or(offset - start, |s| s.chars().count());
+        let col = self.chars_in(start..offset).unwrap_or(offset - start);
         (line + 1, col + 1)
     }
 
@@ -123,11 +123,11 @@ impl SourceFile {
         let moved = on_line
             .then(|| {
                 if offset >= cursor.offset {
-                    let n = self.text.get(cursor.offset..offset)?.chars().count();
-                    Some(cursor.col + n)
+                    Some(cursor.col + self.chars_in(cursor.offset..offset)?)
                 } else {
-                    let n = self.text.get(offset..cursor.offset)?.chars().count();
-                    cursor.col.checked_sub(n)
+                    cursor
+                        .col
+                        .checked_sub(self.chars_in(offset..cursor.offset)?)
                 }
             })
             .flatten();
@@ -147,6 +147,17 @@ impl SourceFile {
             }
         }
         (cursor.line + 1, cursor.col + 1)
+    }
+
+    /// Characters in a byte range of the text (`None` if it does not fall on character
+    /// boundaries).
+    fn chars_in(&self, range: std::ops::Range<usize>) -> Option<usize> {
+        let s = self.text.get(range)?;
+        Some(if self.ascii {
+            s.len()
+        } else {
+            s.chars().count()
+        })
     }
 
     /// The file stem, used to name a root `<task>` that has no `name`.
@@ -233,6 +244,20 @@ mod tests {
                 "{offset}"
             );
         }
+    }
+
+    #[test]
+    fn an_all_ascii_file_gives_the_same_columns_as_one_with_other_characters() {
+        let ascii = SourceFile::new("a.xml".into(), "ab\ncd x\n".into());
+        let other = SourceFile::new("b.xml".into(), "ab\nçd x\n".into());
+        let mut cursors = (LineCursor::default(), LineCursor::default());
+        // `x` is the fourth character of line 2 in both files, one byte further in `other`.
+        assert_eq!(ascii.line_col(6), (2, 4));
+        assert_eq!(other.line_col(7), (2, 4));
+        assert_eq!(ascii.line_col_from(&mut cursors.0, 6), (2, 4));
+        assert_eq!(other.line_col_from(&mut cursors.1, 7), (2, 4));
+        assert_eq!(ascii.line_col_from(&mut cursors.0, 3), (2, 1));
+        assert_eq!(other.line_col_from(&mut cursors.1, 3), (2, 1));
     }
 
     #[test]

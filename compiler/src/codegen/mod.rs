@@ -21,6 +21,9 @@ pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
 pub struct Generator<'a> {
     sources: &'a SourceMap,
     consts: Pool,
+    /// Code and line tables are built here and copied out at their final size, so
+    /// each function costs one allocation per table instead of a series of regrowths.
+    scratch: (Vec<Op>, Vec<Loc>),
 }
 
 impl<'a> Generator<'a> {
@@ -28,15 +31,19 @@ impl<'a> Generator<'a> {
         Generator {
             sources,
             consts: Pool::default(),
+            scratch: Default::default(),
         }
     }
 
     pub fn function(&mut self, f: &ir::Function) -> Function {
+        let (mut code, mut lines) = std::mem::take(&mut self.scratch);
+        code.clear();
+        lines.clear();
         let mut g = Gen {
             sources: self.sources,
             consts: &mut self.consts,
-            code: Vec::new(),
-            lines: Vec::new(),
+            code,
+            lines,
             span: f.span,
             cursor: (f.span.file, LineCursor::default()),
         };
@@ -46,7 +53,7 @@ impl<'a> Generator<'a> {
             g.emit(Op::CheckReturn(c));
         }
         g.emit(Op::Return);
-        Function {
+        let function = Function {
             name: f.name.clone(),
             params: f
                 .params
@@ -57,11 +64,13 @@ impl<'a> Generator<'a> {
                 })
                 .collect(),
             locals: f.locals.len() as u16,
-            code: g.code,
-            lines: g.lines,
+            code: g.code.to_vec(),
+            lines: g.lines.to_vec(),
             returns: f.returns.as_ref().map_or("any".into(), |t| t.to_string()),
             matchable: f.matchable.clone(),
-        }
+        };
+        self.scratch = (g.code, g.lines);
+        function
     }
 
     /// The bundle of the generated `functions`; `p` gives the tasks and entries.

@@ -52,12 +52,12 @@ type Err<'s> = extra::Err<Rich<'s, Token<'s>, Span>>;
 /// Splits text into literal runs and `{{ ... }}` holes, parsing each hole.
 pub fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
     let s = text.value.as_str();
-    let mut parts = Vec::new();
+    // A hole opens with two braces and adds up to two parts: room for all of them.
+    let mut parts = Vec::with_capacity(memchr::memchr_iter(b'{', s.as_bytes()).count() + 1);
     let mut lit = String::new();
     let mut lit_start = 0;
     let mut i = 0;
-    while let Some(rel) = s[i..].find("{{") {
-        let j = i + rel;
+    while let Some(j) = find_open(s.as_bytes(), i) {
         if j > 0 && s.as_bytes()[j - 1] == b'\\' {
             // `\{{` is a literal `{{`.
             lit.push_str(&s[i..j - 1]);
@@ -80,6 +80,19 @@ pub fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
     }
 }
 
+/// The offset of the first `{{` at or after `from`.
+fn find_open(s: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(k) = memchr::memchr(b'{', s.get(at..)?) {
+        let j = at + k;
+        if s.get(j + 1) == Some(&b'{') {
+            return Some(j);
+        }
+        at = j + 1;
+    }
+    None
+}
+
 fn flush(parts: &mut Vec<TextPart>, lit: &mut String, text: &Text, range: std::ops::Range<usize>) {
     if !lit.is_empty() {
         parts.push(TextPart::Lit(std::mem::take(lit), text.span_of(range)));
@@ -91,7 +104,8 @@ fn parse_hole(text: &Text, open: usize, diags: &mut Diagnostics) -> (Expr, usize
     let body_start = open + 2;
     let mut depth = 0usize;
     let mut lexer = Token::lexer(&text.value[body_start..]);
-    let mut tokens = Vec::new();
+    // Most holes are a call with a few arguments: one allocation covers them.
+    let mut tokens = Vec::with_capacity(16);
     while let Some(tok) = lexer.next() {
         let r = lexer.span();
         let tok = tok.unwrap_or(Token::Bad(lexer.slice()));
