@@ -2,13 +2,15 @@
 //! arguments, argument types, paths and comparisons.
 
 use super::scope::Scope;
-use super::{Checker, SigParam};
+use super::Checker;
 use crate::ast::{
     ArgValue, BinOp, Call, CmpOp, Expr, ExprKind, Ident, Literal, Segment, Task, TextTemplate,
 };
 use crate::diag::Diagnostic;
 use crate::source::Span;
-use tv_stdlib::builtins::{self, Builtin, Ret};
+use std::borrow::Cow;
+use std::sync::Arc;
+use tv_stdlib::builtins::{self, Ret};
 use tv_stdlib::types::Type;
 
 /// One argument as the binder sees it, whatever syntax it came from.
@@ -22,14 +24,11 @@ struct ArgInfo {
     broken: bool,
 }
 
-/// A callee: a user template or task, or a built-in.
-enum Callee<'a> {
-    User {
-        params: Vec<SigParam>,
-        noun: &'static str,
-        def: Span,
-    },
-    Builtin(&'a Builtin),
+/// One parameter as the binder sees it, borrowed from a signature where it can be.
+struct Slot<'a> {
+    name: &'a str,
+    ty: Option<Cow<'a, Type>>,
+    optional: bool,
 }
 
 impl<'p> Checker<'p, '_> {
@@ -186,66 +185,72 @@ impl<'p> Checker<'p, '_> {
 
     /// `<task ref="name">`: the referenced item runs with this task's inputs.
     pub(super) fn check_ref(&mut self, r: &Ident, task: &Task) {
-        let Some(callee) = self.resolve(r, false) else {
-            return;
-        };
-        let Callee::User { params, noun, def } = callee else {
+        // The tables are shared and read-only here: holding them lets diagnostics be
+        // pushed while a signature is borrowed.
+        let items = Arc::clone(&self.items);
+        let Some((sig, _)) = items.get(&r.node) else {
+            self.unknown(r, false);
             return;
         };
         self.edge(r);
         for input in &task.inputs {
-            if !params.iter().any(|p| p.name == input.name.node) {
+            if !sig.params.iter().any(|p| p.name == input.name.node) {
                 self.diags.push(
                     Diagnostic::error(
                         input.name.span,
-                        format!("{noun} `{}` has no parameter `{}`", r.node, input.name.node),
+                        format!(
+                            "{} `{}` has no parameter `{}`",
+                            sig.kind.noun(),
+                            r.node,
+                            input.name.node
+                        ),
                     )
-                    .with_secondary(def, "defined here"),
+                    .with_secondary(sig.def_span, "defined here"),
                 );
             }
         }
     }
 
     fn check_call(&mut self, name: &Ident, args: Vec<ArgInfo>, span: Span) -> Type {
-        let Some(callee) = self.resolve(name, true) else {
+        let items = Arc::clone(&self.items);
+        if let Some((sig, _)) = items.get(&name.node) {
+            self.edge(name);
+            let params: Vec<Slot> = sig
+                .params
+                .iter()
+                .map(|p| Slot {
+                    name: &p.name,
+                    ty: p.ty.as_ref().map(Cow::Borrowed),
+                    optional: false,
+                })
+                .collect();
+            let noun = sig.kind.noun();
+            self.bind_args(name, noun, &params, &args, span, Some(sig.def_span));
+            return self.returns.get(&name.node).cloned().unwrap_or(Type::Any);
+        }
+        let Some(b) = builtins::lookup(&name.node) else {
+            self.unknown(name, true);
             return Type::Any;
         };
-        match callee {
-            Callee::User { params, noun, def } => {
-                self.edge(name);
-                let params: Vec<(String, Option<Type>, bool)> =
-                    params.into_iter().map(|p| (p.name, p.ty, false)).collect();
-                self.bind_args(name, noun, &params, &args, span, Some(def));
-                self.returns.get(&name.node).cloned().unwrap_or(Type::Any)
-            }
-            Callee::Builtin(b) => {
-                let params: Vec<(String, Option<Type>, bool)> = b
-                    .params
-                    .iter()
-                    .map(|p| (p.name.to_string(), Some(p.ty.to_type()), p.optional))
-                    .collect();
-                self.bind_args(name, "function", &params, &args, span, None);
-                match b.returns {
-                    Ret::Fixed(t) => t.to_type(),
-                    Ret::SameAsFirst => args.first().map_or(Type::Any, |a| a.ty.clone()),
-                }
-            }
+        let params: Vec<Slot> = b
+            .params
+            .iter()
+            .map(|p| Slot {
+                name: p.name,
+                ty: Some(Cow::Owned(p.ty.to_type())),
+                optional: p.optional,
+            })
+            .collect();
+        self.bind_args(name, "function", &params, &args, span, None);
+        match b.returns {
+            Ret::Fixed(t) => t.to_type(),
+            Ret::SameAsFirst => args.first().map_or(Type::Any, |a| a.ty.clone()),
         }
     }
 
-    fn resolve(&mut self, name: &Ident, builtins_too: bool) -> Option<Callee<'static>> {
-        if let Some((sig, _)) = self.items.get(&name.node) {
-            return Some(Callee::User {
-                params: sig.params.clone(),
-                noun: sig.kind.noun(),
-                def: sig.def_span,
-            });
-        }
-        if builtins_too {
-            if let Some(b) = builtins::lookup(&name.node) {
-                return Some(Callee::Builtin(b));
-            }
-        }
+    /// Reports a call or reference to a name that is neither an item nor (when
+    /// `builtins_too`) a built-in.
+    fn unknown(&mut self, name: &Ident, builtins_too: bool) {
         let mut known: Vec<&str> = self.items.keys().map(String::as_str).collect();
         if builtins_too {
             known.extend(builtins::BUILTINS.iter().map(|b| b.name));
@@ -263,14 +268,16 @@ impl<'p> Checker<'p, '_> {
             d = d.with_help("define it with <template name=\"...\" params=\"...\"> in one of the program's files");
         }
         self.diags.push(d);
-        None
     }
 
     fn edge(&mut self, callee: &Ident) {
-        self.calls
-            .entry(self.current.clone())
-            .or_default()
-            .push((callee.node.clone(), callee.span));
+        let call = (callee.node.clone(), callee.span);
+        match self.calls.get_mut(&self.current) {
+            Some(calls) => calls.push(call),
+            None => {
+                self.calls.insert(self.current.clone(), vec![call]);
+            }
+        }
     }
 
     /// Matches arguments to parameters: positional first, then by name.
@@ -278,7 +285,7 @@ impl<'p> Checker<'p, '_> {
         &mut self,
         callee: &Ident,
         noun: &str,
-        params: &[(String, Option<Type>, bool)],
+        params: &[Slot],
         args: &[ArgInfo],
         span: Span,
         def: Option<Span>,
@@ -314,10 +321,10 @@ impl<'p> Checker<'p, '_> {
                     }
                     continue;
                 }
-                Some(n) => match params.iter().position(|p| p.0 == n.node) {
+                Some(n) => match params.iter().position(|p| p.name == n.node) {
                     Some(p) => p,
                     None => {
-                        let names: Vec<&str> = params.iter().map(|p| p.0.as_str()).collect();
+                        let names: Vec<&str> = params.iter().map(|p| p.name).collect();
                         let mut d = Diagnostic::error(
                             n.span,
                             format!(
@@ -344,22 +351,22 @@ impl<'p> Checker<'p, '_> {
                 self.diags.push(
                     Diagnostic::error(
                         arg.span,
-                        format!("argument `{}` is given {how}", params[slot].0),
+                        format!("argument `{}` is given {how}", params[slot].name),
                     )
                     .with_secondary(prev, "first given here"),
                 );
                 continue;
             }
             filled[slot] = Some(arg.span);
-            if let Some(want) = &params[slot].1 {
-                self.check_arg_type(arg, &params[slot].0, want);
+            if let Some(want) = &params[slot].ty {
+                self.check_arg_type(arg, params[slot].name, want);
             }
         }
         let missing: Vec<&str> = params
             .iter()
             .zip(&filled)
-            .filter(|((_, _, optional), f)| f.is_none() && !optional)
-            .map(|((n, _, _), _)| n.as_str())
+            .filter(|(p, f)| f.is_none() && !p.optional)
+            .map(|(p, _)| p.name)
             .collect();
         if !missing.is_empty() && !misnamed {
             let list = missing
@@ -367,7 +374,7 @@ impl<'p> Checker<'p, '_> {
                 .map(|m| format!("`{m}`"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let msg = if args.len() < params.iter().filter(|p| !p.2).count() {
+            let msg = if args.len() < params.iter().filter(|p| !p.optional).count() {
                 format!(
                     "{noun} `{}` takes {} but {} given",
                     callee.node,
@@ -481,12 +488,12 @@ fn count(n: usize) -> String {
     }
 }
 
-fn signature_help(name: &str, params: &[(String, Option<Type>, bool)]) -> String {
+fn signature_help(name: &str, params: &[Slot]) -> String {
     let ps: Vec<String> = params
         .iter()
-        .map(|(n, t, opt)| {
-            let q = if *opt { "?" } else { "" };
-            match t {
+        .map(|p| {
+            let (n, q) = (p.name, if p.optional { "?" } else { "" });
+            match &p.ty {
                 Some(t) => format!("{n}{q}: {t}"),
                 None => format!("{n}{q}"),
             }
