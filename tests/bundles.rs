@@ -43,6 +43,19 @@ fn the_same_sources_compile_to_byte_identical_bundles() {
     assert_eq!(compile_example(), compile_example());
 }
 
+#[test]
+fn functions_encoded_in_pieces_give_the_bytes_of_the_whole_bundle() {
+    let whole = compile_example();
+    let b = Bundle::from_bytes(&whole).expect("loads");
+    assert!(b.functions.len() >= 3, "the example has functions to split");
+    for size in 1..=b.functions.len() {
+        let pieces = b.to_bytes_with(|fs| fs.chunks(size).map(Bundle::encode_functions).collect());
+        assert!(pieces == whole, "pieces of {size} functions");
+    }
+    // No pieces at all is a different (damaged) bundle, which shows the pieces are used.
+    assert!(b.to_bytes_with(|_| Vec::new()) != whole);
+}
+
 /// Set `UPDATE_GOLDEN=1` after a deliberate format change (and bump the version).
 #[test]
 fn the_programs_compile_to_their_golden_bundles_which_still_load() {

@@ -301,6 +301,19 @@ pub fn check_texts<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> C
     check_sources(sources, Diagnostics::new(), HashSet::default())
 }
 
+/// The bytes of `bundle` (as [`tv_vm::bundle::Bundle::to_bytes`] gives them), its
+/// functions encoded on the workers.
+pub fn bundle_bytes(bundle: &tv_vm::bundle::Bundle) -> Vec<u8> {
+    use tv_vm::bundle::Bundle;
+    bundle.to_bytes_with(|functions| {
+        crate::parallel::map_chunks(
+            functions,
+            crate::parallel::MIN_ITEMS_PER_WORKER,
+            Bundle::encode_functions,
+        )
+    })
+}
+
 /// The typed IR and the bundle of a program that checked without errors.
 pub fn compile(c: &Compilation) -> Option<(crate::ir::Program, tv_vm::bundle::Bundle)> {
     compile_timed(c, &mut Timings::default())

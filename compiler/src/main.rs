@@ -159,7 +159,7 @@ fn build(
     }
     if let Some(out) = output {
         let written = stages.time("write the bundle", || {
-            std::fs::write(out, bundle.to_bytes())
+            std::fs::write(out, driver::bundle_bytes(&bundle))
         });
         if let Err(e) = written {
             eprintln!("tvc: error: cannot write {}: {e}", out.display());

@@ -183,7 +183,15 @@ fn config() -> impl bincode::config::Config {
 impl Bundle {
     /// The bytes of the bundle file; the same bundle always gives the same bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let payload = bincode::serde::encode_to_vec(self, config()).unwrap_or_default();
+        self.to_bytes_with(|functions| vec![Bundle::encode_functions(functions)])
+    }
+
+    /// [`Bundle::to_bytes`] with the functions, most of a bundle, encoded by `encode`:
+    /// it may encode slices of them apart (on other threads) with
+    /// [`Bundle::encode_functions`] and return the pieces in order. The bytes are the
+    /// same, since an encoded list is its length followed by its encoded items.
+    pub fn to_bytes_with(&self, encode: impl FnOnce(&[Function]) -> Vec<Vec<u8>>) -> Vec<u8> {
+        let payload = self.payload(encode).unwrap_or_default();
         let mut out = Vec::with_capacity(HEADER + payload.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
@@ -191,6 +199,37 @@ impl Bundle {
         out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
         out.extend_from_slice(&payload);
         out
+    }
+
+    /// The encoded functions of `functions`, one after the other, without the length
+    /// of the list.
+    pub fn encode_functions(functions: &[Function]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for f in functions {
+            // Encoding into memory fails only on values serde cannot represent, which a
+            // bundle has none of.
+            let _ = bincode::serde::encode_into_std_write(f, &mut out, config());
+        }
+        out
+    }
+
+    /// The fields in declaration order, as the derived `Serialize` writes them.
+    fn payload(
+        &self,
+        encode: impl FnOnce(&[Function]) -> Vec<Vec<u8>>,
+    ) -> Result<Vec<u8>, bincode::error::EncodeError> {
+        use bincode::serde::encode_into_std_write as put;
+        let mut out = Vec::new();
+        put(&self.compiler_version, &mut out, config())?;
+        put(&self.constants, &mut out, config())?;
+        put(self.functions.len() as u64, &mut out, config())?;
+        for piece in encode(&self.functions) {
+            out.extend_from_slice(&piece);
+        }
+        put(&self.tasks, &mut out, config())?;
+        put(&self.entries, &mut out, config())?;
+        put(&self.files, &mut out, config())?;
+        Ok(out)
     }
 
     /// Reads and verifies a bundle.

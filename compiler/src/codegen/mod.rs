@@ -49,7 +49,7 @@ impl<'a> Generator<'a> {
         };
         g.node(&f.body);
         if let Some(ty) = &f.returns {
-            let c = g.consts.add(Const::Str(ty.to_string()));
+            let c = g.consts.add_str(&ty.to_string());
             g.emit(Op::CheckReturn(c));
         }
         g.emit(Op::Return);
@@ -120,14 +120,7 @@ impl Pool {
     fn add(&mut self, c: Const) -> u32 {
         let next = self.items.len() as u32;
         let key = match c {
-            Const::Str(s) => {
-                if let Some(&i) = self.strings.get(s.as_str()) {
-                    return i;
-                }
-                self.strings.insert(s.clone(), next);
-                self.items.push(Const::Str(s));
-                return next;
-            }
+            Const::Str(s) => return self.add_str(&s),
             Const::Null => Key::Null,
             Const::Bool(b) => Key::Bool(b),
             Const::Num(n) => Key::Num(n.to_bits()),
@@ -137,6 +130,17 @@ impl Pool {
             self.items.push(c);
         }
         i
+    }
+
+    /// A string constant, copied only the first time it is met.
+    fn add_str(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let next = self.items.len() as u32;
+        self.strings.insert(s.to_owned(), next);
+        self.items.push(Const::Str(s.to_owned()));
+        next
     }
 
     /// `n` consecutive string constants (object keys), not shared.
@@ -221,13 +225,16 @@ impl Gen<'_> {
             ExprKind::Null => self.constant(Const::Null),
             ExprKind::Bool(b) => self.constant(Const::Bool(*b)),
             ExprKind::Num(n) => self.constant(Const::Num(*n)),
-            ExprKind::Str(s) => self.constant(Const::Str(s.clone())),
+            ExprKind::Str(s) => {
+                let c = self.consts.add_str(s);
+                self.emit(Op::Const(c));
+            }
             ExprKind::Local(l) => {
                 self.emit(Op::Load(*l));
             }
             ExprKind::Field(base, name) => {
                 self.expr(base);
-                let c = self.consts.add(Const::Str(name.clone()));
+                let c = self.consts.add_str(name);
                 self.emit(Op::Field(c));
             }
             ExprKind::Index(base, i) => {
@@ -280,7 +287,7 @@ impl Gen<'_> {
         for (p, quote) in parts {
             self.at(p.span, |g| match (&p.kind, quote) {
                 (ExprKind::Str(s), false) => {
-                    let c = g.consts.add(Const::Str(s.clone()));
+                    let c = g.consts.add_str(s);
                     g.emit(Op::TextConst(c));
                 }
                 (ExprKind::Local(l), false) => {

@@ -188,8 +188,8 @@ impl Gen<'_> {
         self.emit(Op::Store(l.last));
         if let Some(script) = &l.script {
             self.node(script);
-            let notes = self.consts.add(Const::Str("notes".into()));
-            let output = self.consts.add(Const::Str("scriptOutput".into()));
+            let notes = self.consts.add_str("notes");
+            let output = self.consts.add_str("scriptOutput");
             self.emit(Op::Field(notes));
             self.emit(Op::Field(output));
             self.emit(Op::Store(l.script_output));
@@ -199,14 +199,14 @@ impl Gen<'_> {
         self.emit(Op::Value);
         self.emit(Op::Dup);
         self.emit(Op::Store(l.evaluation));
-        let feedback = self.consts.add(Const::Str("feedback".into()));
+        let feedback = self.consts.add_str("feedback");
         self.emit(Op::Field(feedback));
         self.emit(Op::Store(l.evaluation_feedback));
         match &l.termination {
             Some(cond) => self.expr(cond),
             None => {
                 self.emit(Op::Load(l.evaluation));
-                let success = self.consts.add(Const::Str("success".into()));
+                let success = self.consts.add_str("success");
                 self.emit(Op::Field(success));
             }
         }

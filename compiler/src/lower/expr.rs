@@ -2,12 +2,13 @@
 
 use super::{Frame, Lowerer};
 use crate::ast::{self, ArgValue, BinOp, ExprKind as A, Literal, Segment, TextPart};
+use crate::check::Symbols;
 use crate::ir::{Expr, ExprKind, Node, NodeKind};
 use crate::source::Span;
 use tv_stdlib::builtins::{self, Ret};
 use tv_stdlib::types::Type;
 
-impl Lowerer<'_> {
+impl<'a> Lowerer<'a> {
     /// A text template as one string expression; `quote` shell-quotes every hole.
     pub(super) fn text(&mut self, t: &ast::TextTemplate, frame: &mut Frame, quote: bool) -> Expr {
         let parts: Vec<(Expr, bool)> = t
@@ -101,7 +102,7 @@ impl Lowerer<'_> {
         else {
             return Expr::new(ExprKind::Null, Type::Null, span);
         };
-        let params: Vec<String> = b.params.iter().map(|p| p.name.to_string()).collect();
+        let params: Vec<&str> = b.params.iter().map(|p| p.name).collect();
         let mut bound = bind(&params, args, span);
         // Absent optional parameters at the end are not passed at all.
         while bound.len() > b.min_arity() && matches!(bound.last(), Some(e) if e.kind.is_absent()) {
@@ -114,11 +115,14 @@ impl Lowerer<'_> {
         Expr::new(ExprKind::Builtin(id as u16, bound), ty, span)
     }
 
-    fn param_names(&self, name: &str) -> Vec<String> {
-        self.symbols
+    /// The parameter names of item `name`, borrowed from the symbols (which outlive
+    /// the lowerer, so the names can be held while it is changed).
+    fn param_names(&self, name: &str) -> Vec<&'a str> {
+        let symbols: &'a Symbols = self.symbols;
+        symbols
             .items
             .get(name)
-            .map(|s| s.params.iter().map(|p| p.name.clone()).collect())
+            .map(|s| s.params.iter().map(|p| p.name.as_str()).collect())
             .unwrap_or_default()
     }
 
@@ -139,7 +143,7 @@ impl Lowerer<'_> {
                 let name = a.name.as_ref().map(|n| n.node.clone());
                 let slot = name
                     .as_ref()
-                    .and_then(|n| params.iter().position(|p| p == n))
+                    .and_then(|n| params.iter().position(|p| *p == n.as_str()))
                     .unwrap_or(i);
                 let want = sig_types.get(slot).cloned().flatten().unwrap_or(Type::Any);
                 (name, self.arg(&a.value, &want, frame, a.span))
@@ -188,7 +192,7 @@ impl ExprKind {
 }
 
 /// Arguments in parameter order; a parameter given no argument gets `null`.
-fn bind(params: &[String], args: Vec<(Option<String>, Expr)>, span: Span) -> Vec<Expr> {
+fn bind(params: &[&str], args: Vec<(Option<String>, Expr)>, span: Span) -> Vec<Expr> {
     let mut out: Vec<Option<Expr>> = vec![None; params.len()];
     for (i, (name, e)) in args.into_iter().enumerate() {
         let slot = match name {
