@@ -327,11 +327,6 @@ pub fn compile_timed(
     if c.diags.has_errors() {
         return None;
     }
-    let items: usize = c.program.modules.iter().map(|m| m.items.len()).sum();
-    if crate::parallel::threads() > 1 && items >= 2 * crate::parallel::MIN_ITEMS_PER_WORKER {
-        let both = timings.time("lower and generate", || lower_and_generate(c));
-        return Some(both);
-    }
     let ir = timings.time("lower to IR", || {
         crate::lower::lower(&c.program, &c.symbols, &c.sources)
     });
@@ -339,22 +334,4 @@ pub fn compile_timed(
         crate::codegen::generate(&ir, &c.sources)
     });
     Some((ir, bundle))
-}
-
-/// Lowering on one thread and code generation on another, function by function: the
-/// same IR and the same bundle as the two stages run one after the other.
-fn lower_and_generate(c: &Compilation) -> (crate::ir::Program, tv_vm::bundle::Bundle) {
-    let mut gen = crate::codegen::Generator::new(&c.sources);
-    let mut lowered = Vec::new();
-    let mut generated = Vec::new();
-    let mut ir = crate::parallel::pipeline(
-        |emit| crate::lower::lower_each(&c.program, &c.symbols, &c.sources, emit),
-        |f| {
-            generated.push(gen.function(&f));
-            lowered.push(f);
-        },
-    );
-    ir.functions = lowered;
-    let bundle = gen.finish(&ir, generated);
-    (ir, bundle)
 }

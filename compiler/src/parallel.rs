@@ -3,7 +3,6 @@
 //! run is the output of a sequential one: same trees, same diagnostics, same bundle.
 
 use rayon::prelude::*;
-use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Work below this many items per extra thread stays on the calling thread: handing
@@ -46,7 +45,11 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
 /// Splits `items` into contiguous chunks of at least `min_per_worker` items, runs `f`
 /// on each on the workers and returns the chunks' results in order. A panic in a
 /// worker is re-raised here.
-pub fn map_chunks<T, R>(items: &[T], min_per_worker: usize, f: impl Fn(&[T]) -> R + Sync) -> Vec<R>
+pub fn map_chunks<'t, T, R>(
+    items: &'t [T],
+    min_per_worker: usize,
+    f: impl Fn(&'t [T]) -> R + Sync,
+) -> Vec<R>
 where
     T: Sync,
     R: Send,
@@ -59,46 +62,6 @@ where
         }
         _ => vec![f(items)],
     }
-}
-
-/// Runs `produce` on a worker while this thread hands what it yields, in order, to
-/// `consume`: two stages overlap instead of taking turns. Without workers, the same
-/// calls happen on this thread.
-pub fn pipeline<T, R, P>(produce: P, mut consume: impl FnMut(T)) -> R
-where
-    T: Send,
-    R: Send,
-    P: FnOnce(&mut dyn FnMut(T)) -> R + Send,
-{
-    let Some(pool) = pool().filter(|_| threads() > 1) else {
-        return produce(&mut consume);
-    };
-    // Items travel in batches: a hand-over per item would wake the other thread tens
-    // of thousands of times, which costs more than the overlap saves.
-    const BATCH: usize = 64;
-    let (tx, rx) = mpsc::sync_channel::<Vec<T>>(16);
-    let (done_tx, done_rx) = mpsc::sync_channel::<R>(1);
-    // The scope's own closure runs here; only the producer goes to a worker, so the
-    // two sides never wait for the same thread.
-    pool.in_place_scope(|s| {
-        s.spawn(move |_| {
-            let mut batch = Vec::with_capacity(BATCH);
-            let out = produce(&mut |t| {
-                batch.push(t);
-                if batch.len() == BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    drop(tx.send(full));
-                }
-            });
-            drop(tx.send(batch));
-            drop(done_tx.send(out));
-        });
-        rx.iter().flatten().for_each(&mut consume);
-    });
-    // The scope has joined the producer (re-raising its panic), so its result is here.
-    done_rx
-        .recv()
-        .unwrap_or_else(|_| unreachable!("a producer that finished sent its result"))
 }
 
 /// Runs `main` on this thread; what it emits is gathered in batches, and each batch
@@ -175,20 +138,6 @@ mod tests {
         let items: Vec<u32> = (0..1000).collect();
         let sums = map_chunks(&items, MIN_ITEMS_PER_WORKER, |c| c.to_vec());
         assert_eq!(sums.concat(), items);
-    }
-
-    #[test]
-    fn a_pipeline_consumes_everything_produced_in_order() {
-        let mut seen = Vec::new();
-        let total = pipeline(
-            |emit| {
-                (0..10_000u32).for_each(&mut *emit);
-                10_000
-            },
-            |n| seen.push(n),
-        );
-        assert_eq!(total, 10_000);
-        assert_eq!(seen, (0..10_000).collect::<Vec<_>>());
     }
 
     #[test]

@@ -30,14 +30,38 @@ fn library(first: usize, n: usize, broken: &[usize]) -> String {
       <instructions>Study {{{{upper(topic)}}}} in {{{{count}}}} points. {call} {error}
 Answer with a JSON object; keep it short and factual, and pad this text a little
 so that the file is about the size of a real library's entries.</instructions>
-      <output_format type="json" schema="object"/>
+{inputs}      <output_format type="json" schema="object"/>
     </task>
   </template>
-"#
+"#,
+            inputs = branches(i)
         );
     }
     out.push_str("</library>\n");
     out
+}
+
+/// Every seventh template has two inputs computed by nested tasks, which run as
+/// concurrent branches; in every fourteenth, one of those has two of its own.
+fn branches(i: usize) -> String {
+    if i % 7 != 3 {
+        return String::new();
+    }
+    let inner = if i % 14 == 3 {
+        r#"<inputs>
+            <input name="a"><task><instructions>Inner view A of {{topic}}</instructions></task></input>
+            <input name="b"><task><instructions>Inner view B of {{topic}}</instructions></task></input>
+          </inputs>"#
+    } else {
+        ""
+    };
+    format!(
+        r#"      <inputs>
+        <input name="first"><task><instructions>First view of {{{{topic}}}}</instructions></task></input>
+        <input name="second"><task><instructions>Second view of {{{{topic}}}}</instructions>{inner}</task></input>
+      </inputs>
+"#
+    )
 }
 
 /// Writes `files` into a fresh directory named after the test.
@@ -88,6 +112,9 @@ fn bundles_are_byte_identical_whatever_the_thread_count() {
             })
             .collect();
         assert!(bundles[0].len() > 100_000, "{} bytes", bundles[0].len());
+        // Branch functions are named after the function that makes them, nested ones too.
+        let has = |name: &str| bundles[0].windows(name.len()).any(|w| w == name.as_bytes());
+        assert!(has("fn_0787~2~1") && has("fn_0794~1") && !has("fn_0794~3"));
         assert!(
             bundles.iter().all(|b| *b == bundles[0]),
             "{}",

@@ -151,6 +151,51 @@ impl Op {
         }
     }
 
+    /// The constant this instruction names (for `MakeObject`, its first key), to be
+    /// renumbered when constants are pooled. Every opcode is listed, so a new one must
+    /// say whether it names a constant.
+    pub fn constant_mut(&mut self) -> Option<&mut u32> {
+        use Op::*;
+        match self {
+            Const(i) | Field(i) | CheckReturn(i) | TextConst(i) | MakeObject(i, _) => Some(i),
+            Load(_)
+            | Store(_)
+            | Pop
+            | Dup
+            | Index(_)
+            | Not
+            | Compare(_)
+            | Jump(_)
+            | JumpIfFalse(_)
+            | JumpIfTrue(_)
+            | Concat(_)
+            | Builtin(..)
+            | Call(..)
+            | Return
+            | Value
+            | Atomic(_)
+            | Script(_)
+            | MakeArray(_)
+            | Complete
+            | JumpIfFailed(_)
+            | FailSequence(..)
+            | Append(_)
+            | IndexDyn
+            | LoopGuard
+            | Accumulate(_)
+            | FailReduce
+            | ReturnIfFailed
+            | ShellQuote
+            | Increment(_)
+            | Gather(_)
+            | AccumulateLocal(..)
+            | KeepValue(_)
+            | TextLocal(_)
+            | TextValue
+            | AtomicAccumulated(..) => None,
+        }
+    }
+
     /// The same jump to `target` (code generation patches forward jumps); any other
     /// instruction as it is.
     pub fn with_target(self, target: u32) -> Op {

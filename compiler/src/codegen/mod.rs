@@ -2,159 +2,121 @@
 //! the node it comes from, into a side table, not into the opcode.
 
 mod node;
+mod pool;
 
 use crate::ir::{self, Expr, ExprKind};
 use crate::source::{FileId, LineCursor, SourceMap, Span};
-use rustc_hash::FxHashMap as HashMap;
+use pool::{Pool, Use, Uses};
 use std::sync::Arc;
 use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
 use tv_vm::isa::Op;
 
 pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
-    let mut g = Generator::new(sources);
-    let functions = p.functions.iter().map(|f| g.function(f)).collect();
-    g.finish(p, functions)
-}
-
-/// Code generation one function at a time, in function order (constants are pooled
-/// in the order they are first met, so the order makes the bundle).
-pub struct Generator<'a> {
-    sources: &'a SourceMap,
-    consts: Pool,
-    /// Code and line tables are built here and copied out at their final size, so
-    /// each function costs one allocation per table instead of a series of regrowths.
-    scratch: (Vec<Op>, Vec<Loc>),
-}
-
-impl<'a> Generator<'a> {
-    pub fn new(sources: &'a SourceMap) -> Self {
-        Generator {
-            sources,
-            consts: Pool::default(),
-            scratch: Default::default(),
-        }
-    }
-
-    pub fn function(&mut self, f: &ir::Function) -> Function {
-        let (mut code, mut lines) = std::mem::take(&mut self.scratch);
-        code.clear();
-        lines.clear();
-        let mut g = Gen {
-            sources: self.sources,
-            consts: &mut self.consts,
-            code,
-            lines,
-            span: f.span,
-            cursor: (f.span.file, LineCursor::default()),
-        };
-        g.node(&f.body);
-        if let Some(ty) = &f.returns {
-            let c = g.consts.add_str(&ty.to_string());
-            g.emit(Op::CheckReturn(c));
-        }
-        g.emit(Op::Return);
-        let function = Function {
-            name: f.name.clone(),
-            params: f
-                .params
+    // Functions are generated on the workers, each listing its own constants; the
+    // lists are pooled here, in function order.
+    let parts = crate::parallel::map_chunks(
+        &p.functions,
+        crate::parallel::MIN_ITEMS_PER_WORKER,
+        |functions| {
+            let mut scratch = Scratch::default();
+            functions
                 .iter()
-                .map(|(n, t)| Param {
-                    name: n.clone(),
-                    ty: t.to_string(),
-                })
-                .collect(),
-            locals: f.locals.len() as u16,
-            code: g.code.to_vec(),
-            lines: g.lines.to_vec(),
-            returns: f.returns.as_ref().map_or("any".into(), |t| t.to_string()),
-            matchable: f.matchable.clone(),
-        };
-        self.scratch = (g.code, g.lines);
-        function
-    }
-
-    /// The bundle of the generated `functions`; `p` gives the tasks and entries.
-    pub fn finish(self, p: &ir::Program, functions: Vec<Function>) -> Bundle {
-        Bundle {
-            compiler_version: env!("CARGO_PKG_VERSION").to_string(),
-            constants: self.consts.items,
-            functions,
-            tasks: p.tasks.iter().cloned().map(Arc::new).collect(),
-            entries: p
-                .entries
-                .iter()
-                .map(|(n, f)| tv_vm::bundle::Entry {
-                    name: n.clone(),
-                    function: *f,
-                })
-                .collect(),
-            files: self
-                .sources
-                .files()
-                .map(|(_, f)| f.path.display().to_string())
-                .collect(),
-        }
-    }
+                .map(|f| function(f, sources, &mut scratch))
+                .collect::<Vec<_>>()
+        },
+    );
+    let mut pool = Pool::default();
+    let functions = parts
+        .into_iter()
+        .flatten()
+        .map(|(mut f, uses)| {
+            pool.take(uses, &mut f.code);
+            f
+        })
+        .collect();
+    finish(p, sources, pool.items, functions)
 }
 
-/// The constant pool; equal constants share one slot.
+/// Code and line tables are built here and copied out at their final size, so each
+/// function costs one allocation per table instead of a series of regrowths.
 #[derive(Default)]
-struct Pool {
-    items: Vec<Const>,
-    /// Strings, the most common constants, are looked up by `&str`: a constant met
-    /// again costs no copy.
-    strings: HashMap<String, u32>,
-    others: HashMap<Key, u32>,
+struct Scratch {
+    code: Vec<Op>,
+    lines: Vec<Loc>,
 }
 
-/// A non-string constant as a map key: numbers by their bits, so `0.0` and `-0.0`
-/// stay apart.
-#[derive(PartialEq, Eq, Hash)]
-enum Key {
-    Null,
-    Bool(bool),
-    Num(u64),
+/// One function, its instructions naming constants by their place in its own list.
+fn function<'ir>(
+    f: &'ir ir::Function,
+    sources: &SourceMap,
+    scratch: &mut Scratch,
+) -> (Function, Uses<'ir>) {
+    scratch.code.clear();
+    scratch.lines.clear();
+    let mut g = Gen {
+        sources,
+        consts: Uses::default(),
+        code: std::mem::take(&mut scratch.code),
+        lines: std::mem::take(&mut scratch.lines),
+        span: f.span,
+        cursor: (f.span.file, LineCursor::default()),
+    };
+    g.node(&f.body);
+    if let Some(ty) = &f.returns {
+        let c = g.consts.add(Use::Owned(Const::Str(ty.to_string())));
+        g.emit(Op::CheckReturn(c));
+    }
+    g.emit(Op::Return);
+    let function = Function {
+        name: f.name.clone(),
+        params: f
+            .params
+            .iter()
+            .map(|(n, t)| Param {
+                name: n.clone(),
+                ty: t.to_string(),
+            })
+            .collect(),
+        locals: f.locals.len() as u16,
+        code: g.code.to_vec(),
+        lines: g.lines.to_vec(),
+        returns: f.returns.as_ref().map_or("any".into(), |t| t.to_string()),
+        matchable: f.matchable.clone(),
+    };
+    (scratch.code, scratch.lines) = (g.code, g.lines);
+    (function, g.consts)
 }
 
-impl Pool {
-    fn add(&mut self, c: Const) -> u32 {
-        let next = self.items.len() as u32;
-        let key = match c {
-            Const::Str(s) => return self.add_str(&s),
-            Const::Null => Key::Null,
-            Const::Bool(b) => Key::Bool(b),
-            Const::Num(n) => Key::Num(n.to_bits()),
-        };
-        let i = *self.others.entry(key).or_insert(next);
-        if i == next {
-            self.items.push(c);
-        }
-        i
-    }
-
-    /// A string constant, copied only the first time it is met.
-    fn add_str(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.strings.get(s) {
-            return i;
-        }
-        let next = self.items.len() as u32;
-        self.strings.insert(s.to_owned(), next);
-        self.items.push(Const::Str(s.to_owned()));
-        next
-    }
-
-    /// `n` consecutive string constants (object keys), not shared.
-    fn run(&mut self, keys: &[String]) -> u32 {
-        let first = self.items.len() as u32;
-        self.items
-            .extend(keys.iter().map(|k| Const::Str(k.clone())));
-        first
+/// The bundle of the generated `functions`; `p` gives the tasks and entries.
+fn finish(
+    p: &ir::Program,
+    sources: &SourceMap,
+    constants: Vec<Const>,
+    functions: Vec<Function>,
+) -> Bundle {
+    Bundle {
+        compiler_version: env!("CARGO_PKG_VERSION").to_string(),
+        constants,
+        functions,
+        tasks: p.tasks.iter().cloned().map(Arc::new).collect(),
+        entries: p
+            .entries
+            .iter()
+            .map(|(n, f)| tv_vm::bundle::Entry {
+                name: n.clone(),
+                function: *f,
+            })
+            .collect(),
+        files: sources
+            .files()
+            .map(|(_, f)| f.path.display().to_string())
+            .collect(),
     }
 }
 
-struct Gen<'a> {
+struct Gen<'a, 'ir> {
     sources: &'a SourceMap,
-    consts: &'a mut Pool,
+    consts: Uses<'ir>,
     code: Vec<Op>,
     lines: Vec<Loc>,
     /// The span instructions are attributed to.
@@ -166,7 +128,7 @@ struct Gen<'a> {
 /// A jump whose target is patched once known.
 struct Hole(usize);
 
-impl Gen<'_> {
+impl<'ir> Gen<'_, 'ir> {
     fn emit(&mut self, op: Op) -> usize {
         let loc = self.loc();
         self.code.push(op);
@@ -205,7 +167,7 @@ impl Gen<'_> {
     }
 
     fn constant(&mut self, c: Const) {
-        let i = self.consts.add(c);
+        let i = self.consts.add(Use::Owned(c));
         self.emit(Op::Const(i));
     }
 
@@ -216,17 +178,17 @@ impl Gen<'_> {
         out
     }
 
-    fn expr(&mut self, e: &Expr) {
+    fn expr(&mut self, e: &'ir Expr) {
         self.at(e.span, |g| g.expr_kind(&e.kind));
     }
 
-    fn expr_kind(&mut self, k: &ExprKind) {
+    fn expr_kind(&mut self, k: &'ir ExprKind) {
         match k {
             ExprKind::Null => self.constant(Const::Null),
             ExprKind::Bool(b) => self.constant(Const::Bool(*b)),
             ExprKind::Num(n) => self.constant(Const::Num(*n)),
             ExprKind::Str(s) => {
-                let c = self.consts.add_str(s);
+                let c = self.consts.add(Use::Str(s));
                 self.emit(Op::Const(c));
             }
             ExprKind::Local(l) => {
@@ -234,7 +196,7 @@ impl Gen<'_> {
             }
             ExprKind::Field(base, name) => {
                 self.expr(base);
-                let c = self.consts.add_str(name);
+                let c = self.consts.add(Use::Str(name));
                 self.emit(Op::Field(c));
             }
             ExprKind::Index(base, i) => {
@@ -282,12 +244,12 @@ impl Gen<'_> {
 
     /// Text built in place: literal and variable parts are appended where they are,
     /// other parts are computed (and shell-quoted when asked) and then appended.
-    fn text(&mut self, parts: &[(Expr, bool)]) {
+    fn text(&mut self, parts: &'ir [(Expr, bool)]) {
         self.constant(Const::Str(String::new()));
         for (p, quote) in parts {
             self.at(p.span, |g| match (&p.kind, quote) {
                 (ExprKind::Str(s), false) => {
-                    let c = g.consts.add_str(s);
+                    let c = g.consts.add(Use::Str(s));
                     g.emit(Op::TextConst(c));
                 }
                 (ExprKind::Local(l), false) => {
@@ -305,7 +267,7 @@ impl Gen<'_> {
     }
 
     /// `a && b` / `a || b` as a boolean, evaluating `b` only when needed.
-    fn short_circuit(&mut self, a: &Expr, b: &Expr, skip: fn(u32) -> Op) {
+    fn short_circuit(&mut self, a: &'ir Expr, b: &'ir Expr, skip: fn(u32) -> Op) {
         self.expr(a);
         self.emit(Op::Not);
         self.emit(Op::Not);
@@ -320,7 +282,7 @@ impl Gen<'_> {
 
     /// Builds `[function, args...]` for each call, runs them as branches, and keeps
     /// the array of their results in `results`.
-    fn gather(&mut self, calls: &[(u32, Vec<Expr>)], results: ir::Local) {
+    fn gather(&mut self, calls: &'ir [(u32, Vec<Expr>)], results: ir::Local) {
         for (f, args) in calls {
             self.constant(Const::Num(f64::from(*f)));
             args.iter().for_each(|a| self.expr(a));
@@ -330,12 +292,11 @@ impl Gen<'_> {
         self.emit(Op::Store(results));
     }
 
-    fn object(&mut self, fields: &[(String, Expr)]) {
+    fn object(&mut self, fields: &'ir [(String, Expr)]) {
         for (_, e) in fields {
             self.expr(e);
         }
-        let keys: Vec<String> = fields.iter().map(|(k, _)| k.clone()).collect();
-        let first = self.consts.run(&keys);
-        self.emit(Op::MakeObject(first, keys.len() as u16));
+        let first = self.consts.add(Use::Keys(fields));
+        self.emit(Op::MakeObject(first, fields.len() as u16));
     }
 }

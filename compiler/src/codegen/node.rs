@@ -1,16 +1,16 @@
 //! Task nodes: each leaves one task result on the stack.
 
-use super::{Gen, Hole};
+use super::{Gen, Hole, Use};
 use crate::ir::{ExprKind, Loop, Node, NodeKind, Reduce, Sequence};
 use tv_vm::bundle::Const;
 use tv_vm::isa::{CmpOp, Op};
 
-impl Gen<'_> {
-    pub(super) fn node(&mut self, n: &Node) {
+impl<'ir> Gen<'_, 'ir> {
+    pub(super) fn node(&mut self, n: &'ir Node) {
         self.at(n.span, |g| g.node_kind(&n.kind));
     }
 
-    fn node_kind(&mut self, k: &NodeKind) {
+    fn node_kind(&mut self, k: &'ir NodeKind) {
         match k {
             NodeKind::Atomic {
                 task,
@@ -83,7 +83,7 @@ impl Gen<'_> {
     }
 
     /// Steps in order; a failing step ends the sequence with its details.
-    fn sequence(&mut self, s: &Sequence) {
+    fn sequence(&mut self, s: &'ir Sequence) {
         self.emit(Op::MakeArray(0));
         self.emit(Op::Store(s.results));
         let total = s.steps.len() as u16;
@@ -116,7 +116,7 @@ impl Gen<'_> {
     }
 
     /// Unrolled over the inputs, which the template lists: inner task, then reduction.
-    fn reduce(&mut self, r: &Reduce) {
+    fn reduce(&mut self, r: &'ir Reduce) {
         self.expr(&r.initial);
         self.emit(Op::Dup);
         self.emit(Op::Store(r.accumulator));
@@ -169,7 +169,7 @@ impl Gen<'_> {
 
     /// director → optional script → evaluator, until the condition or the evaluator's
     /// `success` holds, at most `max_iterations` times.
-    fn director_loop(&mut self, l: &Loop) {
+    fn director_loop(&mut self, l: &'ir Loop) {
         self.constant(Const::Num(0.0));
         self.emit(Op::Store(l.iteration));
         self.constant(Const::Str(String::new()));
@@ -188,8 +188,8 @@ impl Gen<'_> {
         self.emit(Op::Store(l.last));
         if let Some(script) = &l.script {
             self.node(script);
-            let notes = self.consts.add_str("notes");
-            let output = self.consts.add_str("scriptOutput");
+            let notes = self.consts.add(Use::Str("notes"));
+            let output = self.consts.add(Use::Str("scriptOutput"));
             self.emit(Op::Field(notes));
             self.emit(Op::Field(output));
             self.emit(Op::Store(l.script_output));
@@ -199,14 +199,14 @@ impl Gen<'_> {
         self.emit(Op::Value);
         self.emit(Op::Dup);
         self.emit(Op::Store(l.evaluation));
-        let feedback = self.consts.add_str("feedback");
+        let feedback = self.consts.add(Use::Str("feedback"));
         self.emit(Op::Field(feedback));
         self.emit(Op::Store(l.evaluation_feedback));
         match &l.termination {
             Some(cond) => self.expr(cond),
             None => {
                 self.emit(Op::Load(l.evaluation));
-                let success = self.consts.add_str("success");
+                let success = self.consts.add(Use::Str("success"));
                 self.emit(Op::Field(success));
             }
         }

@@ -4,6 +4,7 @@
 
 mod context;
 mod expr;
+mod shift;
 mod task;
 
 use crate::ast::{self, Item};
@@ -11,75 +12,119 @@ use crate::check::Symbols;
 use crate::ir::{self, Local};
 use crate::source::{SourceMap, Span};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use shift::Shift;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta};
 
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
-    let mut functions = Vec::new();
-    let mut p = lower_each(program, symbols, sources, |f| functions.push(f));
-    p.functions = functions;
-    p
+    let plan = Plan::new(program, symbols);
+    let total = plan.items.len() as u32;
+    // Chunks of items are lowered on the workers, each numbering its tasks and branch
+    // functions from zero; `assemble` then moves each part's numbers past the ones
+    // before it.
+    let parts = crate::parallel::map_chunks(
+        &plan.items,
+        crate::parallel::MIN_ITEMS_PER_WORKER,
+        |items| {
+            let mut l = Lowerer {
+                symbols,
+                sources,
+                ids: &plan.ids,
+                tasks: Vec::new(),
+                branches: Vec::new(),
+                items: total,
+            };
+            let functions = items.iter().map(|item| l.item(item)).collect();
+            Part {
+                functions,
+                branches: l.branches,
+                tasks: l.tasks,
+            }
+        },
+    );
+    plan.assemble(parts)
 }
 
-/// [`lower`], handing each function to `emit` as soon as it is lowered, in function
-/// order, so that code generation can run beside it; the program returned has no
-/// functions of its own.
-pub fn lower_each(
-    program: &ast::Program,
-    symbols: &Symbols,
-    sources: &SourceMap,
-    mut emit: impl FnMut(ir::Function),
-) -> ir::Program {
-    // User items (the entry points), then the standard templates they reach.
-    let needed = reachable_std(program, symbols);
-    let mut ids = HashMap::default();
-    let mut items = Vec::new();
-    let mut user_items = 0;
-    let user = program.modules.iter().filter(|m| !m.std);
-    for m in user.chain(program.modules.iter().filter(|m| m.std)) {
-        for item in m
-            .items
-            .iter()
-            .filter(|i| !m.std || needed.contains(&i.name().node))
-        {
-            let name = item.name().node.clone();
-            if let std::collections::hash_map::Entry::Vacant(slot) = ids.entry(name) {
-                slot.insert(items.len() as u32);
-                items.push(item);
-                user_items += usize::from(!m.std);
+/// What is lowered, in function order: user items (the entry points), then the
+/// standard templates they reach.
+struct Plan<'p> {
+    items: Vec<&'p Item>,
+    /// Function index of every item name.
+    ids: HashMap<String, u32>,
+    user_items: usize,
+}
+
+impl<'p> Plan<'p> {
+    fn new(program: &'p ast::Program, symbols: &Symbols) -> Self {
+        let needed = reachable_std(program, symbols);
+        let mut plan = Plan {
+            items: Vec::new(),
+            ids: HashMap::default(),
+            user_items: 0,
+        };
+        let user = program.modules.iter().filter(|m| !m.std);
+        for m in user.chain(program.modules.iter().filter(|m| m.std)) {
+            for item in m
+                .items
+                .iter()
+                .filter(|i| !m.std || needed.contains(&i.name().node))
+            {
+                let name = item.name().node.clone();
+                if let std::collections::hash_map::Entry::Vacant(slot) = plan.ids.entry(name) {
+                    slot.insert(plan.items.len() as u32);
+                    plan.items.push(item);
+                    plan.user_items += usize::from(!m.std);
+                }
             }
         }
+        plan
     }
-    let mut l = Lowerer {
-        symbols,
-        sources,
-        ids,
-        tasks: Vec::new(),
-        branches: Vec::new(),
-        items: items.len() as u32,
-    };
-    let mut entries = Vec::with_capacity(user_items);
-    for (i, item) in items.iter().enumerate() {
-        let f = l.item(item);
-        if i < user_items {
-            entries.push((f.name.clone(), i as u32));
+
+    /// The parts end to end: every part's items, then every part's branch functions.
+    fn assemble(self, parts: Vec<Part>) -> ir::Program {
+        let mut functions = Vec::with_capacity(self.items.len());
+        let (mut branches, mut tasks) = (Vec::new(), Vec::new());
+        for mut part in parts {
+            let shift = Shift {
+                items: self.items.len() as u32,
+                tasks: tasks.len() as u32,
+                branches: branches.len() as u32,
+            };
+            if shift.tasks > 0 || shift.branches > 0 {
+                for f in part.functions.iter_mut().chain(&mut part.branches) {
+                    shift.node(&mut f.body);
+                }
+            }
+            functions.append(&mut part.functions);
+            branches.append(&mut part.branches);
+            tasks.append(&mut part.tasks);
         }
-        emit(f);
+        functions.append(&mut branches);
+        let entries = functions[..self.user_items]
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.clone(), i as u32))
+            .collect();
+        ir::Program {
+            functions,
+            tasks,
+            entries,
+        }
     }
-    // Branch functions follow the items; they are not entry points.
-    l.branches.into_iter().for_each(emit);
-    ir::Program {
-        functions: Vec::new(),
-        tasks: l.tasks,
-        entries,
-    }
+}
+
+/// The functions and tasks of a chunk of items, numbered as if it were alone.
+struct Part {
+    functions: Vec<ir::Function>,
+    branches: Vec<ir::Function>,
+    tasks: Vec<TaskMeta>,
 }
 
 struct Lowerer<'a> {
     symbols: &'a Symbols,
     sources: &'a SourceMap,
     /// Function index of every item name.
-    ids: HashMap<String, u32>,
+    ids: &'a HashMap<String, u32>,
     tasks: Vec<TaskMeta>,
     /// Functions made from nested tasks that run as concurrent branches.
     branches: Vec<ir::Function>,
@@ -94,6 +139,8 @@ struct Frame {
     /// Context passed to atomic tasks: accumulated step results, when enabled.
     context: Option<ir::Expr>,
     tasks_made: u32,
+    /// Branch functions made from this one, which number their names.
+    branches_made: u32,
 }
 
 impl Frame {
@@ -144,6 +191,7 @@ impl Lowerer<'_> {
             scope: Vec::new(),
             context: None,
             tasks_made: 0,
+            branches_made: 0,
         };
         let (params, returns, body, span, matchable) = match item {
             Item::Template(t) => {
@@ -212,7 +260,7 @@ impl Lowerer<'_> {
 
     /// Makes a nested body its own function, taking every variable in scope, so it can
     /// run as a concurrent branch. Returns the function and the captured variables.
-    fn branch(&mut self, body: &ast::Body, frame: &Frame) -> (u32, Vec<(String, Local)>) {
+    fn branch(&mut self, body: &ast::Body, frame: &mut Frame) -> (u32, Vec<(String, Local)>) {
         let mut captured: Vec<(String, Local)> = Vec::new();
         for (name, local) in frame.scope.iter().rev() {
             if !captured.iter().any(|(n, _)| n == name) {
@@ -221,12 +269,14 @@ impl Lowerer<'_> {
         }
         captured.reverse();
         let id = self.items + self.branches.len() as u32;
+        frame.branches_made += 1;
         let mut inner = Frame {
-            name: format!("{}~{}", frame.name, self.branches.len() + 1),
+            name: format!("{}~{}", frame.name, frame.branches_made),
             locals: Vec::new(),
             scope: Vec::new(),
             context: None,
             tasks_made: 0,
+            branches_made: 0,
         };
         let params: Vec<(String, Type)> = captured
             .iter()

@@ -1,0 +1,104 @@
+//! Constants. Each function lists the constants it uses while it is generated, on
+//! whichever thread; the lists are then pooled in function order, equal constants
+//! sharing one slot. Pooling in function order, each list in the order of its uses,
+//! gives the pool a single pass over the functions would give.
+
+use crate::ir::Expr;
+use rustc_hash::FxHashMap as HashMap;
+use tv_vm::bundle::Const;
+use tv_vm::isa::Op;
+
+/// One use of a constant, borrowed from the IR where it can be.
+pub(super) enum Use<'ir> {
+    Str(&'ir str),
+    Owned(Const),
+    /// The keys of an object: consecutive string slots of their own, never shared.
+    Keys(&'ir [(String, Expr)]),
+}
+
+/// The constants one function uses, one entry per use; until they are pooled, its
+/// instructions name constants by their position here.
+#[derive(Default)]
+pub(super) struct Uses<'ir>(Vec<Use<'ir>>);
+
+impl<'ir> Uses<'ir> {
+    pub(super) fn add(&mut self, u: Use<'ir>) -> u32 {
+        self.0.push(u);
+        (self.0.len() - 1) as u32
+    }
+}
+
+/// The constant pool of the bundle.
+#[derive(Default)]
+pub(super) struct Pool {
+    pub(super) items: Vec<Const>,
+    /// Strings, the most common constants, are looked up by `&str`: a constant met
+    /// again costs no copy.
+    strings: HashMap<String, u32>,
+    others: HashMap<Key, u32>,
+}
+
+/// A non-string constant as a map key: numbers by their bits, so `0.0` and `-0.0`
+/// stay apart.
+#[derive(PartialEq, Eq, Hash)]
+enum Key {
+    Null,
+    Bool(bool),
+    Num(u64),
+}
+
+impl Pool {
+    /// Pools the constants of a function and renames them in its code.
+    pub(super) fn take(&mut self, uses: Uses, code: &mut [Op]) {
+        let slots: Vec<u32> = uses
+            .0
+            .into_iter()
+            .map(|u| match u {
+                Use::Str(s) => self.string(s),
+                Use::Owned(Const::Str(s)) => self.string(&s),
+                Use::Owned(c) => self.other(c),
+                Use::Keys(fields) => self.keys(fields),
+            })
+            .collect();
+        for op in code {
+            if let Some(c) = op.constant_mut() {
+                // Every position was handed out by this function's `Uses`.
+                if let Some(&slot) = slots.get(*c as usize) {
+                    *c = slot;
+                }
+            }
+        }
+    }
+
+    fn string(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let next = self.items.len() as u32;
+        self.strings.insert(s.to_owned(), next);
+        self.items.push(Const::Str(s.to_owned()));
+        next
+    }
+
+    fn other(&mut self, c: Const) -> u32 {
+        let key = match c {
+            Const::Str(s) => return self.string(&s),
+            Const::Null => Key::Null,
+            Const::Bool(b) => Key::Bool(b),
+            Const::Num(n) => Key::Num(n.to_bits()),
+        };
+        let next = self.items.len() as u32;
+        let i = *self.others.entry(key).or_insert(next);
+        if i == next {
+            self.items.push(c);
+        }
+        i
+    }
+
+    fn keys(&mut self, fields: &[(String, Expr)]) -> u32 {
+        let first = self.items.len() as u32;
+        self.items
+            .extend(fields.iter().map(|(k, _)| Const::Str(k.clone())));
+        first
+    }
+}
