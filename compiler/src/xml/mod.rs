@@ -121,16 +121,16 @@ impl<'a> Builder<'a, '_> {
     fn event(&mut self, ev: Event<'a>, before: usize, after: usize) {
         match ev {
             Event::Start(e) => {
-                self.flush_text();
+                self.flush_text(true);
                 self.open(&e, before, after);
             }
             Event::Empty(e) => {
-                self.flush_text();
+                self.flush_text(true);
                 self.open(&e, before, after);
                 self.close(after);
             }
             Event::End(_) => {
-                self.flush_text();
+                self.flush_text(false);
                 self.close(after);
             }
             Event::Text(t) => {
@@ -333,7 +333,7 @@ impl<'a> Builder<'a, '_> {
     }
 
     fn close_all(&mut self, at: usize) {
-        self.flush_text();
+        self.flush_text(false);
         self.skipped = 0;
         while !self.stack.is_empty() {
             self.close(at);
@@ -341,7 +341,7 @@ impl<'a> Builder<'a, '_> {
     }
 
     fn finish(&mut self) -> bool {
-        self.flush_text();
+        self.flush_text(false);
         if let Some(open) = self.stack.last() {
             self.diags.push(
                 Diagnostic::error(
@@ -388,11 +388,21 @@ impl<'a> Builder<'a, '_> {
         self.add_text(&raw, before, true);
     }
 
-    fn flush_text(&mut self) {
-        if let Some(t) = self.text.take() {
-            if let Some(open) = self.stack.last_mut() {
-                open.el.children.push(Node::Text(t));
-            }
+    /// Ends the pending text node; `before_element` when a child element follows.
+    /// Whitespace beside elements only lays the file out and is not kept. (Text
+    /// separated by nothing but comments is one node, so a parent that has children
+    /// already has an element before this text.)
+    fn flush_text(&mut self, before_element: bool) {
+        let Some(t) = self.text.take() else {
+            return;
+        };
+        let Some(open) = self.stack.last_mut() else {
+            return;
+        };
+        let layout = t.value.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+            && (before_element || !open.el.children.is_empty());
+        if !layout {
+            open.el.children.push(Node::Text(t));
         }
     }
 

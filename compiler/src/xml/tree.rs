@@ -3,6 +3,7 @@
 
 use crate::source::Span;
 use smallvec::SmallVec;
+use std::borrow::Cow;
 
 #[derive(Clone, Debug, Default)]
 pub struct XmlDoc {
@@ -131,19 +132,24 @@ impl Element {
         })
     }
 
-    /// All character data directly inside, concatenated (usually a single node).
-    pub fn text(&self) -> Text {
+    /// All character data directly inside, concatenated: borrowed when it is a single
+    /// node, as it nearly always is.
+    pub fn text(&self) -> Cow<'_, Text> {
         let mut texts = self.children.iter().filter_map(|n| match n {
             Node::Text(t) => Some(t),
             Node::Element(_) => None,
         });
         let Some(first) = texts.next() else {
             let at = self.name_span.end as usize;
-            return Text {
+            return Cow::Owned(Text {
                 span: Span::new(self.span.file, at..at),
                 ..Text::default()
-            };
+            });
         };
+        let mut texts = texts.peekable();
+        if texts.peek().is_none() {
+            return Cow::Borrowed(first);
+        }
         let mut out = first.clone();
         for t in texts {
             for &(dec, src) in &t.map.anchors {
@@ -152,11 +158,32 @@ impl Element {
             out.value.push_str(&t.value);
             out.span = out.span.to(t.span);
         }
-        out
+        Cow::Owned(out)
     }
 
     /// Span of the start tag's name, the usual place to report "this element".
     pub fn head(&self) -> Span {
         self.name_span
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Node;
+    use crate::diag::Diagnostics;
+    use crate::source::FileId;
+
+    #[test]
+    fn whitespace_beside_elements_is_dropped_and_whitespace_alone_in_an_element_is_kept() {
+        let src = "<a>\n  <b>  </b>\n  <c>x <d/> y</c>\n  <!-- note -->\n</a>";
+        let mut diags = Diagnostics::new();
+        let doc = super::super::parse(FileId(0), src, &mut diags);
+        let a = doc.root.as_ref().expect("a root");
+        assert!(a.children.iter().all(|n| matches!(n, Node::Element(_))));
+        let names: Vec<&str> = a.elements().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["b", "c"]);
+        assert_eq!(a.elements().next().map(|b| b.text().value.clone()), Some("  ".into()));
+        assert_eq!(a.elements().nth(1).map(|c| c.text().value.clone()), Some("x  y".into()));
+        assert!(!diags.has_errors());
     }
 }
