@@ -101,52 +101,63 @@ impl SourceFile {
     /// 1-based line and column of a byte offset; columns count characters.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let line = match self.line_starts.binary_search(&offset) {
-            Ok(i) => i,
-            Err(i) => i - 1,
-        };
+        let line = self.line_of(offset, None);
         let start = self.line_starts[line];
         let col = self.chars_in(start..offset).unwrap_or(offset - start);
         (line + 1, col + 1)
     }
 
     /// [`SourceFile::line_col`] for offsets met mostly near one another, as code
-    /// generation meets a function's spans: an offset on the cursor's line is counted
-    /// from the cursor (forwards or back) instead of searched for and counted from the
-    /// line's start.
+    /// generation meets a function's spans: the line is looked for just after the
+    /// cursor's first, and on the cursor's line the column is counted from the cursor
+    /// (forwards or back) instead of from the line's start.
     pub fn line_col_from(&self, cursor: &mut LineCursor, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let line_start = self.line_starts.get(cursor.line).copied().unwrap_or(0);
         let line_end = self.line_starts.get(cursor.line + 1).copied();
-        let on_line =
-            cursor.valid && line_start <= offset && line_end.is_none_or(|end| offset < end);
-        let moved = on_line
-            .then(|| {
-                if offset >= cursor.offset {
-                    Some(cursor.col + self.chars_in(cursor.offset..offset)?)
-                } else {
-                    cursor
-                        .col
-                        .checked_sub(self.chars_in(offset..cursor.offset)?)
-                }
-            })
-            .flatten();
-        match moved {
-            Some(col) => {
-                cursor.col = col;
-                cursor.offset = offset;
-            }
-            _ => {
-                let (line, col) = self.line_col(offset);
-                *cursor = LineCursor {
-                    valid: true,
-                    line: line - 1,
-                    offset,
-                    col: col - 1,
-                };
+        let on_line = cursor.valid
+            && self
+                .line_starts
+                .get(cursor.line)
+                .is_some_and(|&s| s <= offset)
+            && line_end.is_none_or(|end| offset < end);
+        if !on_line {
+            let line = self.line_of(offset, cursor.valid.then_some(cursor.line));
+            *cursor = LineCursor {
+                valid: true,
+                line,
+                offset: self.line_starts[line],
+                col: 0,
+            };
+        }
+        let moved = if offset >= cursor.offset {
+            self.chars_in(cursor.offset..offset).map(|n| cursor.col + n)
+        } else {
+            self.chars_in(offset..cursor.offset)
+                .and_then(|n| cursor.col.checked_sub(n))
+        };
+        let start = self.line_starts[cursor.line];
+        cursor.col = moved.unwrap_or_else(|| {
+            // Not on a character boundary: count from the line's start, as `line_col`.
+            self.chars_in(start..offset).unwrap_or(offset - start)
+        });
+        cursor.offset = offset;
+        (cursor.line + 1, cursor.col + 1)
+    }
+
+    /// The 0-based line holding `offset`, looked for first in the few lines after
+    /// line `near`, where code generation's next offset usually is.
+    fn line_of(&self, offset: usize, near: Option<usize>) -> usize {
+        if let Some(from) = near.filter(|&l| self.line_starts.get(l).is_some_and(|&s| s <= offset))
+        {
+            let ahead = &self.line_starts[from + 1..];
+            let window = &ahead[..ahead.len().min(8)];
+            let k = window.partition_point(|&s| s <= offset);
+            if k < window.len() {
+                return from + k;
             }
         }
-        (cursor.line + 1, cursor.col + 1)
+        // The first line starts at 0, so at least one start is at or before `offset`.
+        self.line_starts.partition_point(|&s| s <= offset) - 1
     }
 
     /// Characters in a byte range of the text (`None` if it does not fall on character
@@ -258,6 +269,35 @@ mod tests {
         assert_eq!(other.line_col_from(&mut cursors.1, 7), (2, 4));
         assert_eq!(ascii.line_col_from(&mut cursors.0, 3), (2, 1));
         assert_eq!(other.line_col_from(&mut cursors.1, 3), (2, 1));
+    }
+
+    /// Line and column counted the slow way, character by character.
+    fn counted(text: &str, offset: usize) -> (usize, usize) {
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        (line, col)
+    }
+
+    #[test]
+    fn the_cursor_finds_lines_far_ahead_and_behind_in_ascii_and_other_text() {
+        for unit in ["ab{{x}}\n", "é{{ü}}\n\n"] {
+            let text = unit.repeat(40);
+            let f = SourceFile::new("a.xml".into(), text.clone());
+            let boundaries: Vec<usize> = (0..=text.len())
+                .filter(|&i| text.is_char_boundary(i))
+                .collect();
+            let mut cursor = LineCursor::default();
+            // Steps of 1, 5, 23 and 61 places, wrapping: near and far, ahead and behind.
+            for step in [1, 5, 23, 61] {
+                for k in 0..boundaries.len() {
+                    let offset = boundaries[(k * step) % boundaries.len()];
+                    let want = counted(&text, offset);
+                    assert_eq!(f.line_col(offset), want, "{offset}");
+                    assert_eq!(f.line_col_from(&mut cursor, offset), want, "{offset}");
+                }
+            }
+        }
     }
 
     #[test]

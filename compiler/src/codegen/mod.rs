@@ -55,7 +55,7 @@ fn function<'ir>(
     scratch.lines.clear();
     let mut g = Gen {
         sources,
-        consts: Uses::default(),
+        consts: Uses::new(),
         code: std::mem::take(&mut scratch.code),
         lines: std::mem::take(&mut scratch.lines),
         span: f.span,

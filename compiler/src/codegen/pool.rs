@@ -18,10 +18,14 @@ pub(super) enum Use<'ir> {
 
 /// The constants one function uses, one entry per use; until they are pooled, its
 /// instructions name constants by their position here.
-#[derive(Default)]
 pub(super) struct Uses<'ir>(Vec<Use<'ir>>);
 
 impl<'ir> Uses<'ir> {
+    /// Room for the constants of a typical function, which uses about ten.
+    pub(super) fn new() -> Self {
+        Uses(Vec::with_capacity(16))
+    }
+
     pub(super) fn add(&mut self, u: Use<'ir>) -> u32 {
         self.0.push(u);
         (self.0.len() - 1) as u32

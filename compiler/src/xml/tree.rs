@@ -182,8 +182,14 @@ mod tests {
         assert!(a.children.iter().all(|n| matches!(n, Node::Element(_))));
         let names: Vec<&str> = a.elements().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["b", "c"]);
-        assert_eq!(a.elements().next().map(|b| b.text().value.clone()), Some("  ".into()));
-        assert_eq!(a.elements().nth(1).map(|c| c.text().value.clone()), Some("x  y".into()));
+        assert_eq!(
+            a.elements().next().map(|b| b.text().value.clone()),
+            Some("  ".into())
+        );
+        assert_eq!(
+            a.elements().nth(1).map(|c| c.text().value.clone()),
+            Some("x  y".into())
+        );
         assert!(!diags.has_errors());
     }
 }
