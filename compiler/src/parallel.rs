@@ -113,6 +113,21 @@ where
     (m, out.into_iter().map(|(_, r)| r).collect())
 }
 
+/// Runs `a` and `b` at the same time when there are workers (and `big`: enough work
+/// to pay for the hand-over), else one after the other; both results.
+pub fn join<A, B, RA, RB>(big: bool, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    match pool() {
+        Some(pool) if big && threads() > 1 => pool.install(|| rayon::join(a, b)),
+        _ => (a(), b()),
+    }
+}
+
 /// Frees `items` on the workers when there are many: a large program's trees are
 /// millions of small allocations, and freeing them is a stage of its own.
 pub fn drop_all<T: Send>(items: Vec<T>) {
@@ -138,6 +153,12 @@ mod tests {
         let items: Vec<u32> = (0..1000).collect();
         let sums = map_chunks(&items, MIN_ITEMS_PER_WORKER, |c| c.to_vec());
         assert_eq!(sums.concat(), items);
+    }
+
+    #[test]
+    fn joined_work_gives_both_results() {
+        let (a, b) = join(true, || (0..1000u64).sum::<u64>(), || "b");
+        assert_eq!((a, b), (499_500, "b"));
     }
 
     #[test]

@@ -10,6 +10,7 @@ impl Checker<'_, '_> {
     /// Return types of every item, declared or inferred; recursion yields `any`.
     pub(super) fn infer_returns(&mut self) {
         let names: Vec<String> = self.items.keys().cloned().collect();
+        Arc::make_mut(&mut self.returns).reserve(names.len());
         for name in names {
             let mut visiting = Vec::new();
             self.item_type(&name, &mut visiting);

@@ -59,8 +59,8 @@ pub struct Symbols {
     /// Bare `<arg>` words that name a variable in scope (by the word's span); every
     /// other bare word is a string literal.
     pub word_vars: HashSet<Span>,
-    /// Which items each item calls (templates, tasks; not built-ins).
-    pub calls: HashMap<String, Vec<String>>,
+    /// Which items each item calls (templates, tasks; not built-ins), and where.
+    pub calls: HashMap<String, Vec<(String, Span)>>,
 }
 
 pub struct Checker<'p, 'd> {
@@ -98,19 +98,21 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
     c.register();
     c.infer_returns();
     c.check_bodies();
-    graph::warn_cycles(program, &c.calls, c.diags);
     // The workers are done: the tables have one owner again and move without a copy.
     let items = Arc::try_unwrap(c.items).unwrap_or_else(|shared| (*shared).clone());
     let returns = Arc::try_unwrap(c.returns).unwrap_or_else(|shared| (*shared).clone());
+    // Cycles are looked for while the signature table is made.
+    let big = items.len() >= 2 * crate::parallel::MIN_ITEMS_PER_WORKER;
+    let (_, items) = crate::parallel::join(
+        big,
+        || graph::warn_cycles(program, &c.calls, c.diags),
+        || items.into_iter().map(|(k, (s, _))| (k, s)).collect(),
+    );
     Symbols {
-        items: items.into_iter().map(|(k, (s, _))| (k, s)).collect(),
+        items,
         returns,
         word_vars: c.word_vars,
-        calls: c
-            .calls
-            .into_iter()
-            .map(|(k, v)| (k, v.into_iter().map(|(n, _)| n).collect()))
-            .collect(),
+        calls: c.calls,
     }
 }
 
@@ -147,6 +149,8 @@ impl<'p> Checker<'p, '_> {
     }
 
     fn register(&mut self) {
+        let count = self.program.modules.iter().map(|m| m.items.len()).sum();
+        Arc::make_mut(&mut self.items).reserve(count);
         // Standard templates first, so a user template of the same name is the clash.
         let modules = self.program.modules.iter().filter(|m| m.std);
         let modules = modules.chain(self.program.modules.iter().filter(|m| !m.std));

@@ -391,7 +391,7 @@ fn reachable_std(program: &ast::Program, symbols: &Symbols) -> HashSet<String> {
     let mut work: Vec<&str> = names(false).collect();
     let mut seen = HashSet::default();
     while let Some(name) = work.pop() {
-        for callee in symbols.calls.get(name).into_iter().flatten() {
+        for (callee, _) in symbols.calls.get(name).into_iter().flatten() {
             if std_names.contains(callee.as_str()) && seen.insert(callee.clone()) {
                 work.push(callee);
             }
