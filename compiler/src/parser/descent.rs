@@ -49,12 +49,13 @@ impl Descent<'_, '_> {
         self.chain(Token::And, BinOp::And, Self::not)
     }
 
-    /// `operand (sep operand)*`, folded to the left.
+    /// `operand (sep operand)*`, folded to the left. Generic over `operand`, so that
+    /// each level inlines the next instead of calling through a pointer.
     fn chain(
         &mut self,
         sep: Token,
         op: BinOp,
-        operand: fn(&mut Self) -> Option<Expr>,
+        operand: impl Fn(&mut Self) -> Option<Expr>,
     ) -> Option<Expr> {
         let from = self.at;
         let mut l = operand(self)?;

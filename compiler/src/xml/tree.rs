@@ -80,6 +80,10 @@ impl OffsetMap {
     /// The source offset of a decoded offset.
     pub fn source(&self, decoded: usize) -> usize {
         let d = decoded as u32;
+        // Most text has no references: one anchor at its start maps all of it.
+        if let [(0, src)] = self.anchors.as_slice() {
+            return (src + d) as usize;
+        }
         let i = self.anchors.partition_point(|&(dec, _)| dec <= d);
         match i.checked_sub(1).and_then(|i| self.anchors.get(i)) {
             Some(&(dec, src)) => (src + (d - dec)) as usize,
