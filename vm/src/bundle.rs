@@ -213,22 +213,31 @@ impl Bundle {
         out
     }
 
-    /// The fields in declaration order, as the derived `Serialize` writes them.
+    /// The fields in declaration order, as the derived `Serialize` writes them. The
+    /// pattern names every field, so a new one cannot be left out here.
     fn payload(
         &self,
         encode: impl FnOnce(&[Function]) -> Vec<Vec<u8>>,
     ) -> Result<Vec<u8>, bincode::error::EncodeError> {
         use bincode::serde::encode_into_std_write as put;
+        let Bundle {
+            compiler_version,
+            constants,
+            functions,
+            tasks,
+            entries,
+            files,
+        } = self;
         let mut out = Vec::new();
-        put(&self.compiler_version, &mut out, config())?;
-        put(&self.constants, &mut out, config())?;
-        put(self.functions.len() as u64, &mut out, config())?;
-        for piece in encode(&self.functions) {
+        put(compiler_version, &mut out, config())?;
+        put(constants, &mut out, config())?;
+        put(functions.len() as u64, &mut out, config())?;
+        for piece in encode(functions) {
             out.extend_from_slice(&piece);
         }
-        put(&self.tasks, &mut out, config())?;
-        put(&self.entries, &mut out, config())?;
-        put(&self.files, &mut out, config())?;
+        put(tasks, &mut out, config())?;
+        put(entries, &mut out, config())?;
+        put(files, &mut out, config())?;
         Ok(out)
     }
 
