@@ -62,8 +62,9 @@ fn function<'ir>(
         cursor: (f.span.file, LineCursor::default()),
     };
     g.node(&f.body);
-    if let Some(ty) = &f.returns {
-        let c = g.consts.add(Use::Owned(Const::Str(ty.to_string())));
+    let returns = f.returns.as_ref().map_or("any".into(), |t| t.to_string());
+    if f.returns.is_some() {
+        let c = g.consts.add(Use::Owned(Const::Str(returns.clone())));
         g.emit(Op::CheckReturn(c));
     }
     g.emit(Op::Return);
@@ -80,7 +81,7 @@ fn function<'ir>(
         locals: f.locals.len() as u16,
         code: g.code.to_vec(),
         lines: g.lines.to_vec(),
-        returns: f.returns.as_ref().map_or("any".into(), |t| t.to_string()),
+        returns,
         matchable: f.matchable.clone(),
     };
     (scratch.code, scratch.lines) = (g.code, g.lines);

@@ -59,8 +59,7 @@ impl Pool {
             .into_iter()
             .map(|u| match u {
                 Use::Str(s) => self.string(s),
-                Use::Owned(Const::Str(s)) => self.string(&s),
-                Use::Owned(c) => self.other(c),
+                Use::Owned(c) => self.constant(c),
                 Use::Keys(fields) => self.keys(fields),
             })
             .collect();
@@ -84,7 +83,7 @@ impl Pool {
         next
     }
 
-    fn other(&mut self, c: Const) -> u32 {
+    fn constant(&mut self, c: Const) -> u32 {
         let key = match c {
             Const::Str(s) => return self.string(&s),
             Const::Null => Key::Null,
