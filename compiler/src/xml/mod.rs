@@ -399,11 +399,10 @@ impl<'a> Builder<'a, '_> {
         let Some(open) = self.stack.last_mut() else {
             return;
         };
-        let layout = t
-            .value
-            .bytes()
-            .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-            && (before_element || !open.el.children.is_empty());
+        let layout = (before_element || !open.el.children.is_empty())
+            && t.value
+                .bytes()
+                .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
         if !layout {
             open.el.children.push(Node::Text(t));
         }
