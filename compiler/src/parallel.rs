@@ -54,13 +54,28 @@ where
     T: Sync,
     R: Send,
 {
-    let workers = threads().min(items.len() / min_per_worker.max(1)).max(1);
+    // A few chunks per thread, so that a thread the machine slows down does not hold
+    // up the others at the end of the stage.
+    let chunks = (threads() * CHUNKS_PER_THREAD).min(items.len() / min_per_worker.max(1));
     match pool() {
-        Some(pool) if workers > 1 => {
-            let size = items.len().div_ceil(workers);
+        Some(pool) if threads() > 1 && chunks > 1 => {
+            let size = items.len().div_ceil(chunks);
             pool.install(|| items.par_chunks(size).map(&f).collect())
         }
         _ => vec![f(items)],
+    }
+}
+
+/// How many chunks [`map_chunks`] makes per thread when there are items enough.
+const CHUNKS_PER_THREAD: usize = 4;
+
+/// Runs `f` on every item, on the workers when there are several items.
+pub fn each_mut<T: Send>(items: &mut [T], f: impl Fn(&mut T) + Sync) {
+    match pool() {
+        Some(pool) if threads() > 1 && items.len() > 1 => {
+            pool.install(|| items.par_iter_mut().for_each(&f))
+        }
+        _ => items.iter_mut().for_each(f),
     }
 }
 
@@ -153,6 +168,13 @@ mod tests {
         let items: Vec<u32> = (0..1000).collect();
         let sums = map_chunks(&items, MIN_ITEMS_PER_WORKER, |c| c.to_vec());
         assert_eq!(sums.concat(), items);
+    }
+
+    #[test]
+    fn every_item_is_changed_once() {
+        let mut items: Vec<u32> = (0..1000).collect();
+        each_mut(&mut items, |x| *x *= 2);
+        assert_eq!(items, (0..1000).map(|x| x * 2).collect::<Vec<_>>());
     }
 
     #[test]

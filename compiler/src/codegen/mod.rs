@@ -7,7 +7,6 @@ mod pool;
 use crate::ir::{self, Expr, ExprKind};
 use crate::source::{FileId, LineCursor, SourceMap, Span};
 use pool::{Pool, Use, Uses};
-use std::sync::Arc;
 use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
 use tv_vm::isa::Op;
 
@@ -25,15 +24,16 @@ pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
                 .collect::<Vec<_>>()
         },
     );
+    // Pooling is sequential (first use wins a slot); renaming the slots in the code
+    // is not.
     let mut pool = Pool::default();
-    let functions = parts
+    let mut named: Vec<(Function, Vec<u32>)> = parts
         .into_iter()
         .flatten()
-        .map(|(mut f, uses)| {
-            pool.take(uses, &mut f.code);
-            f
-        })
+        .map(|(f, uses)| (f, pool.take(uses)))
         .collect();
+    crate::parallel::each_mut(&mut named, |(f, slots)| pool::rename(&mut f.code, slots));
+    let functions = named.into_iter().map(|(f, _)| f).collect();
     finish(p, sources, pool.items, functions)
 }
 
@@ -99,7 +99,7 @@ fn finish(
         compiler_version: env!("CARGO_PKG_VERSION").to_string(),
         constants,
         functions,
-        tasks: p.tasks.iter().cloned().map(Arc::new).collect(),
+        tasks: p.tasks.clone(),
         entries: p
             .entries
             .iter()

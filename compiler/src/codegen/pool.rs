@@ -32,6 +32,18 @@ impl<'ir> Uses<'ir> {
     }
 }
 
+/// Renames the constants of a function's code from its uses to their pool `slots`.
+pub(super) fn rename(code: &mut [Op], slots: &[u32]) {
+    for op in code {
+        if let Some(c) = op.constant_mut() {
+            // Every position was handed out by this function's `Uses`.
+            if let Some(&slot) = slots.get(*c as usize) {
+                *c = slot;
+            }
+        }
+    }
+}
+
 /// The constant pool of the bundle.
 #[derive(Default)]
 pub(super) struct Pool {
@@ -52,25 +64,16 @@ enum Key {
 }
 
 impl Pool {
-    /// Pools the constants of a function and renames them in its code.
-    pub(super) fn take(&mut self, uses: Uses, code: &mut [Op]) {
-        let slots: Vec<u32> = uses
-            .0
+    /// Pools the constants of a function: the pool slot of each of its uses.
+    pub(super) fn take(&mut self, uses: Uses) -> Vec<u32> {
+        uses.0
             .into_iter()
             .map(|u| match u {
                 Use::Str(s) => self.string(s),
                 Use::Owned(c) => self.constant(c),
                 Use::Keys(fields) => self.keys(fields),
             })
-            .collect();
-        for op in code {
-            if let Some(c) = op.constant_mut() {
-                // Every position was handed out by this function's `Uses`.
-                if let Some(&slot) = slots.get(*c as usize) {
-                    *c = slot;
-                }
-            }
-        }
+            .collect()
     }
 
     fn string(&mut self, s: &str) -> u32 {

@@ -3,6 +3,7 @@
 //! settings are merged with their defaults, and each operator is explicit.
 
 use crate::source::Span;
+use std::sync::Arc;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::TaskMeta;
 use tv_vm::isa::CmpOp;
@@ -10,8 +11,8 @@ use tv_vm::isa::CmpOp;
 #[derive(Clone, Debug, Default)]
 pub struct Program {
     pub functions: Vec<Function>,
-    /// What host calls need about each atomic or script task.
-    pub tasks: Vec<TaskMeta>,
+    /// What host calls need about each atomic or script task, shared with the bundle.
+    pub tasks: Vec<Arc<TaskMeta>>,
     pub entries: Vec<(String, u32)>,
 }
 

@@ -13,6 +13,7 @@ use crate::ir::{self, Local};
 use crate::source::{SourceMap, Span};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use shift::Shift;
+use std::sync::Arc;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta};
 
@@ -81,20 +82,30 @@ impl<'p> Plan<'p> {
     }
 
     /// The parts end to end: every part's items, then every part's branch functions.
-    fn assemble(self, parts: Vec<Part>) -> ir::Program {
-        let mut functions = Vec::with_capacity(self.items.len());
-        let (mut branches, mut tasks) = (Vec::new(), Vec::new());
-        for mut part in parts {
+    fn assemble(self, mut parts: Vec<Part>) -> ir::Program {
+        let items = self.items.len() as u32;
+        let (mut tasks_before, mut branches_before) = (0, 0);
+        let mut shifted: Vec<(Shift, &mut Part)> = Vec::with_capacity(parts.len());
+        for part in &mut parts {
             let shift = Shift {
-                items: self.items.len() as u32,
-                tasks: tasks.len() as u32,
-                branches: branches.len() as u32,
+                items,
+                tasks: tasks_before,
+                branches: branches_before,
             };
+            tasks_before += part.tasks.len() as u32;
+            branches_before += part.branches.len() as u32;
+            shifted.push((shift, part));
+        }
+        crate::parallel::each_mut(&mut shifted, |(shift, part)| {
             if shift.tasks > 0 || shift.branches > 0 {
                 for f in part.functions.iter_mut().chain(&mut part.branches) {
                     shift.node(&mut f.body);
                 }
             }
+        });
+        let mut functions = Vec::with_capacity(self.items.len());
+        let (mut branches, mut tasks) = (Vec::new(), Vec::new());
+        for mut part in parts {
             functions.append(&mut part.functions);
             branches.append(&mut part.branches);
             tasks.append(&mut part.tasks);
@@ -117,7 +128,7 @@ impl<'p> Plan<'p> {
 struct Part {
     functions: Vec<ir::Function>,
     branches: Vec<ir::Function>,
-    tasks: Vec<TaskMeta>,
+    tasks: Vec<Arc<TaskMeta>>,
 }
 
 struct Lowerer<'a> {
@@ -125,7 +136,7 @@ struct Lowerer<'a> {
     sources: &'a SourceMap,
     /// Function index of every item name.
     ids: &'a HashMap<String, u32>,
-    tasks: Vec<TaskMeta>,
+    tasks: Vec<Arc<TaskMeta>>,
     /// Functions made from nested tasks that run as concurrent branches.
     branches: Vec<ir::Function>,
     items: u32,

@@ -5,6 +5,7 @@ use crate::ast::{self, FilePaths, InputValue, OutputKind, Task, TaskType};
 use crate::check::infer_output_type;
 use crate::ir::{self, Expr, ExprKind, Node, NodeKind};
 use crate::source::Span;
+use std::sync::Arc;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::{self, Output, TaskMeta};
 
@@ -452,7 +453,7 @@ impl Lowerer<'_> {
             Some(FilePaths::Command(c)) => bundle::FilePaths::Command(template_source(c)),
             Some(FilePaths::Description(d)) => bundle::FilePaths::Description(template_source(d)),
         };
-        self.tasks.push(TaskMeta {
+        self.tasks.push(Arc::new(TaskMeta {
             name: format!("{}#{}", frame.name, frame.tasks_made),
             model: task.model.as_ref().map(|m| m.node.clone()),
             provider: task.provider.as_ref().map(|p| p.node.clone()),
@@ -466,7 +467,7 @@ impl Lowerer<'_> {
                 .and_then(|s| s.timeout.as_ref())
                 .map(|t| t.node),
             loc: self.loc(task.span),
-        });
+        }));
         (self.tasks.len() - 1) as u32
     }
 }
