@@ -42,6 +42,15 @@ pub struct Header {
     pub cassette: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
     pub limits: Limits,
+    /// How the run made its LLM calls; absent from journals written before they were
+    /// kept, whose resumes use the defaults.
+    #[serde(default)]
+    pub concurrency: Option<usize>,
+    #[serde(default)]
+    pub retries: Option<u32>,
+    /// Seconds one attempt of an LLM call may take.
+    #[serde(default)]
+    pub request_timeout: Option<u64>,
 }
 
 /// One event of the run.

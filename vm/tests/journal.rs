@@ -328,3 +328,66 @@ fn an_unwritable_journal_or_a_full_disk_stops_the_run_before_any_call() {
     }
     assert_eq!(server.hits(), 0);
 }
+
+/// A model server that refuses request `refused` (0-based) with a server error and
+/// answers every other one after `delay`.
+async fn refusing_server(refused: usize, delay: Duration) -> Server {
+    Server::start(move |i, r| {
+        if i == refused {
+            return Reply::json(500, json!({"error": {"message": "overloaded"}}));
+        }
+        let body = json!({"choices": [{"message": {"role": "assistant", "content": answer_to(&prompt_of(r))}}],
+                          "usage": {"prompt_tokens": 3, "completion_tokens": 2}});
+        Reply::json(200, body).after(delay)
+    })
+    .await
+}
+
+#[test]
+fn a_resumed_run_makes_its_calls_as_the_run_did_unless_told_otherwise() {
+    let rt = runtime();
+    let dir = scratch("journal", "settings");
+    let journal = dir.join("run.jsonl");
+    let bundle = golden("incident_digest");
+    let path = journal.to_str().expect("path");
+    let mut args = vec!["run", bundle.to_str().expect("path")];
+    args.extend(&DIGEST[..4]);
+    args.extend([
+        "--concurrency",
+        "1",
+        "--retries",
+        "0",
+        "--request-timeout",
+        "30",
+        "--journal",
+        path,
+    ]);
+    // The second call is refused and, with no retries, its task fails.
+    let server = rt.block_on(refusing_server(1, Duration::ZERO));
+    assert_eq!(finish(&mut tvm(&args, &server)).0, 1);
+    let header = lines(&journal).remove(0);
+    assert_eq!(
+        (
+            &header["concurrency"],
+            &header["retries"],
+            &header["request_timeout"]
+        ),
+        (&json!(1), &json!(0), &json!(30)),
+        "{header}"
+    );
+
+    // Resumed with nothing said: the run's settings. No retry, so the refused call
+    // fails the run again, and calls go one at a time.
+    let server = rt.block_on(refusing_server(0, Duration::from_millis(5)));
+    let (code, out, err) = finish(&mut tvm(&["resume", path], &server));
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(server.hits(), 1, "one refused call, not retried");
+
+    // Told to retry: the refused call is tried again and the run finishes, still one
+    // call at a time.
+    let server = rt.block_on(refusing_server(0, Duration::from_millis(5)));
+    let (code, out, err) = finish(&mut tvm(&["resume", path, "--retries", "1"], &server));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(server.max_in_flight(), 1, "the run's concurrency");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -99,17 +99,32 @@ struct HostArgs {
     /// Write every LLM reply of this run to a cassette.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
-    /// LLM calls in flight at once, per provider.
-    #[arg(long, default_value_t = 16)]
-    concurrency: usize,
+    /// LLM calls in flight at once, per provider [default: 16].
+    #[arg(long, value_name = "N")]
+    concurrency: Option<usize>,
     /// Retries of an LLM call that met a rate limit, a server error, a timeout or a
-    /// dropped connection, before its task fails.
-    #[arg(long, value_name = "N", default_value_t = providers::DEFAULT_RETRIES)]
-    retries: u32,
-    /// Seconds one attempt of an LLM call may take, reply included.
-    #[arg(long, value_name = "SECS", default_value_t = providers::DEFAULT_REQUEST_TIMEOUT_SECS)]
-    request_timeout: u64,
+    /// dropped connection, before its task fails [default: 4].
+    #[arg(long, value_name = "N")]
+    retries: Option<u32>,
+    /// Seconds one attempt of an LLM call may take, reply included [default: 120].
+    #[arg(long, value_name = "SECS")]
+    request_timeout: Option<u64>,
 }
+
+impl HostArgs {
+    /// The LLM call settings: those given, else the defaults.
+    fn calls(&self) -> (usize, u32, u64) {
+        (
+            self.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
+            self.retries.unwrap_or(providers::DEFAULT_RETRIES),
+            self.request_timeout
+                .unwrap_or(providers::DEFAULT_REQUEST_TIMEOUT_SECS),
+        )
+    }
+}
+
+/// LLM calls in flight at once, per provider, unless `--concurrency` says otherwise.
+const DEFAULT_CONCURRENCY: usize = 16;
 
 /// Limits; defaults are those of `Limits::default()`.
 #[derive(Args)]
@@ -198,6 +213,7 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
                 .functions
                 .get(entry as usize)
                 .ok_or("the entry point has no function")?;
+            let (concurrency, retries, request_timeout) = args.host.calls();
             let header = Header {
                 journal: journal::FORMAT,
                 bundle: std::fs::canonicalize(&args.bundle).unwrap_or(args.bundle.clone()),
@@ -214,6 +230,9 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
                 cassette: args.host.cassette.clone(),
                 workspace: args.host.workspace.clone(),
                 limits: limits.clone(),
+                concurrency: Some(concurrency),
+                retries: Some(retries),
+                request_timeout: Some(request_timeout),
             };
             Some(Journal::create(path, &header)?)
         }
@@ -261,6 +280,9 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     args.host.model = args.host.model.take().or(header.model);
     args.host.cassette = args.host.cassette.take().or(header.cassette);
     args.host.workspace = args.host.workspace.take().or(header.workspace);
+    args.host.concurrency = args.host.concurrency.or(header.concurrency);
+    args.host.retries = args.host.retries.or(header.retries);
+    args.host.request_timeout = args.host.request_timeout.or(header.request_timeout);
     let host = host(choice, &args.host)?;
     let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
     let (replayed, made) = journal.counts();
@@ -270,8 +292,9 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
 
 /// The host for a run: provider adapters, cassette, recorder, trace, workspace.
 fn host(choice: Choice, a: &HostArgs) -> Result<RunHost, String> {
-    let (model, concurrency) = (a.model.clone(), a.concurrency);
-    let (retries, timeout) = (a.retries, Duration::from_secs(a.request_timeout.max(1)));
+    let model = a.model.clone();
+    let (concurrency, retries, timeout) = a.calls();
+    let timeout = Duration::from_secs(timeout.max(1));
     let tune = move |s: &mut Settings| {
         if let Some(m) = &model {
             s.default_model = m.clone();
@@ -417,4 +440,32 @@ fn bind_args(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_help_of_run_and_resume_shows_the_defaults_the_host_uses() {
+        for sub in ["run", "resume"] {
+            let mut cli = Cli::command();
+            let help = cli
+                .find_subcommand_mut(sub)
+                .expect("subcommand")
+                .render_long_help()
+                .to_string();
+            for default in [
+                DEFAULT_CONCURRENCY as u64,
+                u64::from(providers::DEFAULT_RETRIES),
+                providers::DEFAULT_REQUEST_TIMEOUT_SECS,
+            ] {
+                assert!(
+                    help.contains(&format!("[default: {default}]")),
+                    "`tvm {sub} --help` does not show the default {default}:\n{help}"
+                );
+            }
+        }
+    }
 }
