@@ -46,11 +46,13 @@ pub(super) fn rename(code: &mut [Op], slots: &[u32]) {
 
 /// The constant pool of the bundle.
 #[derive(Default)]
-pub(super) struct Pool {
+pub(super) struct Pool<'ir> {
     pub(super) items: Vec<Const>,
-    /// Strings, the most common constants, are looked up by `&str`: a constant met
-    /// again costs no copy.
-    strings: HashMap<String, u32>,
+    /// Strings, the most common constants, are keyed by the IR's own text: a constant
+    /// costs one copy, into the pool, however often it is used.
+    strings: HashMap<&'ir str, u32>,
+    /// The few strings the IR does not hold (return type names).
+    made: HashMap<String, u32>,
     others: HashMap<Key, u32>,
 }
 
@@ -63,9 +65,9 @@ enum Key {
     Num(u64),
 }
 
-impl Pool {
+impl<'ir> Pool<'ir> {
     /// Pools the constants of a function: the pool slot of each of its uses.
-    pub(super) fn take(&mut self, uses: Uses) -> Vec<u32> {
+    pub(super) fn take(&mut self, uses: Uses<'ir>) -> Vec<u32> {
         uses.0
             .into_iter()
             .map(|u| match u {
@@ -76,19 +78,33 @@ impl Pool {
             .collect()
     }
 
-    fn string(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.strings.get(s) {
+    fn find(&self, s: &str) -> Option<u32> {
+        self.strings.get(s).or_else(|| self.made.get(s)).copied()
+    }
+
+    fn string(&mut self, s: &'ir str) -> u32 {
+        if let Some(i) = self.find(s) {
             return i;
         }
         let next = self.items.len() as u32;
-        self.strings.insert(s.to_owned(), next);
+        self.strings.insert(s, next);
         self.items.push(Const::Str(s.to_owned()));
+        next
+    }
+
+    fn made_string(&mut self, s: String) -> u32 {
+        if let Some(i) = self.find(&s) {
+            return i;
+        }
+        let next = self.items.len() as u32;
+        self.made.insert(s.clone(), next);
+        self.items.push(Const::Str(s));
         next
     }
 
     fn constant(&mut self, c: Const) -> u32 {
         let key = match c {
-            Const::Str(s) => return self.string(&s),
+            Const::Str(s) => return self.made_string(s),
             Const::Null => Key::Null,
             Const::Bool(b) => Key::Bool(b),
             Const::Num(n) => Key::Num(n.to_bits()),
@@ -101,7 +117,7 @@ impl Pool {
         i
     }
 
-    fn keys(&mut self, fields: &[(String, Expr)]) -> u32 {
+    fn keys(&mut self, fields: &'ir [(String, Expr)]) -> u32 {
         let first = self.items.len() as u32;
         self.items
             .extend(fields.iter().map(|(k, _)| Const::Str(k.clone())));

@@ -57,6 +57,8 @@ pub fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
     let mut lit = String::new();
     let mut lit_start = 0;
     let mut i = 0;
+    // One token buffer for all the holes: most are a call with a few arguments.
+    let mut tokens = Vec::new();
     while let Some(j) = find_open(s.as_bytes(), i) {
         if j > 0 && s.as_bytes()[j - 1] == b'\\' {
             // `\{{` is a literal `{{`.
@@ -67,7 +69,7 @@ pub fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
         }
         lit.push_str(&s[i..j]);
         flush(&mut parts, &mut lit, text, lit_start..j);
-        let (expr, next) = parse_hole(text, j, diags);
+        let (expr, next) = parse_hole(text, j, &mut tokens, diags);
         parts.push(TextPart::Expr(expr));
         i = next;
         lit_start = next;
@@ -100,12 +102,16 @@ fn flush(parts: &mut Vec<TextPart>, lit: &mut String, text: &Text, range: std::o
 }
 
 /// Parses the hole whose `{{` is at `open`; returns it and the offset after its `}}`.
-fn parse_hole(text: &Text, open: usize, diags: &mut Diagnostics) -> (Expr, usize) {
+fn parse_hole<'s>(
+    text: &'s Text,
+    open: usize,
+    tokens: &mut Vec<Tok<'s>>,
+    diags: &mut Diagnostics,
+) -> (Expr, usize) {
     let body_start = open + 2;
     let mut depth = 0usize;
     let mut lexer = Token::lexer(&text.value[body_start..]);
-    // Most holes are a call with a few arguments: one allocation covers them.
-    let mut tokens = Vec::with_capacity(16);
+    tokens.clear();
     while let Some(tok) = lexer.next() {
         let r = lexer.span();
         let tok = tok.unwrap_or(Token::Bad(lexer.slice()));
@@ -146,14 +152,15 @@ fn parse_hole(text: &Text, open: usize, diags: &mut Diagnostics) -> (Expr, usize
 /// A test wrapped entirely in `{{ }}` is accepted too.
 pub fn parse_test(text: &Text, diags: &mut Diagnostics) -> Expr {
     let span = text.trimmed_span();
-    let tokens: Vec<Tok> = crate::lexer::lex(&text.value)
+    let mut tokens: Vec<Tok> = crate::lexer::lex(&text.value)
         .into_iter()
         .map(|(t, r)| (t, text.span_of(r)))
         .collect();
-    parse_tokens(tokens, span, diags)
+    parse_tokens(&mut tokens, span, diags)
 }
 
-fn parse_tokens<'s>(tokens: Vec<Tok<'s>>, whole: Span, diags: &mut Diagnostics) -> Expr {
+/// The expression of `tokens`; the chumsky grammar, when it is needed, takes them.
+fn parse_tokens<'s>(tokens: &mut Vec<Tok<'s>>, whole: Span, diags: &mut Diagnostics) -> Expr {
     if tokens.is_empty() {
         diags.push(
             Diagnostic::error(whole, "empty expression")
@@ -161,14 +168,14 @@ fn parse_tokens<'s>(tokens: Vec<Tok<'s>>, whole: Span, diags: &mut Diagnostics) 
         );
         return error_expr(whole);
     }
-    if !tokens_are_sound(&tokens, diags) {
+    if !tokens_are_sound(tokens, diags) {
         return error_expr(whole);
     }
     // Well-formed holes, nearly all of them, are read without building the grammar.
-    if let Some(e) = descent::parse(&tokens) {
+    if let Some(e) = descent::parse(tokens) {
         return e;
     }
-    grammar(tokens, whole, diags)
+    grammar(std::mem::take(tokens), whole, diags)
 }
 
 /// The chumsky grammar over `tokens`: recovers from errors and reports each of them.
