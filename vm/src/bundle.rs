@@ -206,9 +206,7 @@ impl Bundle {
     pub fn encode_functions(functions: &[Function]) -> Vec<u8> {
         let mut out = Vec::new();
         for f in functions {
-            // Encoding into memory fails only on values serde cannot represent, which a
-            // bundle has none of.
-            let _ = bincode::serde::encode_into_std_write(f, &mut out, config());
+            crate::wire::function(f, &mut out);
         }
         out
     }

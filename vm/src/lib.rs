@@ -30,3 +30,4 @@ pub mod shared;
 pub mod subtask;
 mod text;
 pub mod verify;
+mod wire;
