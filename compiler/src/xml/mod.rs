@@ -10,6 +10,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 use quick_xml::events::Event;
 use quick_xml::Reader;
+use std::borrow::Cow;
 
 mod dump;
 mod errors;
@@ -62,6 +63,7 @@ fn parse_with<'d>(
         malformed: false,
         diags,
         text: None,
+        pending: None,
         entries,
     };
     // A cut subtree leaves its parent looking incomplete; say so rather than report it.
@@ -84,6 +86,9 @@ struct Builder<'a, 'd> {
     malformed: bool,
     diags: &'d mut Diagnostics,
     text: Option<Text>,
+    /// Character data read but not yet copied into `text`: one run without references,
+    /// which is most often the layout between elements, dropped without a copy.
+    pending: Option<(&'a str, usize)>,
     /// Where the entries of a `<library>` root go when the caller streams them.
     entries: Option<&'d mut dyn FnMut(usize, Element)>,
 }
@@ -110,6 +115,8 @@ impl<'a> Builder<'a, '_> {
                 Ok(ev) => self.event(ev, before, after),
                 Err(e) => {
                     let at = reader.error_position() as usize + skip;
+                    // What the text read so far has to say comes first, as it is first.
+                    self.take_pending();
                     self.syntax_error(&e, at);
                     self.close_all(at);
                     return false;
@@ -137,12 +144,15 @@ impl<'a> Builder<'a, '_> {
                 let raw = t.into_inner();
                 // The reader may skip a byte-order mark: trust where the text really is.
                 let at = self.offset_of(&raw).unwrap_or(before);
-                self.add_text(&raw, at, true);
+                match raw {
+                    Cow::Borrowed(raw) => self.add_text(raw, at),
+                    Cow::Owned(raw) => self.add_copied(&raw, at, true),
+                }
             }
             Event::CData(t) => {
                 let raw = t.into_inner();
                 // `<![CDATA[` is 9 bytes; the content follows it verbatim.
-                self.add_text(&raw, before + 9, false);
+                self.add_copied(&raw, before + 9, false);
             }
             Event::GeneralRef(r) => {
                 let raw = r.into_inner();
@@ -356,10 +366,37 @@ impl<'a> Builder<'a, '_> {
         true
     }
 
-    fn add_text(&mut self, raw: &str, at: usize, escaped: bool) {
+    /// Character data borrowed from the source, which waits unread while it is the
+    /// only run of the node.
+    fn add_text(&mut self, raw: &'a str, at: usize) {
         if self.skipped > 0 {
             return;
         }
+        if self.text.is_none() && self.pending.is_none() {
+            self.pending = Some((raw, at));
+            return;
+        }
+        self.take_pending();
+        self.append_text(raw, at, true);
+    }
+
+    /// Character data that is not a slice of the source, or not to be decoded.
+    fn add_copied(&mut self, raw: &str, at: usize, escaped: bool) {
+        if self.skipped > 0 {
+            return;
+        }
+        self.take_pending();
+        self.append_text(raw, at, escaped);
+    }
+
+    /// Copies the pending run into `text`.
+    fn take_pending(&mut self) {
+        if let Some((raw, at)) = self.pending.take() {
+            self.append_text(raw, at, true);
+        }
+    }
+
+    fn append_text(&mut self, raw: &str, at: usize, escaped: bool) {
         if self.stack.is_empty() {
             if !raw.trim().is_empty() {
                 let lead = raw.len() - raw.trim_start().len();
@@ -385,7 +422,7 @@ impl<'a> Builder<'a, '_> {
 
     fn add_entity(&mut self, name: &str, before: usize) {
         let raw = format!("&{name};");
-        self.add_text(&raw, before, true);
+        self.add_copied(&raw, before, true);
     }
 
     /// Ends the pending text node; `before_element` when a child element follows.
@@ -393,17 +430,26 @@ impl<'a> Builder<'a, '_> {
     /// separated by nothing but comments is one node, so a parent that has children
     /// already has an element before this text.)
     fn flush_text(&mut self, before_element: bool) {
+        let beside_elements = before_element
+            || self
+                .stack
+                .last()
+                .is_some_and(|open| !open.el.children.is_empty());
+        let is_layout = |s: &str| s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+        if let Some((raw, _)) = self.pending {
+            if self.text.is_none() && beside_elements && is_layout(raw) {
+                self.pending = None;
+                return;
+            }
+        }
+        self.take_pending();
         let Some(t) = self.text.take() else {
             return;
         };
         let Some(open) = self.stack.last_mut() else {
             return;
         };
-        let layout = (before_element || !open.el.children.is_empty())
-            && t.value
-                .bytes()
-                .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
-        if !layout {
+        if !(beside_elements && is_layout(&t.value)) {
             open.el.children.push(Node::Text(t));
         }
     }

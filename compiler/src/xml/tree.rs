@@ -196,4 +196,36 @@ mod tests {
         );
         assert!(!diags.has_errors());
     }
+
+    #[test]
+    fn runs_references_and_cdata_of_one_node_join_and_map_back_to_the_file() {
+        let src = "<a>x &lt; y<![CDATA[<z>]]>w &amp;</a>";
+        let mut diags = Diagnostics::new();
+        let doc = super::super::parse(FileId(0), src, &mut diags);
+        let a = doc.root.as_ref().expect("a root");
+        let text = a.text();
+        assert_eq!(text.value, "x < y<z>w &");
+        for (needle, decoded_len) in [("y", 1), ("<z>", 3), ("w", 1), ("x", 1)] {
+            let at = text.value.find(needle).expect("in the text");
+            let span = text.span_of(at..at + decoded_len);
+            assert_eq!(&src[span.start as usize..span.end as usize], needle);
+        }
+        // A decoded character maps onto its reference's first byte.
+        let lt = text.value.find('<').expect("decoded");
+        assert_eq!(
+            text.span_of(lt..lt + 1).start as usize,
+            src.find("&lt;").expect("written")
+        );
+        assert!(!diags.has_errors());
+    }
+
+    #[test]
+    fn a_bad_reference_is_reported_before_the_syntax_error_that_follows_it() {
+        let src = "<a>fish &chips; and peas <b></a>";
+        let mut diags = Diagnostics::new();
+        super::super::parse(FileId(0), src, &mut diags);
+        let messages: Vec<&str> = diags.iter().map(|d| d.message.as_str()).collect();
+        assert!(messages.len() >= 2, "{messages:?}");
+        assert!(messages[0].contains("&chips;"), "{messages:?}");
+    }
 }
