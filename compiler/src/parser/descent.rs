@@ -42,7 +42,39 @@ impl Descent<'_, '_> {
     }
 
     fn or(&mut self) -> Option<Expr> {
+        if let Some(e) = self.lone_atom() {
+            return Some(e);
+        }
         self.chain(Token::Or, BinOp::Or, Self::and)
+    }
+
+    /// A variable or a literal that is the whole expression here, as most holes and
+    /// arguments are: read without climbing every level of the grammar for it.
+    fn lone_atom(&mut self) -> Option<Expr> {
+        let ends = matches!(
+            self.tokens.get(self.at + 1),
+            None | Some((Token::Comma | Token::RParen | Token::Close, _))
+        );
+        let simple = matches!(
+            self.peek(),
+            Some(
+                Token::Ident(_)
+                    | Token::Str(_)
+                    | Token::Number(_)
+                    | Token::True
+                    | Token::False
+                    | Token::Null
+            )
+        );
+        if !(ends && simple) {
+            return None;
+        }
+        let at = self.at;
+        let atom = self.atom();
+        if atom.is_none() {
+            self.at = at;
+        }
+        atom
     }
 
     fn and(&mut self) -> Option<Expr> {
