@@ -193,6 +193,14 @@ impl ExprKind {
 
 /// Arguments in parameter order; a parameter given no argument gets `null`.
 fn bind(params: &[&str], args: Vec<(Option<String>, Expr)>, span: Span) -> Vec<Expr> {
+    let null = || Expr::new(ExprKind::Null, Type::Null, span);
+    // Most calls pass their arguments in order, by position.
+    if args.len() <= params.len() && args.iter().all(|(name, _)| name.is_none()) {
+        let missing = params.len() - args.len();
+        let mut out: Vec<Expr> = args.into_iter().map(|(_, e)| e).collect();
+        out.extend(std::iter::repeat_with(null).take(missing));
+        return out;
+    }
     let mut out: Vec<Option<Expr>> = vec![None; params.len()];
     for (i, (name, e)) in args.into_iter().enumerate() {
         let slot = match name {
@@ -203,9 +211,7 @@ fn bind(params: &[&str], args: Vec<(Option<String>, Expr)>, span: Span) -> Vec<E
             out[slot] = Some(e);
         }
     }
-    out.into_iter()
-        .map(|e| e.unwrap_or_else(|| Expr::new(ExprKind::Null, Type::Null, span)))
-        .collect()
+    out.into_iter().map(|e| e.unwrap_or_else(null)).collect()
 }
 
 fn literal(l: &Literal, span: Span) -> Expr {
