@@ -9,7 +9,6 @@ use crate::ast::{
 use crate::diag::Diagnostic;
 use crate::source::Span;
 use std::borrow::Cow;
-use std::sync::Arc;
 use tv_stdlib::builtins::{self, Ret};
 use tv_stdlib::types::Type;
 
@@ -31,7 +30,7 @@ struct Slot<'a> {
     optional: bool,
 }
 
-impl<'p> Checker<'p, '_> {
+impl<'p> Checker<'p, '_, '_> {
     pub(super) fn check_text(&mut self, t: &TextTemplate, scope: &Scope) {
         for e in t.exprs() {
             self.check_expr(e, scope);
@@ -185,9 +184,9 @@ impl<'p> Checker<'p, '_> {
 
     /// `<task ref="name">`: the referenced item runs with this task's inputs.
     pub(super) fn check_ref(&mut self, r: &Ident, task: &Task) {
-        // The tables are shared and read-only here: holding them lets diagnostics be
-        // pushed while a signature is borrowed.
-        let items = Arc::clone(&self.items);
+        // The tables are borrowed apart from the checker: diagnostics can be pushed
+        // while a signature is held.
+        let items = self.items;
         let Some((sig, _)) = items.get(&r.node) else {
             self.unknown(r, false);
             return;
@@ -212,7 +211,7 @@ impl<'p> Checker<'p, '_> {
     }
 
     fn check_call(&mut self, name: &Ident, args: Vec<ArgInfo>, span: Span) -> Type {
-        let items = Arc::clone(&self.items);
+        let items = self.items;
         if let Some((sig, _)) = items.get(&name.node) {
             self.edge(name);
             let params: Vec<Slot> = sig

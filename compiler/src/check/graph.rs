@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 pub fn warn_cycles(
     program: &Program,
-    calls: &HashMap<String, Vec<(String, Span)>>,
+    calls: &super::Calls,
     diags: &mut Diagnostics,
 ) {
     let mut reported: HashSet<String> = HashSet::default();
@@ -44,7 +44,7 @@ pub fn warn_cycles(
 /// A path `start → … → start` and the span of the call that returns to `start`.
 fn find_cycle(
     start: &str,
-    calls: &HashMap<String, Vec<(String, Span)>>,
+    calls: &super::Calls,
     cyclic: &HashSet<&str>,
 ) -> Option<(Vec<String>, Span)> {
     let mut stack: Vec<(String, usize)> = vec![(start.to_string(), 0)];
@@ -75,7 +75,7 @@ fn find_cycle(
 /// more than one node, or with an edge to itself. Tarjan's algorithm, iterative, so a
 /// long call chain cannot overflow the stack; linear in the size of the graph, so an
 /// acyclic library of any size costs one pass.
-fn on_cycles(calls: &HashMap<String, Vec<(String, Span)>>) -> HashSet<&str> {
+fn on_cycles(calls: &super::Calls) -> HashSet<&str> {
     let names: Vec<&str> = calls.keys().map(String::as_str).collect();
     let id: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
     let edges: Vec<Vec<usize>> = names

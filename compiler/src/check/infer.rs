@@ -1,83 +1,107 @@
 //! The type of the value a body produces, from its structure alone.
 
-use super::Checker;
+use super::{Checker, Tables};
 use crate::ast::{Body, Item, OutputKind, Task, TaskType};
 use crate::source::Span;
-use std::sync::Arc;
+use rustc_hash::FxHashMap as HashMap;
 use tv_stdlib::types::Type;
 
-impl Checker<'_, '_> {
-    /// Return types of every item, declared or inferred; recursion yields `any`.
-    pub(super) fn infer_returns(&mut self) {
-        let names: Vec<String> = self.items.keys().cloned().collect();
-        Arc::make_mut(&mut self.returns).reserve(names.len());
-        for name in names {
-            let mut visiting = Vec::new();
-            self.item_type(&name, &mut visiting);
-        }
-    }
+/// Where a body's type looks up the return type of an item it calls.
+pub(super) trait ItemTypes {
+    fn item_type(&mut self, name: &str) -> Type;
+}
 
-    fn item_type(&mut self, name: &str, visiting: &mut Vec<String>) -> Type {
+/// After inference: every item's return type is known.
+impl ItemTypes for &HashMap<String, Type> {
+    fn item_type(&mut self, name: &str) -> Type {
+        self.get(name).cloned().unwrap_or(Type::Any)
+    }
+}
+
+/// During inference: an item's type is worked out when first asked for.
+struct Inference<'t, 'p> {
+    items: &'t Tables<'p>,
+    returns: HashMap<String, Type>,
+    /// The items whose type is being worked out; asking again is recursion.
+    visiting: Vec<String>,
+}
+
+impl ItemTypes for Inference<'_, '_> {
+    fn item_type(&mut self, name: &str) -> Type {
         if let Some(t) = self.returns.get(name) {
             return t.clone();
         }
-        if visiting.iter().any(|v| v == name) {
+        if self.visiting.iter().any(|v| v == name) {
             return Type::Any;
         }
         let Some((_, item)) = self.items.get(name) else {
             return Type::Any;
         };
         let item: &Item = item;
-        visiting.push(name.to_string());
+        self.visiting.push(name.to_string());
         let ty = match item {
             Item::Template(t) => match &t.returns {
                 Some(r) => r.node.clone(),
-                None => self.body_type(&t.body, visiting),
+                None => body_type(&t.body, self),
             },
-            Item::Task(t) => self.task_type(&t.task, visiting),
+            Item::Task(t) => task_type(&t.task, self),
         };
-        visiting.pop();
-        Arc::make_mut(&mut self.returns).insert(name.to_string(), ty.clone());
+        self.visiting.pop();
+        self.returns.insert(name.to_string(), ty.clone());
         ty
     }
+}
 
-    pub(super) fn infer_body(&mut self, body: &Body) -> Type {
-        self.body_type(body, &mut Vec::new())
+/// Return types of every item, declared or inferred; recursion yields `any`.
+pub(super) fn returns(items: &Tables) -> HashMap<String, Type> {
+    let mut inference = Inference {
+        items,
+        returns: HashMap::default(),
+        visiting: Vec::new(),
+    };
+    inference.returns.reserve(items.len());
+    for name in items.keys() {
+        inference.item_type(name);
     }
+    inference.returns
+}
 
-    fn body_type(&mut self, body: &Body, visiting: &mut Vec<String>) -> Type {
-        match body {
-            Body::Task(t) => self.task_type(t, visiting),
-            Body::Call(c) => self.item_type(&c.template.node, visiting),
-            Body::Cond(c) => {
-                let mut types = c
-                    .cases
-                    .iter()
-                    .map(|case| self.body_type(&case.body, visiting));
-                let first = types.next().unwrap_or(Type::Any);
-                types.fold(first, |acc, t| acc.join(&t))
-            }
-            Body::Missing(_) => Type::Any,
-        }
+impl Checker<'_, '_, '_> {
+    pub(super) fn infer_body(&self, body: &Body) -> Type {
+        let mut returns = self.returns;
+        body_type(body, &mut returns)
     }
+}
 
-    fn task_type(&mut self, task: &Task, visiting: &mut Vec<String>) -> Type {
-        if let Some(r) = &task.reference {
-            return self.item_type(&r.node, visiting);
+fn body_type(body: &Body, items: &mut impl ItemTypes) -> Type {
+    match body {
+        Body::Task(t) => task_type(t, items),
+        Body::Call(c) => items.item_type(&c.template.node),
+        Body::Cond(c) => {
+            let mut types = c.cases.iter().map(|case| body_type(&case.body, items));
+            let first = types.next().unwrap_or(Type::Any);
+            types.fold(first, |acc, t| acc.join(&t))
         }
-        match task.kind.node {
-            TaskType::Atomic => output_type(task),
-            TaskType::Sequential => match task.steps.as_ref().and_then(|s| s.node.last()) {
-                Some(last) => self.body_type(last, visiting),
-                None => Type::Any,
-            },
-            TaskType::Reduce => match &task.reduction_task {
-                Some(b) => self.body_type(b, visiting),
-                None => Type::Any,
-            },
-            TaskType::Script => Type::String,
-            TaskType::DirectorEvaluatorLoop => Type::Any,
-        }
+        Body::Missing(_) => Type::Any,
+    }
+}
+
+fn task_type(task: &Task, items: &mut impl ItemTypes) -> Type {
+    if let Some(r) = &task.reference {
+        return items.item_type(&r.node);
+    }
+    match task.kind.node {
+        TaskType::Atomic => output_type(task),
+        TaskType::Sequential => match task.steps.as_ref().and_then(|s| s.node.last()) {
+            Some(last) => body_type(last, items),
+            None => Type::Any,
+        },
+        TaskType::Reduce => match &task.reduction_task {
+            Some(b) => body_type(b, items),
+            None => Type::Any,
+        },
+        TaskType::Script => Type::String,
+        TaskType::DirectorEvaluatorLoop => Type::Any,
     }
 }
 

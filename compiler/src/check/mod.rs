@@ -16,7 +16,6 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use scope::{Owner, Scope};
-use std::sync::Arc;
 use tv_stdlib::builtins;
 use tv_stdlib::types::Type;
 
@@ -60,139 +59,141 @@ pub struct Symbols {
     /// other bare word is a string literal.
     pub word_vars: HashSet<Span>,
     /// Which items each item calls (templates, tasks; not built-ins), and where.
-    pub calls: HashMap<String, Vec<(String, Span)>>,
+    pub calls: Calls,
 }
 
-pub struct Checker<'p, 'd> {
-    program: &'p Program,
+/// Which items each item calls, and where: the call graph.
+pub type Calls = HashMap<String, Vec<(String, Span)>>;
+
+/// Every item by name, with its signature; made by registration, then read by every
+/// body's check.
+type Tables<'p> = HashMap<String, (Signature, &'p Item)>;
+
+/// Checks one body at a time against the tables, which every worker borrows.
+pub struct Checker<'p, 't, 'd> {
     diags: &'d mut Diagnostics,
-    /// Filled by registration and return inference, then shared by the workers that
-    /// check bodies (read-only by then).
-    items: Arc<HashMap<String, (Signature, &'p Item)>>,
-    returns: Arc<HashMap<String, Type>>,
+    items: &'t Tables<'p>,
+    returns: &'t HashMap<String, Type>,
     /// Calls made by each item: the call graph, for the cycle warning.
-    calls: HashMap<String, Vec<(String, Span)>>,
+    calls: Calls,
     current: String,
     word_vars: HashSet<Span>,
-    std_files: Arc<HashSet<crate::source::FileId>>,
 }
 
 pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
-    let mut c = Checker {
-        program,
-        diags,
-        items: Arc::default(),
-        returns: Arc::default(),
-        calls: HashMap::default(),
-        current: String::new(),
-        word_vars: HashSet::default(),
-        std_files: Arc::new(
-            program
-                .modules
-                .iter()
-                .filter(|m| m.std)
-                .map(|m| m.file)
-                .collect(),
-        ),
-    };
-    c.register();
-    c.infer_returns();
-    c.check_bodies();
-    // The workers are done: the tables have one owner again and move without a copy.
-    let items = Arc::try_unwrap(c.items).unwrap_or_else(|shared| (*shared).clone());
-    let returns = Arc::try_unwrap(c.returns).unwrap_or_else(|shared| (*shared).clone());
+    let std_files: HashSet<_> = program
+        .modules
+        .iter()
+        .filter(|m| m.std)
+        .map(|m| m.file)
+        .collect();
+    let items = register(program, &std_files, diags);
+    let returns = infer::returns(&items);
+    let (calls, word_vars) = check_bodies(program, &items, &returns, diags);
     // Cycles are looked for while the signature table is made.
     let big = items.len() >= 2 * crate::parallel::MIN_ITEMS_PER_WORKER;
     let (_, items) = crate::parallel::join(
         big,
-        || graph::warn_cycles(program, &c.calls, c.diags),
+        || graph::warn_cycles(program, &calls, diags),
         || items.into_iter().map(|(k, (s, _))| (k, s)).collect(),
     );
     Symbols {
         items,
         returns,
-        word_vars: c.word_vars,
-        calls: c.calls,
+        word_vars,
+        calls,
     }
 }
 
-impl<'p> Checker<'p, '_> {
-    /// Every item's body, checked in chunks on all cores: by now the names and return
-    /// types are known, so a body's check reads only its own item and those tables.
-    fn check_bodies(&mut self) {
-        let items: Vec<&'p Item> = self.program.modules.iter().flat_map(|m| &m.items).collect();
-        let this = &*self;
-        let checked =
-            crate::parallel::map_chunks(&items, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
-                let mut diags = Diagnostics::new();
-                let mut worker = Checker {
-                    program: this.program,
-                    diags: &mut diags,
-                    items: Arc::clone(&this.items),
-                    returns: Arc::clone(&this.returns),
-                    calls: HashMap::default(),
-                    current: String::new(),
-                    word_vars: HashSet::default(),
-                    std_files: Arc::clone(&this.std_files),
-                };
-                for item in chunk {
-                    worker.check_item(item);
-                }
-                let (calls, word_vars) = (worker.calls, worker.word_vars);
-                (diags, calls, word_vars)
-            });
-        for (diags, calls, word_vars) in checked {
-            self.diags.extend(diags);
-            self.calls.extend(calls);
-            self.word_vars.extend(word_vars);
-        }
+/// Every item's body, checked in chunks on all cores: by now the names and return
+/// types are known, so a body's check reads only its own item and those tables. The
+/// call graph and the words that name variables.
+fn check_bodies(
+    program: &Program,
+    items: &Tables,
+    returns: &HashMap<String, Type>,
+    diags: &mut Diagnostics,
+) -> (Calls, HashSet<Span>) {
+    let all: Vec<&Item> = program.modules.iter().flat_map(|m| &m.items).collect();
+    let checked =
+        crate::parallel::map_chunks(&all, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
+            let mut diags = Diagnostics::new();
+            let mut worker = Checker {
+                diags: &mut diags,
+                items,
+                returns,
+                calls: HashMap::default(),
+                current: String::new(),
+                word_vars: HashSet::default(),
+            };
+            for item in chunk {
+                worker.check_item(item);
+            }
+            let (calls, word_vars) = (worker.calls, worker.word_vars);
+            (diags, calls, word_vars)
+        });
+    let (mut calls, mut word_vars) = (HashMap::default(), HashSet::default());
+    for (found, c, w) in checked {
+        diags.extend(found);
+        calls.extend(c);
+        word_vars.extend(w);
     }
+    (calls, word_vars)
+}
 
-    fn register(&mut self) {
-        let count = self.program.modules.iter().map(|m| m.items.len()).sum();
-        Arc::make_mut(&mut self.items).reserve(count);
-        // Standard templates first, so a user template of the same name is the clash.
-        let modules = self.program.modules.iter().filter(|m| m.std);
-        let modules = modules.chain(self.program.modules.iter().filter(|m| !m.std));
-        for module in modules {
-            for item in &module.items {
-                let name = item.name();
-                if name.node.is_empty() {
-                    continue;
-                }
-                if builtins::lookup(&name.node).is_some() {
-                    self.diags.push(
-                        Diagnostic::error(
-                            name.span,
-                            format!("`{}` is the name of a built-in function", name.node),
-                        )
-                        .with_help("choose another name: user templates do not shadow built-ins"),
-                    );
-                    continue;
-                }
-                if let Some((prev, _)) = self.items.get(&name.node) {
-                    if self.std_files.contains(&prev.def_span.file) {
-                        self.diags.push(
+/// The table of every item, the standard templates' first; names given twice, or
+/// taken from a built-in or a standard template, are reported.
+fn register<'p>(
+    program: &'p Program,
+    std_files: &HashSet<crate::source::FileId>,
+    diags: &mut Diagnostics,
+) -> Tables<'p> {
+    let mut items = Tables::default();
+    items.reserve(program.modules.iter().map(|m| m.items.len()).sum());
+    // Standard templates first, so a user template of the same name is the clash.
+    let modules = program.modules.iter().filter(|m| m.std);
+    let modules = modules.chain(program.modules.iter().filter(|m| !m.std));
+    for module in modules {
+        for item in &module.items {
+            let name = item.name();
+            if name.node.is_empty() {
+                continue;
+            }
+            if builtins::lookup(&name.node).is_some() {
+                diags.push(
+                    Diagnostic::error(
+                        name.span,
+                        format!("`{}` is the name of a built-in function", name.node),
+                    )
+                    .with_help("choose another name: user templates do not shadow built-ins"),
+                );
+                continue;
+            }
+            if let Some((prev, _)) = items.get(&name.node) {
+                if std_files.contains(&prev.def_span.file) {
+                    diags.push(
                             Diagnostic::error(name.span, format!("`{}` is the name of a standard template", name.node))
                                 .with_help("choose another name: user templates do not shadow the standard library"),
                         );
-                        continue;
-                    }
-                    self.diags.push(
-                        Diagnostic::error(name.span, format!("`{}` is defined twice", name.node))
-                            .with_secondary(prev.def_span, "first defined here")
-                            .with_help(
-                                "template and task names are unique across all files of a program",
-                            ),
-                    );
                     continue;
                 }
-                let sig = signature(item);
-                Arc::make_mut(&mut self.items).insert(name.node.clone(), (sig, item));
+                diags.push(
+                    Diagnostic::error(name.span, format!("`{}` is defined twice", name.node))
+                        .with_secondary(prev.def_span, "first defined here")
+                        .with_help(
+                            "template and task names are unique across all files of a program",
+                        ),
+                );
+                continue;
             }
+            let sig = signature(item);
+            items.insert(name.node.clone(), (sig, item));
         }
     }
+    items
+}
 
+impl<'p> Checker<'p, '_, '_> {
     fn check_item(&mut self, item: &'p Item) {
         let name = &item.name().node;
         // A duplicate was reported at registration; checking it too would repeat errors.

@@ -19,7 +19,7 @@ const LOOP_VARS: &[&str] = &[
     "script_output",
 ];
 
-impl<'p> Checker<'p, '_> {
+impl<'p> Checker<'p, '_, '_> {
     pub(super) fn check_body(&mut self, body: &'p Body, scope: &Scope, decl: bool) {
         match body {
             Body::Task(t) => self.check_task(t, scope, decl),
