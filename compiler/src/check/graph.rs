@@ -6,11 +6,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-pub fn warn_cycles(
-    program: &Program,
-    calls: &super::Calls,
-    diags: &mut Diagnostics,
-) {
+pub fn warn_cycles(program: &Program, calls: &super::Calls, diags: &mut Diagnostics) {
     let mut reported: HashSet<String> = HashSet::default();
     // Items in source order, so the warnings come out the same every run.
     let order: Vec<&str> = program

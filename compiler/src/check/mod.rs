@@ -3,6 +3,7 @@
 //! The checker reads the syntax tree of every file at once (template names are global)
 //! and reports every problem it finds; it never stops at the first one.
 
+mod call;
 mod expr;
 mod graph;
 mod infer;

@@ -1,0 +1,378 @@
+//! Calls: known templates and functions, arity, named arguments and argument types,
+//! for `{{f(x)}}` holes, `<call template>` elements and `<task ref>`.
+
+use super::scope::Scope;
+use super::Checker;
+use crate::ast::{ArgValue, Call, Ident, Task};
+use crate::diag::Diagnostic;
+use crate::source::Span;
+use std::borrow::Cow;
+use tv_stdlib::builtins::{self, Ret};
+use tv_stdlib::types::Type;
+
+/// One argument as the binder sees it, whatever syntax it came from.
+pub(super) struct ArgInfo {
+    pub(super) name: Option<Ident>,
+    pub(super) span: Span,
+    pub(super) ty: Type,
+    /// Set for `<arg>` text, which takes its meaning from the parameter's type.
+    pub(super) text: Option<String>,
+    /// The parser could not read this argument; it has reported why.
+    pub(super) broken: bool,
+}
+
+/// One parameter as the binder sees it, borrowed from a signature where it can be.
+struct Slot<'a> {
+    name: &'a str,
+    ty: Option<Cow<'a, Type>>,
+    optional: bool,
+}
+
+impl<'p> Checker<'p, '_, '_> {
+    /// A `<call template>` element.
+    pub(super) fn check_call_element(&mut self, call: &'p Call, scope: &Scope) {
+        let infos = call
+            .args
+            .iter()
+            .map(|a| {
+                let (ty, text) = match &a.value {
+                    ArgValue::Word(w) => match scope.lookup(&w.node) {
+                        Some(b) => {
+                            self.word_vars.insert(w.span);
+                            (b.ty.clone(), None)
+                        }
+                        None => (Type::String, Some(w.node.clone())),
+                    },
+                    ArgValue::Text(t) => {
+                        self.check_text(t, scope);
+                        (Type::String, t.as_literal())
+                    }
+                    ArgValue::Body(b) => {
+                        self.check_body(b, scope, false);
+                        (self.infer_body(b), None)
+                    }
+                };
+                ArgInfo {
+                    name: a.name.clone(),
+                    span: a.span,
+                    ty,
+                    text,
+                    broken: false,
+                }
+            })
+            .collect();
+        if call.template.node.is_empty() {
+            return;
+        }
+        self.check_call(&call.template, infos, call.span);
+    }
+
+    /// `<task ref="name">`: the referenced item runs with this task's inputs.
+    pub(super) fn check_ref(&mut self, r: &Ident, task: &Task) {
+        // The tables are borrowed apart from the checker: diagnostics can be pushed
+        // while a signature is held.
+        let items = self.items;
+        let Some((sig, _)) = items.get(&r.node) else {
+            self.unknown(r, false);
+            return;
+        };
+        self.edge(r);
+        for input in &task.inputs {
+            if !sig.params.iter().any(|p| p.name == input.name.node) {
+                self.diags.push(
+                    Diagnostic::error(
+                        input.name.span,
+                        format!(
+                            "{} `{}` has no parameter `{}`",
+                            sig.kind.noun(),
+                            r.node,
+                            input.name.node
+                        ),
+                    )
+                    .with_secondary(sig.def_span, "defined here"),
+                );
+            }
+        }
+    }
+
+    pub(super) fn check_call(&mut self, name: &Ident, args: Vec<ArgInfo>, span: Span) -> Type {
+        let items = self.items;
+        if let Some((sig, _)) = items.get(&name.node) {
+            self.edge(name);
+            let params: Vec<Slot> = sig
+                .params
+                .iter()
+                .map(|p| Slot {
+                    name: &p.name,
+                    ty: p.ty.as_ref().map(Cow::Borrowed),
+                    optional: false,
+                })
+                .collect();
+            let noun = sig.kind.noun();
+            self.bind_args(name, noun, &params, &args, span, Some(sig.def_span));
+            return self.returns.get(&name.node).cloned().unwrap_or(Type::Any);
+        }
+        let Some(b) = builtins::lookup(&name.node) else {
+            self.unknown(name, true);
+            return Type::Any;
+        };
+        let params: Vec<Slot> = b
+            .params
+            .iter()
+            .map(|p| Slot {
+                name: p.name,
+                ty: Some(Cow::Owned(p.ty.to_type())),
+                optional: p.optional,
+            })
+            .collect();
+        self.bind_args(name, "function", &params, &args, span, None);
+        match b.returns {
+            Ret::Fixed(t) => t.to_type(),
+            Ret::SameAsFirst => args.first().map_or(Type::Any, |a| a.ty.clone()),
+        }
+    }
+
+    /// Reports a call or reference to a name that is neither an item nor (when
+    /// `builtins_too`) a built-in.
+    fn unknown(&mut self, name: &Ident, builtins_too: bool) {
+        let mut known: Vec<&str> = self.items.keys().map(String::as_str).collect();
+        if builtins_too {
+            known.extend(builtins::BUILTINS.iter().map(|b| b.name));
+        }
+        known.sort_unstable();
+        let what = if builtins_too {
+            "template or function"
+        } else {
+            "template"
+        };
+        let mut d = Diagnostic::error(name.span, format!("unknown {what} `{}`", name.node));
+        if let Some(c) = crate::ast::did_you_mean(&name.node, &known) {
+            d = d.with_help(format!("did you mean `{c}`?"));
+        } else {
+            d = d.with_help("define it with <template name=\"...\" params=\"...\"> in one of the program's files");
+        }
+        self.diags.push(d);
+    }
+
+    fn edge(&mut self, callee: &Ident) {
+        let call = (callee.node.clone(), callee.span);
+        match self.calls.get_mut(&self.current) {
+            Some(calls) => calls.push(call),
+            None => {
+                self.calls.insert(self.current.clone(), vec![call]);
+            }
+        }
+    }
+
+    /// Matches arguments to parameters: positional first, then by name.
+    fn bind_args(
+        &mut self,
+        callee: &Ident,
+        noun: &str,
+        params: &[Slot],
+        args: &[ArgInfo],
+        span: Span,
+        def: Option<Span>,
+    ) {
+        let with_def = |d: Diagnostic| match def {
+            Some(s) => d.with_secondary(s, "defined here"),
+            None => d,
+        };
+        if args.iter().any(|a| a.broken) || !self.args_in_order(args) {
+            return;
+        }
+        let mut filled: Vec<Option<Span>> = vec![None; params.len()];
+        let positional = args.iter().filter(|a| a.name.is_none()).count();
+        // A misnamed argument was probably meant for the missing parameter.
+        let mut misnamed = false;
+        for (i, arg) in args.iter().enumerate() {
+            let slot = match &arg.name {
+                None if i < params.len() => i,
+                None => {
+                    if i == params.len() {
+                        let d = Diagnostic::error(
+                            arg.span,
+                            format!(
+                                "{noun} `{}` takes {} but {} given",
+                                callee.node,
+                                count(params.len()),
+                                were(positional)
+                            ),
+                        )
+                        .with_label("unexpected argument")
+                        .with_help(signature_help(&callee.node, params));
+                        self.diags.push(with_def(d));
+                    }
+                    continue;
+                }
+                Some(n) => match params.iter().position(|p| p.name == n.node) {
+                    Some(p) => p,
+                    None => {
+                        let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+                        let mut d = Diagnostic::error(
+                            n.span,
+                            format!(
+                                "{noun} `{}` has no parameter named `{}`",
+                                callee.node, n.node
+                            ),
+                        );
+                        d = match crate::ast::did_you_mean(&n.node, &names) {
+                            Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                            None => d.with_help(signature_help(&callee.node, params)),
+                        };
+                        self.diags.push(with_def(d));
+                        misnamed = true;
+                        continue;
+                    }
+                },
+            };
+            if let Some(prev) = filled[slot] {
+                let how = if slot < positional {
+                    "by position and by name"
+                } else {
+                    "twice"
+                };
+                self.diags.push(
+                    Diagnostic::error(
+                        arg.span,
+                        format!("argument `{}` is given {how}", params[slot].name),
+                    )
+                    .with_secondary(prev, "first given here"),
+                );
+                continue;
+            }
+            filled[slot] = Some(arg.span);
+            if let Some(want) = &params[slot].ty {
+                self.check_arg_type(arg, params[slot].name, want);
+            }
+        }
+        let missing: Vec<&str> = params
+            .iter()
+            .zip(&filled)
+            .filter(|(p, f)| f.is_none() && !p.optional)
+            .map(|(p, _)| p.name)
+            .collect();
+        if !missing.is_empty() && !misnamed {
+            let list = missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let msg = if args.len() < params.iter().filter(|p| !p.optional).count() {
+                format!(
+                    "{noun} `{}` takes {} but {} given",
+                    callee.node,
+                    count(params.len()),
+                    were(args.len())
+                )
+            } else {
+                format!("{noun} `{}` is missing the argument {list}", callee.node)
+            };
+            let d = Diagnostic::error(span, msg)
+                .with_label(format!("missing {list}"))
+                .with_help(signature_help(&callee.node, params));
+            self.diags.push(with_def(d));
+        }
+    }
+
+    /// Positional arguments first, each name once.
+    fn args_in_order(&mut self, args: &[ArgInfo]) -> bool {
+        let mut named: Vec<&Ident> = Vec::new();
+        for a in args {
+            match &a.name {
+                None if !named.is_empty() => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            a.span,
+                            "a positional argument cannot follow a named one",
+                        )
+                        .with_help("put positional arguments first, or name this one too"),
+                    );
+                    return false;
+                }
+                None => {}
+                Some(n) => {
+                    if let Some(prev) = named.iter().find(|p| p.node == n.node) {
+                        self.diags.push(
+                            Diagnostic::error(
+                                n.span,
+                                format!("named argument `{}` is given twice", n.node),
+                            )
+                            .with_secondary(prev.span, "first given here"),
+                        );
+                        return false;
+                    }
+                    named.push(n);
+                }
+            }
+        }
+        true
+    }
+
+    fn check_arg_type(&mut self, arg: &ArgInfo, param: &str, want: &Type) {
+        let ty = match &arg.text {
+            // `<arg>` text is read as the parameter's type when it can be.
+            Some(text) => text_as(text.trim(), want).unwrap_or(Type::String),
+            None => arg.ty.clone(),
+        };
+        if ty.fits(want) {
+            return;
+        }
+        let found = match &arg.text {
+            Some(t) => format!("the text `{}`", t.trim()),
+            None => format!("a `{ty}`"),
+        };
+        self.diags.push(
+            Diagnostic::error(
+                arg.span,
+                format!("parameter `{param}` expects `{want}`, but the argument is {found}"),
+            )
+            .with_label(format!("expected `{want}`")),
+        );
+    }
+}
+
+/// The type `<arg>` text has when read as `want`, if it reads as one.
+fn text_as(text: &str, want: &Type) -> Option<Type> {
+    match want {
+        Type::Number => text.parse::<f64>().ok().map(|_| Type::Number),
+        Type::Boolean => matches!(text, "true" | "false").then_some(Type::Boolean),
+        Type::Null => (text == "null").then_some(Type::Null),
+        Type::Object | Type::Array(_) => serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| match v {
+                serde_json::Value::Object(_) => Some(Type::Object),
+                serde_json::Value::Array(_) => Some(Type::Array(Box::new(Type::Any))),
+                _ => None,
+            }),
+        _ => None,
+    }
+}
+
+fn were(n: usize) -> String {
+    match n {
+        1 => "1 was".into(),
+        n => format!("{n} were"),
+    }
+}
+
+fn count(n: usize) -> String {
+    match n {
+        1 => "1 argument".into(),
+        n => format!("{n} arguments"),
+    }
+}
+
+fn signature_help(name: &str, params: &[Slot]) -> String {
+    let ps: Vec<String> = params
+        .iter()
+        .map(|p| {
+            let (n, q) = (p.name, if p.optional { "?" } else { "" });
+            match &p.ty {
+                Some(t) => format!("{n}{q}: {t}"),
+                None => format!("{n}{q}"),
+            }
+        })
+        .collect();
+    format!("the signature is {name}({})", ps.join(", "))
+}
