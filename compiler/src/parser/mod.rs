@@ -52,13 +52,14 @@ type Err<'s> = extra::Err<Rich<'s, Token<'s>, Span>>;
 /// Splits text into literal runs and `{{ ... }}` holes, parsing each hole.
 pub fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
     let s = text.value.as_str();
+    let braces = memchr::memchr_iter(b'{', s.as_bytes()).count();
     // A hole opens with two braces and adds up to two parts: room for all of them.
-    let mut parts = Vec::with_capacity(memchr::memchr_iter(b'{', s.as_bytes()).count() + 1);
+    let mut parts = Vec::with_capacity(braces + 1);
+    // One token buffer for all the holes, with room for a call with a few arguments.
+    let mut tokens = Vec::with_capacity(if braces >= 2 { 16 } else { 0 });
     let mut lit = String::new();
     let mut lit_start = 0;
     let mut i = 0;
-    // One token buffer for all the holes: most are a call with a few arguments.
-    let mut tokens = Vec::new();
     while let Some(j) = find_open(s.as_bytes(), i) {
         if j > 0 && s.as_bytes()[j - 1] == b'\\' {
             // `\{{` is a literal `{{`.
