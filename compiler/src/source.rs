@@ -72,6 +72,13 @@ pub struct LineCursor {
     col: usize,
 }
 
+impl LineCursor {
+    /// The offset the cursor was last moved to, if it was.
+    pub fn offset(&self) -> Option<usize> {
+        self.valid.then_some(self.offset)
+    }
+}
+
 /// One loaded file: its display path, its text and where its lines start.
 #[derive(Debug)]
 pub struct SourceFile {

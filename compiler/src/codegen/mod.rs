@@ -140,6 +140,12 @@ impl<'ir> Gen<'_, 'ir> {
     /// Where the current span starts, counted on from the last instruction's position.
     fn loc(&mut self) -> Loc {
         let (file, start) = (self.span.file, self.span.start);
+        // Consecutive instructions often come from one node.
+        if let Some(&last) = self.lines.last() {
+            if self.cursor.0 == file && self.cursor.1.offset() == Some(start as usize) {
+                return last;
+            }
+        }
         if self.cursor.0 != file {
             self.cursor = (file, LineCursor::default());
         }
