@@ -32,18 +32,6 @@ impl<'ir> Uses<'ir> {
     }
 }
 
-/// Renames the constants of a function's code from its uses to their pool `slots`.
-pub(super) fn rename(code: &mut [Op], slots: &[u32]) {
-    for op in code {
-        if let Some(c) = op.constant_mut() {
-            // Every position was handed out by this function's `Uses`.
-            if let Some(&slot) = slots.get(*c as usize) {
-                *c = slot;
-            }
-        }
-    }
-}
-
 /// The constant pool of the bundle.
 #[derive(Default)]
 pub(super) struct Pool<'ir> {
@@ -66,16 +54,25 @@ enum Key {
 }
 
 impl<'ir> Pool<'ir> {
-    /// Pools the constants of a function: the pool slot of each of its uses.
-    pub(super) fn take(&mut self, uses: Uses<'ir>) -> Vec<u32> {
-        uses.0
+    /// Pools the constants of a function and renames them in its code.
+    pub(super) fn take(&mut self, uses: Uses<'ir>, code: &mut [Op]) {
+        let slots: Vec<u32> = uses
+            .0
             .into_iter()
             .map(|u| match u {
                 Use::Str(s) => self.string(s),
                 Use::Owned(c) => self.constant(c),
                 Use::Keys(fields) => self.keys(fields),
             })
-            .collect()
+            .collect();
+        for op in code {
+            if let Some(c) = op.constant_mut() {
+                // Every position was handed out by this function's `Uses`.
+                if let Some(&slot) = slots.get(*c as usize) {
+                    *c = slot;
+                }
+            }
+        }
     }
 
     fn find(&self, s: &str) -> Option<u32> {
