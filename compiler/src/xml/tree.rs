@@ -173,15 +173,19 @@ impl Element {
 
 #[cfg(test)]
 mod tests {
-    use super::Node;
+    use super::{Node, XmlDoc};
     use crate::diag::Diagnostics;
     use crate::source::FileId;
 
-    #[test]
-    fn whitespace_beside_elements_is_dropped_and_whitespace_alone_in_an_element_is_kept() {
-        let src = "<a>\n  <b>  </b>\n  <c>x <d/> y</c>\n  <!-- note -->\n</a>";
+    fn read(src: &str) -> (XmlDoc, Diagnostics) {
         let mut diags = Diagnostics::new();
         let doc = super::super::parse(FileId(0), src, &mut diags);
+        (doc, diags)
+    }
+
+    #[test]
+    fn whitespace_beside_elements_is_dropped_and_whitespace_alone_in_an_element_is_kept() {
+        let (doc, diags) = read("<a>\n  <b>  </b>\n  <c>x <d/> y</c>\n  <!-- note -->\n</a>");
         let a = doc.root.as_ref().expect("a root");
         assert!(a.children.iter().all(|n| matches!(n, Node::Element(_))));
         let names: Vec<&str> = a.elements().map(|e| e.name.as_str()).collect();
@@ -200,8 +204,7 @@ mod tests {
     #[test]
     fn runs_references_and_cdata_of_one_node_join_and_map_back_to_the_file() {
         let src = "<a>x &lt; y<![CDATA[<z>]]>w &amp;</a>";
-        let mut diags = Diagnostics::new();
-        let doc = super::super::parse(FileId(0), src, &mut diags);
+        let (doc, diags) = read(src);
         let a = doc.root.as_ref().expect("a root");
         let text = a.text();
         assert_eq!(text.value, "x < y<z>w &");
@@ -221,9 +224,7 @@ mod tests {
 
     #[test]
     fn a_bad_reference_is_reported_before_the_syntax_error_that_follows_it() {
-        let src = "<a>fish &chips; and peas <b></a>";
-        let mut diags = Diagnostics::new();
-        super::super::parse(FileId(0), src, &mut diags);
+        let (_, diags) = read("<a>fish &chips; and peas <b></a>");
         let messages: Vec<&str> = diags.iter().map(|d| d.message.as_str()).collect();
         assert!(messages.len() >= 2, "{messages:?}");
         assert!(messages[0].contains("&chips;"), "{messages:?}");
