@@ -155,13 +155,7 @@ impl<'p> Checker<'p, '_, '_> {
     }
 
     fn edge(&mut self, callee: &Ident) {
-        let call = (callee.node.clone(), callee.span);
-        match self.calls.get_mut(&self.current) {
-            Some(calls) => calls.push(call),
-            None => {
-                self.calls.insert(self.current.clone(), vec![call]);
-            }
-        }
+        self.item_calls.push((callee.node.clone(), callee.span));
     }
 
     /// Matches arguments to parameters: positional first, then by name.

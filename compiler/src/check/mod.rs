@@ -77,7 +77,8 @@ pub struct Checker<'p, 't, 'd> {
     returns: &'t HashMap<String, Type>,
     /// Calls made by each item: the call graph, for the cycle warning.
     calls: Calls,
-    current: String,
+    /// The calls of the item being checked, in the order they are met.
+    item_calls: Vec<(String, Span)>,
     word_vars: HashSet<Span>,
 }
 
@@ -124,7 +125,7 @@ fn check_bodies(
                 items,
                 returns,
                 calls: HashMap::default(),
-                current: String::new(),
+                item_calls: Vec::new(),
                 word_vars: HashSet::default(),
             };
             for item in chunk {
@@ -205,13 +206,16 @@ impl<'p> Checker<'p, '_, '_> {
         {
             return;
         }
-        self.current = name.clone();
         match item {
             Item::Template(t) => self.check_template(t),
             Item::Task(t) => {
                 let scope = Scope::new(Owner::Task(t.name.node.clone()));
                 self.check_task(&t.task, &scope, true);
             }
+        }
+        let calls = std::mem::take(&mut self.item_calls);
+        if !calls.is_empty() {
+            self.calls.insert(name.clone(), calls);
         }
     }
 
