@@ -42,14 +42,11 @@ pub struct Header {
     pub cassette: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
     pub limits: Limits,
-    /// How the run made its LLM calls; absent from journals written before they were
-    /// kept, whose resumes use the defaults.
-    #[serde(default)]
+    /// How the run made its LLM calls; absent (read as `None`) from journals written
+    /// before they were kept, whose resumes use the defaults.
     pub concurrency: Option<usize>,
-    #[serde(default)]
     pub retries: Option<u32>,
     /// Seconds one attempt of an LLM call may take.
-    #[serde(default)]
     pub request_timeout: Option<u64>,
 }
 
@@ -319,5 +316,48 @@ fn sync_parent(path: &Path) {
     if let Ok(dir) = File::open(parent) {
         // Some file systems cannot sync a folder; the file's own sync still holds.
         let _ = dir.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header {
+            journal: FORMAT,
+            bundle: PathBuf::from("digest.bin"),
+            bundle_sha256: "ab".repeat(32),
+            entry: "digest".into(),
+            args: Map::new(),
+            provider: "openai".into(),
+            model: None,
+            cassette: None,
+            workspace: None,
+            limits: Limits::default(),
+            concurrency: Some(4),
+            retries: Some(0),
+            request_timeout: Some(30),
+        }
+    }
+
+    #[test]
+    fn a_header_reads_back_as_it_was_written() {
+        let text = serde_json::to_string(&header()).expect("written");
+        let back: Header = serde_json::from_str(&text).expect("read");
+        assert_eq!(back, header());
+    }
+
+    #[test]
+    fn a_header_from_before_the_call_settings_were_kept_reads_with_none_of_them() {
+        let mut old = serde_json::to_value(header()).expect("written");
+        for key in ["concurrency", "retries", "request_timeout"] {
+            old.as_object_mut().expect("an object").remove(key);
+        }
+        let back: Header = serde_json::from_value(old).expect("read");
+        assert_eq!(
+            (back.concurrency, back.retries, back.request_timeout),
+            (None, None, None)
+        );
     }
 }
