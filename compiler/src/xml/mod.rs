@@ -86,8 +86,9 @@ struct Builder<'a, 'd> {
     malformed: bool,
     diags: &'d mut Diagnostics,
     text: Option<Text>,
-    /// Character data read but not yet copied into `text`: one run without references,
-    /// which is most often the layout between elements, dropped without a copy.
+    /// Character data read but not yet copied into `text`, which is empty meanwhile: a
+    /// node's only run so far, most often the layout between elements, which is then
+    /// dropped without a copy.
     pending: Option<(&'a str, usize)>,
     /// Where the entries of a `<library>` root go when the caller streams them.
     entries: Option<&'d mut dyn FnMut(usize, Element)>,
@@ -437,7 +438,7 @@ impl<'a> Builder<'a, '_> {
                 .is_some_and(|open| !open.el.children.is_empty());
         let is_layout = |s: &str| s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
         if let Some((raw, _)) = self.pending {
-            if self.text.is_none() && beside_elements && is_layout(raw) {
+            if beside_elements && is_layout(raw) {
                 self.pending = None;
                 return;
             }
