@@ -5,6 +5,7 @@
 
 use crate::ir::Expr;
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 use tv_vm::bundle::Const;
 use tv_vm::isa::Op;
 
@@ -36,11 +37,9 @@ impl<'ir> Uses<'ir> {
 #[derive(Default)]
 pub(super) struct Pool<'ir> {
     pub(super) items: Vec<Const>,
-    /// Strings, the most common constants, are keyed by the IR's own text: a constant
-    /// costs one copy, into the pool, however often it is used.
-    strings: HashMap<&'ir str, u32>,
-    /// The few strings the IR does not hold (return type names).
-    made: HashMap<String, u32>,
+    /// Strings, the most common constants, are keyed by the IR's own text where it
+    /// has it: a constant costs one copy, into the pool, however often it is used.
+    strings: HashMap<Cow<'ir, str>, u32>,
     others: HashMap<Key, u32>,
 }
 
@@ -60,7 +59,7 @@ impl<'ir> Pool<'ir> {
             .0
             .into_iter()
             .map(|u| match u {
-                Use::Str(s) => self.string(s),
+                Use::Str(s) => self.string(Cow::Borrowed(s)),
                 Use::Owned(c) => self.constant(c),
                 Use::Keys(fields) => self.keys(fields),
             })
@@ -75,33 +74,19 @@ impl<'ir> Pool<'ir> {
         }
     }
 
-    fn find(&self, s: &str) -> Option<u32> {
-        self.strings.get(s).or_else(|| self.made.get(s)).copied()
-    }
-
-    fn string(&mut self, s: &'ir str) -> u32 {
-        if let Some(i) = self.find(s) {
+    fn string(&mut self, s: Cow<'ir, str>) -> u32 {
+        if let Some(&i) = self.strings.get(&*s) {
             return i;
         }
         let next = self.items.len() as u32;
+        self.items.push(Const::Str(s.to_string()));
         self.strings.insert(s, next);
-        self.items.push(Const::Str(s.to_owned()));
-        next
-    }
-
-    fn made_string(&mut self, s: String) -> u32 {
-        if let Some(i) = self.find(&s) {
-            return i;
-        }
-        let next = self.items.len() as u32;
-        self.made.insert(s.clone(), next);
-        self.items.push(Const::Str(s));
         next
     }
 
     fn constant(&mut self, c: Const) -> u32 {
         let key = match c {
-            Const::Str(s) => return self.made_string(s),
+            Const::Str(s) => return self.string(Cow::Owned(s)),
             Const::Null => Key::Null,
             Const::Bool(b) => Key::Bool(b),
             Const::Num(n) => Key::Num(n.to_bits()),
