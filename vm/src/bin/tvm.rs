@@ -115,16 +115,13 @@ impl HostArgs {
     /// The LLM call settings: those given, else the defaults.
     fn calls(&self) -> (usize, u32, u64) {
         (
-            self.concurrency.unwrap_or(DEFAULT_CONCURRENCY),
+            self.concurrency.unwrap_or(providers::DEFAULT_CONCURRENCY),
             self.retries.unwrap_or(providers::DEFAULT_RETRIES),
             self.request_timeout
                 .unwrap_or(providers::DEFAULT_REQUEST_TIMEOUT_SECS),
         )
     }
 }
-
-/// LLM calls in flight at once, per provider, unless `--concurrency` says otherwise.
-const DEFAULT_CONCURRENCY: usize = 16;
 
 /// Limits; defaults are those of `Limits::default()`.
 #[derive(Args)]
@@ -457,7 +454,7 @@ mod tests {
                 .render_long_help()
                 .to_string();
             for default in [
-                DEFAULT_CONCURRENCY as u64,
+                providers::DEFAULT_CONCURRENCY as u64,
                 u64::from(providers::DEFAULT_RETRIES),
                 providers::DEFAULT_REQUEST_TIMEOUT_SECS,
             ] {

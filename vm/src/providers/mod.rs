@@ -53,6 +53,8 @@ pub struct Settings {
 pub const DEFAULT_RETRIES: u32 = 4;
 /// Seconds one attempt may take, unless told otherwise (`tvm run --request-timeout`).
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
+/// Attempts in flight at once, unless told otherwise (`tvm run --concurrency`).
+pub const DEFAULT_CONCURRENCY: usize = 16;
 
 impl Settings {
     /// The defaults of DESIGN §9 for a server at `base_url`, with no key.
@@ -65,7 +67,7 @@ impl Settings {
             max_retries: DEFAULT_RETRIES,
             max_retry_wait: Duration::from_secs(30),
             backoff_base: Duration::from_millis(500),
-            concurrency: 16,
+            concurrency: DEFAULT_CONCURRENCY,
         }
     }
 
