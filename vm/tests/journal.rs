@@ -53,13 +53,18 @@ fn prompt_of(r: &Request) -> String {
         .to_string()
 }
 
+/// The model's reply to a request, after `delay`.
+fn answer(r: &Request, delay: Duration) -> Reply {
+    let body = json!({"choices": [{"message": {"role": "assistant", "content": answer_to(&prompt_of(r))}}],
+                      "usage": {"prompt_tokens": 3, "completion_tokens": 2}});
+    Reply::json(200, body).after(delay)
+}
+
 /// A server answering every prompt after `delay`; `arrived` counts requests as they come.
 async fn model_server(delay: Duration, arrived: Arc<AtomicUsize>) -> Server {
     Server::start(move |_, r| {
         arrived.fetch_add(1, Ordering::SeqCst);
-        let body = json!({"choices": [{"message": {"role": "assistant", "content": answer_to(&prompt_of(r))}}],
-                          "usage": {"prompt_tokens": 3, "completion_tokens": 2}});
-        Reply::json(200, body).after(delay)
+        answer(r, delay)
     })
     .await
 }
@@ -336,9 +341,7 @@ async fn refusing_server(refused: usize, delay: Duration) -> Server {
         if i == refused {
             return Reply::json(500, json!({"error": {"message": "overloaded"}}));
         }
-        let body = json!({"choices": [{"message": {"role": "assistant", "content": answer_to(&prompt_of(r))}}],
-                          "usage": {"prompt_tokens": 3, "completion_tokens": 2}});
-        Reply::json(200, body).after(delay)
+        answer(r, delay)
     })
     .await
 }
