@@ -112,6 +112,13 @@ fn main() {
     group.bench_function("library to bundle bytes", |b| {
         b.iter_custom(|iters| time_compiles(&xml, iters))
     });
+    // The same templates in a library small enough for the caches: what a template
+    // costs when memory is not the limit.
+    let small = workloads::function_library(SMALL_LIBRARY);
+    group.throughput(Throughput::Bytes(small.len() as u64));
+    group.bench_function("small library to bundle bytes", |b| {
+        b.iter_custom(|iters| time_compiles(&small, iters))
+    });
     group.finish();
     c.final_summary();
 
@@ -127,4 +134,22 @@ fn main() {
         ),
         _ => println!("compile / scan: no medians found (run without a filter)"),
     }
+    if let (Some(scan), Some(large), Some(small)) = (
+        workloads::median_ns("compile/quick-xml event scan"),
+        workloads::median_ns("compile/library to bundle bytes"),
+        workloads::median_ns("compile/small library to bundle bytes"),
+    ) {
+        let per = |ns: f64, n: usize| workloads::human(ns / n as f64);
+        println!(
+            "per template: scan {}, compile {} in a library of {}, {} in one of {}",
+            per(scan, workloads::LIBRARY_TEMPLATES),
+            per(large, workloads::LIBRARY_TEMPLATES),
+            workloads::LIBRARY_TEMPLATES,
+            per(small, SMALL_LIBRARY),
+            SMALL_LIBRARY
+        );
+    }
 }
+
+/// Templates in the library whose compile fits in the caches.
+const SMALL_LIBRARY: usize = 200;

@@ -18,11 +18,13 @@ const PARALLEL_READ_BYTES: usize = 256 * 1024;
 /// Files larger than this are refused before they are read into memory.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Everything the front end produced for one program.
+/// Everything the front end produced for one program. The XML trees are not kept: each
+/// is freed once its syntax tree is built ([`xml_docs`] reads them again).
 #[derive(Debug)]
 pub struct Compilation {
     pub sources: SourceMap,
-    pub xml: Vec<Option<xml::XmlDoc>>,
+    /// Files that could not be read as UTF-8 text, which have no XML tree.
+    pub unusable: HashSet<FileId>,
     pub program: Program,
     pub symbols: Symbols,
     pub diags: Diagnostics,
@@ -130,23 +132,17 @@ pub fn check_sources(
     }
     let mut broken = unusable.clone();
     let mut later = Diagnostics::new();
-    let mut docs = Vec::new();
     let mut program = Program::default();
     let mut timings = Timings::default();
     let files: Vec<(FileId, &SourceFile)> = sources.files().collect();
     let read = read_files(&files, &unusable, &mut timings);
-    for file in read {
-        let Some((id, doc, module, xml_diags, tree_diags)) = file else {
-            docs.push(None);
-            continue;
-        };
+    for (id, complete, module, xml_diags, tree_diags) in read.into_iter().flatten() {
         diags.extend(xml_diags);
         later.extend(tree_diags);
-        if !doc.complete {
+        if !complete {
             broken.insert(id);
         }
         program.modules.push(module);
-        docs.push(Some(doc));
     }
     let symbols = timings.time("check", || check::check_program(&program, &mut later));
     // A file the reader could not finish yields a partial tree; what seems missing from
@@ -158,7 +154,7 @@ pub fn check_sources(
     }
     Compilation {
         sources,
-        xml: docs,
+        unusable,
         program,
         symbols,
         diags,
@@ -166,8 +162,9 @@ pub fn check_sources(
     }
 }
 
-/// What reading one file gave: its XML tree, its module, and the diagnostics of each.
-type ReadFile = (FileId, xml::XmlDoc, ast::Module, Diagnostics, Diagnostics);
+/// What reading one file gave: whether its XML was read to the end, its module, and the
+/// diagnostics of the XML and of the syntax tree.
+type ReadFile = (FileId, bool, ast::Module, Diagnostics, Diagnostics);
 
 /// Reads and builds every usable file (`None` for the others), in file order.
 fn read_files(
@@ -184,8 +181,9 @@ fn read_files(
                 }
                 let mut xml_diags = Diagnostics::new();
                 let mut tree_diags = Diagnostics::new();
-                let (doc, module) = read_file(id, file, &mut xml_diags, &mut tree_diags, timings);
-                Some((id, doc, module, xml_diags, tree_diags))
+                let (complete, module) =
+                    read_file(id, file, &mut xml_diags, &mut tree_diags, timings);
+                Some((id, complete, module, xml_diags, tree_diags))
             })
             .collect::<Vec<_>>()
     };
@@ -217,48 +215,50 @@ fn streams(file: &SourceFile) -> bool {
     crate::parallel::threads() > 1 && file.text.len() >= PARALLEL_READ_BYTES
 }
 
-/// The XML tree and the syntax tree of one file. A large file streams its library's
-/// entries to the workers as they are read, so building overlaps reading.
+/// The syntax tree of one file, and whether its XML was read to the end. A large file
+/// streams its library's entries to the workers as they are read, so building overlaps
+/// reading; each batch of entries is freed on its worker once built.
 fn read_file(
     id: FileId,
     file: &SourceFile,
     xml_diags: &mut Diagnostics,
     tree_diags: &mut Diagnostics,
     timings: &mut Timings,
-) -> (xml::XmlDoc, ast::Module) {
+) -> (bool, ast::Module) {
     if !streams(file) {
         let doc = timings.time("read XML", || xml::parse(id, &file.text, xml_diags));
         let module = timings.time("build syntax trees", || {
             ast::build_module(id, file, &doc, tree_diags)
         });
-        return (doc, module);
+        return (doc.complete, module);
     }
     timings.time(READ_AND_BUILD, || {
-        let (mut doc, batches) = crate::parallel::stream(
-            |emit| {
-                xml::parse_streaming(id, &file.text, xml_diags, &mut |index, el| {
-                    emit((index, el))
-                })
-            },
-            |batch: Vec<(usize, xml::Element)>| {
-                let entries: Vec<&xml::Element> = batch.iter().map(|(_, el)| el).collect();
-                let (items, diags) = ast::build_entries(&entries);
-                (batch, items, diags)
-            },
+        let (doc, batches) = crate::parallel::stream(
+            |emit| xml::parse_streaming(id, &file.text, xml_diags, &mut |el| emit(el)),
+            |batch: Vec<xml::Element>| ast::build_entries(&batch),
         );
         let streamed = !batches.is_empty();
         let (mut items, mut diags) = (Vec::new(), Diagnostics::new());
-        for (batch, built, found) in batches {
-            batch
-                .into_iter()
-                .for_each(|(index, el)| doc.restore_entry(index, el));
+        for (built, found) in batches {
             items.extend(built);
             diags.extend(found);
         }
         let entries = streamed.then_some((items, diags));
         let module = ast::build_module_with(id, file, &doc, tree_diags, entries);
-        (doc, module)
+        (doc.complete, module)
     })
+}
+
+/// The XML tree of every file, read again (`tvc check --emit xml`): `None` for a file
+/// that is not UTF-8 text. Their diagnostics were reported by the compilation.
+pub fn xml_docs(c: &Compilation) -> Vec<Option<xml::XmlDoc>> {
+    c.sources
+        .files()
+        .map(|(id, file)| {
+            let usable = !file.std && !c.unusable.contains(&id);
+            usable.then(|| xml::parse(id, &file.text, &mut Diagnostics::new()))
+        })
+        .collect()
 }
 
 /// `tvc check`: collects, loads and checks.

@@ -131,7 +131,10 @@ fn build(
             "{}",
             tv_compiler::ast::dump_program(&comp.program, &comp.sources, &comp.symbols.word_vars)
         ),
-        Some(Emit::Xml) => print!("{}", tv_compiler::xml::dump_docs(&comp.xml, &comp.sources)),
+        Some(Emit::Xml) => print!(
+            "{}",
+            tv_compiler::xml::dump_docs(&driver::xml_docs(&comp), &comp.sources)
+        ),
         _ => {}
     }
     let color = match color {

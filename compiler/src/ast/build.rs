@@ -72,12 +72,12 @@ pub fn build_module_with(
 }
 
 /// The items of some entries of a `<library>`, and what was wrong with them.
-pub fn build_entries(entries: &[&Element]) -> (Vec<Item>, Diagnostics) {
+pub fn build_entries<E: std::borrow::Borrow<Element>>(entries: &[E]) -> (Vec<Item>, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut b = Builder { diags: &mut diags };
     let mut items = Vec::new();
     for entry in entries {
-        b.library_entry(entry, &mut items);
+        b.library_entry(entry.borrow(), &mut items);
     }
     (items, diags)
 }

@@ -35,14 +35,13 @@ pub fn parse(file: FileId, src: &str, diags: &mut Diagnostics) -> XmlDoc {
 }
 
 /// [`parse`], handing each entry of a `<library>` root to `entries` as soon as it is
-/// read, with its index among the root's children, so that later stages can start on
-/// it while the rest of the file is read. The entry's place in the tree holds an empty
-/// text node until the caller puts the element back ([`XmlDoc::restore_entry`]).
+/// read, so that later stages can start on it while the rest of the file is read. The
+/// entries are not kept in the tree: the root comes back without them.
 pub fn parse_streaming<'d>(
     file: FileId,
     src: &str,
     diags: &'d mut Diagnostics,
-    entries: &'d mut dyn FnMut(usize, Element),
+    entries: &'d mut dyn FnMut(Element),
 ) -> XmlDoc {
     parse_with(file, src, diags, Some(entries))
 }
@@ -51,7 +50,7 @@ fn parse_with<'d>(
     file: FileId,
     src: &str,
     diags: &'d mut Diagnostics,
-    entries: Option<&'d mut dyn FnMut(usize, Element)>,
+    entries: Option<&'d mut dyn FnMut(Element)>,
 ) -> XmlDoc {
     let mut r = Builder {
         file,
@@ -91,7 +90,7 @@ struct Builder<'a, 'd> {
     /// dropped without a copy.
     pending: Option<(&'a str, usize)>,
     /// Where the entries of a `<library>` root go when the caller streams them.
-    entries: Option<&'d mut dyn FnMut(usize, Element)>,
+    entries: Option<&'d mut dyn FnMut(Element)>,
 }
 
 impl<'a> Builder<'a, '_> {
@@ -328,10 +327,8 @@ impl<'a> Builder<'a, '_> {
         let streamed = self.stack.len() == 1 && self.entries.is_some();
         match self.stack.last_mut() {
             Some(parent) if streamed && parent.el.name == "library" => {
-                let index = parent.el.children.len();
-                parent.el.children.push(Node::Text(Text::default()));
                 if let Some(hand) = self.entries.as_mut() {
-                    hand(index, el);
+                    hand(el);
                 }
             }
             Some(parent) => parent.el.children.push(Node::Element(el)),

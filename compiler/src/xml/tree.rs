@@ -13,15 +13,6 @@ pub struct XmlDoc {
     pub complete: bool,
 }
 
-impl XmlDoc {
-    /// Puts back an entry that [`super::parse_streaming`] handed out.
-    pub fn restore_entry(&mut self, index: usize, el: Element) {
-        if let Some(slot) = self.root.as_mut().and_then(|r| r.children.get_mut(index)) {
-            *slot = Node::Element(el);
-        }
-    }
-}
-
 impl Drop for XmlDoc {
     fn drop(&mut self) {
         if let Some(root) = &mut self.root {
