@@ -119,8 +119,12 @@ fn text_of(v: &Value) -> std::borrow::Cow<'_, str> {
     }
 }
 
-pub fn error_of(r: &Value) -> (String, String, Value) {
-    let e = r.pointer("/notes/error").cloned().unwrap_or(Value::Null);
+pub fn error_of(mut r: Value) -> (String, String, Value) {
+    // The failed result is consumed: its error moves into the failure, uncopied.
+    let e = r
+        .pointer_mut("/notes/error")
+        .map(Value::take)
+        .unwrap_or(Value::Null);
     let reason = e
         .get("reason")
         .and_then(Value::as_str)
@@ -135,7 +139,7 @@ pub fn error_of(r: &Value) -> (String, String, Value) {
 }
 
 pub fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Value {
-    let (reason, message, error) = error_of(&failed);
+    let (reason, message, error) = error_of(failed);
     task_failure(
         &reason,
         format!("step {} of {total} failed: {message}", step + 1),
@@ -150,7 +154,7 @@ pub fn fail_reduce(
     processed: Value,
     accumulator: Value,
 ) -> Value {
-    let (reason, message, error) = error_of(&failed);
+    let (reason, message, error) = error_of(failed);
     task_failure(
         &reason,
         format!(
