@@ -104,28 +104,7 @@ pub fn run_with(
         .entry_args(entry, &args)
         .unwrap_or_else(|| panic!("no entry {entry}"));
     let mut vm = Vm::new(bundle, function, values, limits);
-    drive(&mut vm, host)
-}
-
-/// Runs a machine to its end; gathered branches run one after another, in order.
-fn drive(vm: &mut tv_vm::interp::Vm<'_>, host: &mut impl tv_vm::host::Host) -> serde_json::Value {
-    use tv_vm::interp::Step;
-    loop {
-        match vm.run() {
-            Step::Done(r) => return r,
-            Step::Host(req) => {
-                let reply = host.call(&req);
-                vm.resume(reply);
-            }
-            Step::Gather(calls) => {
-                let results = calls
-                    .into_iter()
-                    .map(|(f, args)| drive(&mut vm.branch(f, args), host))
-                    .collect();
-                vm.resume_gathered(results);
-            }
-        }
-    }
+    vm.run_with(host)
 }
 
 /// The user message of every LLM request, in order.

@@ -27,26 +27,6 @@ pub fn small_limits() -> Limits {
     }
 }
 
-/// Runs a machine to its end; gathered branches run one after another, in order.
-pub fn drive(vm: &mut Vm<'_>, host: &mut impl Host) -> Value {
-    loop {
-        match vm.run() {
-            Step::Done(r) => return r,
-            Step::Host(req) => {
-                let reply = host.call(&req);
-                vm.resume(reply);
-            }
-            Step::Gather(calls) => {
-                let results = calls
-                    .into_iter()
-                    .map(|(f, args)| drive(&mut vm.branch(f, args), host))
-                    .collect();
-                vm.resume_gathered(results);
-            }
-        }
-    }
-}
-
 /// Runs `function` to its end and checks what must hold of every run.
 pub fn run(
     bundle: &Bundle,
@@ -56,7 +36,7 @@ pub fn run(
     host: &mut impl Host,
 ) -> Value {
     let mut vm = Vm::new(bundle, function, args, limits.clone());
-    let result = drive(&mut vm, host);
+    let result = vm.run_with(host);
     if vm.usage().instructions > limits.instructions {
         assert_eq!(
             result.pointer("/notes/error/resource"),

@@ -2,7 +2,7 @@
 //! reply back, and branching for gathered calls.
 
 use crate::bundle::Output;
-use crate::host::{HostReply, HostRequest, LlmRequest, Message, ScriptRequest};
+use crate::host::{Host, HostReply, HostRequest, LlmRequest, Message, ScriptRequest};
 use crate::interp::{fault, Fault, Session, Step, Vm, Waiting};
 use crate::outcome::{llm_result, script_result};
 use crate::result::{exhausted, task_failure};
@@ -39,6 +39,28 @@ impl<'b> Vm<'b> {
             vm.done = Some(fault);
         }
         vm
+    }
+
+    /// Runs the machine to its end with a host that answers at once (tests, fuzzing);
+    /// gathered branches run one after another, in order. `tvm` uses the async
+    /// driver, which runs them concurrently.
+    pub fn run_with(&mut self, host: &mut impl Host) -> Value {
+        loop {
+            match self.run() {
+                Step::Done(r) => return r,
+                Step::Host(req) => {
+                    let reply = host.call(&req);
+                    self.resume(reply);
+                }
+                Step::Gather(calls) => {
+                    let results = calls
+                        .into_iter()
+                        .map(|(f, args)| self.branch(f, args).run_with(host))
+                        .collect();
+                    self.resume_gathered(results);
+                }
+            }
+        }
     }
 
     /// Resumes after the branches of a `Gather` finished, with their results in order.
