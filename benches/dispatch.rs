@@ -13,8 +13,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tv_vm::bundle::Bundle;
 use tv_vm::driver::{self, Blocking};
-use tv_vm::host::{EchoHost, Host};
-use tv_vm::interp::{Step, Vm};
+use tv_vm::host::EchoHost;
+use tv_vm::interp::Vm;
 use tv_vm::limits::Limits;
 
 const LONG: usize = 10_000;
@@ -31,18 +31,7 @@ fn limits() -> Limits {
 
 /// Runs the `steps` sequence to its end with the echo host.
 fn run(bundle: &Bundle, function: u32) -> serde_json::Value {
-    let mut host = EchoHost;
-    let mut vm = Vm::new(bundle, function, vec![], limits());
-    loop {
-        match vm.run() {
-            Step::Done(result) => return result,
-            Step::Host(request) => {
-                let reply = host.call(&request);
-                vm.resume(reply);
-            }
-            Step::Gather(_) => unreachable!("a plain sequence gathers nothing"),
-        }
-    }
+    Vm::new(bundle, function, vec![], limits()).run_with(&mut EchoHost)
 }
 
 /// The same run through the async driver, on a single-threaded tokio runtime.
