@@ -251,7 +251,7 @@ fn read_file(
 
 /// The XML tree of every file, read again (`tvc check --emit xml`): `None` for a file
 /// that is not UTF-8 text. Their diagnostics were reported by the compilation.
-pub fn xml_docs(c: &Compilation) -> Vec<Option<xml::XmlDoc>> {
+pub fn xml_docs(c: &Compilation) -> Vec<Option<xml::XmlDoc<'_>>> {
     c.sources
         .files()
         .map(|(id, file)| {

@@ -40,7 +40,7 @@ pub fn build_module_with(
                 );
             }
         }
-        Some(root) => match root.name.as_str() {
+        Some(root) => match root.name.as_ref() {
             "task" => {
                 let name = match root.attr("name") {
                     Some(a) => (b.ident_attr(&a.value, "task name"), true),
@@ -72,7 +72,9 @@ pub fn build_module_with(
 }
 
 /// The items of some entries of a `<library>`, and what was wrong with them.
-pub fn build_entries<E: std::borrow::Borrow<Element>>(entries: &[E]) -> (Vec<Item>, Diagnostics) {
+pub fn build_entries<'s, E: std::borrow::Borrow<Element<'s>>>(
+    entries: &[E],
+) -> (Vec<Item>, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut b = Builder { diags: &mut diags };
     let mut items = Vec::new();
@@ -115,7 +117,7 @@ impl Builder<'_> {
     }
 
     fn library_entry(&mut self, child: &Element, items: &mut Vec<Item>) {
-        match child.name.as_str() {
+        match child.name.as_ref() {
             "template" => items.extend(self.template(child).map(Item::Template)),
             "task" => {
                 let task = self.task(child, true);
@@ -279,7 +281,7 @@ impl Builder<'_> {
     pub(super) fn single_body(&mut self, el: &Element) -> Body {
         let mut bodies = el
             .elements()
-            .filter(|c| BODY_ELEMENTS.contains(&c.name.as_str()));
+            .filter(|c| BODY_ELEMENTS.contains(&c.name.as_ref()));
         let first = bodies.next();
         for extra in bodies {
             self.diags.push(
@@ -292,7 +294,7 @@ impl Builder<'_> {
         }
         for other in el
             .elements()
-            .filter(|c| !BODY_ELEMENTS.contains(&c.name.as_str()))
+            .filter(|c| !BODY_ELEMENTS.contains(&c.name.as_ref()))
         {
             schema::unknown_element(other, &el.name, BODY_ELEMENTS, self.diags);
         }
@@ -311,7 +313,7 @@ impl Builder<'_> {
 
     /// A `<task>`, `<call>` or `<cond>` element.
     pub(super) fn body(&mut self, el: &Element, parent: &str) -> Body {
-        match el.name.as_str() {
+        match el.name.as_ref() {
             "task" => Body::Task(Box::new(self.task(el, false))),
             "call" => Body::Call(self.call(el)),
             "cond" => Body::Cond(self.cond(el)),
@@ -327,7 +329,7 @@ impl Builder<'_> {
     pub(super) fn slot(&mut self, el: &Element) -> Body {
         let children: Vec<&Element> = el.elements().collect();
         if children.len() == 1
-            && BODY_ELEMENTS.contains(&children[0].name.as_str())
+            && BODY_ELEMENTS.contains(&children[0].name.as_ref())
             && el.attrs.is_empty()
         {
             schema::no_text(el, self.diags);
@@ -475,7 +477,7 @@ impl Builder<'_> {
         schema::no_text(el, self.diags);
         let mut seen: Vec<&Element> = Vec::new();
         for child in el.elements() {
-            if !TASK_CHILDREN.contains(&child.name.as_str()) {
+            if !TASK_CHILDREN.contains(&child.name.as_ref()) {
                 schema::unknown_element(child, &el.name, TASK_CHILDREN, self.diags);
                 continue;
             }

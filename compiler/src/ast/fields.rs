@@ -11,7 +11,7 @@ use tv_stdlib::models::{self, Provider};
 
 impl Builder<'_> {
     pub(super) fn task_field(&mut self, task: &mut Task, el: &Element) {
-        match el.name.as_str() {
+        match el.name.as_ref() {
             "description" => task.description = Some(self.text_field(el)),
             "instructions" => task.instructions = Some(self.text_field(el)),
             "system" => task.system = Some(self.text_field(el)),
@@ -220,7 +220,7 @@ impl Builder<'_> {
                 continue;
             }
             seen.push(child);
-            match child.name.as_str() {
+            match child.name.as_ref() {
                 "inherit_context" => {
                     cm.inherit_context = self.enum_field(
                         child,
@@ -282,7 +282,7 @@ impl Builder<'_> {
         let mut command = None;
         let mut description = None;
         for child in el.elements() {
-            match child.name.as_str() {
+            match child.name.as_ref() {
                 "path" => paths.push(self.text_field(child)),
                 "command" if command.is_none() => command = Some(self.text_field(child)),
                 "description" if description.is_none() => {

@@ -127,7 +127,7 @@ impl Builder<'_> {
             excluded: None,
         };
         for child in el.elements() {
-            let slot = match child.name.as_str() {
+            let slot = match child.name.as_ref() {
                 "primary_elements" => &mut ca.primary,
                 "secondary_elements" => &mut ca.secondary,
                 "excluded_elements" => &mut ca.excluded,
@@ -160,7 +160,7 @@ impl Builder<'_> {
             span: el.span,
         };
         for child in el.elements() {
-            match child.name.as_str() {
+            match child.name.as_ref() {
                 "command" => s.command = Some(self.text_field(child)),
                 "timeout" => s.timeout = self.count_field(child),
                 "inputs" => s.inputs = self.inputs(child),

@@ -66,7 +66,7 @@ pub fn unknown_element(el: &Element, parent: &str, allowed: &[&str], diags: &mut
 /// Reports every attribute of `el` that is not in `allowed`.
 pub fn check_attrs(el: &Element, allowed: &[&str], diags: &mut Diagnostics) {
     for a in &el.attrs {
-        if allowed.contains(&a.name.as_str()) || a.name.starts_with("xmlns") {
+        if allowed.contains(&a.name.as_ref()) || a.name.starts_with("xmlns") {
             continue;
         }
         let mut d = Diagnostic::error(

@@ -51,7 +51,7 @@ type Err<'s> = extra::Err<Rich<'s, Token<'s>, Span>>;
 
 /// Splits text into literal runs and `{{ ... }}` holes, parsing each hole.
 pub fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
-    let s = text.value.as_str();
+    let s: &str = &text.value;
     let braces = memchr::memchr_iter(b'{', s.as_bytes()).count();
     // A hole opens with two braces and adds up to two parts: room for all of them.
     let mut parts = Vec::with_capacity(braces + 1);
@@ -456,7 +456,7 @@ fn describe(e: &Rich<'_, Token<'_>, Span>) -> Diagnostic {
 /// errors, with spans as byte offsets into `src`.
 pub fn parse_standalone(src: &str) -> (Expr, Vec<Diagnostic>) {
     let text = Text {
-        value: src.to_string(),
+        value: src.into(),
         span: Span::new(FileId(0), 0..src.len()),
         ..Text::default()
     };

@@ -24,34 +24,34 @@ pub use tree::{Attr, Element, Node, OffsetMap, Text, XmlDoc};
 /// pass can exhaust the stack on hostile input.
 pub const MAX_DEPTH: usize = 200;
 
-struct Open {
-    el: Element,
+struct Open<'a> {
+    el: Element<'a>,
     start: usize,
 }
 
 /// Reads one document. Every problem becomes a diagnostic.
-pub fn parse(file: FileId, src: &str, diags: &mut Diagnostics) -> XmlDoc {
+pub fn parse<'a>(file: FileId, src: &'a str, diags: &mut Diagnostics) -> XmlDoc<'a> {
     parse_with(file, src, diags, None)
 }
 
 /// [`parse`], handing each entry of a `<library>` root to `entries` as soon as it is
 /// read, so that later stages can start on it while the rest of the file is read. The
 /// entries are not kept in the tree: the root comes back without them.
-pub fn parse_streaming<'d>(
+pub fn parse_streaming<'a, 'd>(
     file: FileId,
-    src: &str,
+    src: &'a str,
     diags: &'d mut Diagnostics,
-    entries: &'d mut dyn FnMut(Element),
-) -> XmlDoc {
+    entries: &'d mut dyn FnMut(Element<'a>),
+) -> XmlDoc<'a> {
     parse_with(file, src, diags, Some(entries))
 }
 
-fn parse_with<'d>(
+fn parse_with<'a, 'd>(
     file: FileId,
-    src: &str,
+    src: &'a str,
     diags: &'d mut Diagnostics,
-    entries: Option<&'d mut dyn FnMut(Element)>,
-) -> XmlDoc {
+    entries: Option<&'d mut dyn FnMut(Element<'a>)>,
+) -> XmlDoc<'a> {
     let mut r = Builder {
         file,
         src,
@@ -76,21 +76,21 @@ fn parse_with<'d>(
 struct Builder<'a, 'd> {
     file: FileId,
     src: &'a str,
-    stack: Vec<Open>,
-    root: Option<Element>,
+    stack: Vec<Open<'a>>,
+    root: Option<Element<'a>>,
     /// Depth inside a subtree that is too deep to keep.
     skipped: usize,
     truncated: bool,
     /// A well-formedness error the reader stepped over.
     malformed: bool,
     diags: &'d mut Diagnostics,
-    text: Option<Text>,
+    text: Option<Text<'a>>,
     /// Character data read but not yet copied into `text`, which is empty meanwhile: a
     /// node's only run so far, most often the layout between elements, which is then
     /// dropped without a copy.
     pending: Option<(&'a str, usize)>,
     /// Where the entries of a `<library>` root go when the caller streams them.
-    entries: Option<&'d mut dyn FnMut(Element)>,
+    entries: Option<&'d mut dyn FnMut(Element<'a>)>,
 }
 
 impl<'a> Builder<'a, '_> {
@@ -193,8 +193,7 @@ impl<'a> Builder<'a, '_> {
                 "a document has exactly one root element; this is a second one",
             );
         }
-        let name = e.name();
-        let name = name.as_ref().to_string();
+        let name = self.borrow(e.name().as_ref());
         let name_start = before + 1;
         let el = Element {
             name_span: self.span(name_start, name_start + name.len()),
@@ -211,8 +210,8 @@ impl<'a> Builder<'a, '_> {
         e: &quick_xml::events::BytesStart<'a>,
         before: usize,
         after: usize,
-    ) -> Vec<Attr> {
-        let mut out: Vec<Attr> = Vec::new();
+    ) -> Vec<Attr<'a>> {
+        let mut out: Vec<Attr<'a>> = Vec::new();
         // Duplicates are found below, where both places can be shown.
         for a in e.attributes().with_checks(false) {
             let a = match a {
@@ -222,7 +221,7 @@ impl<'a> Builder<'a, '_> {
                     break;
                 }
             };
-            let key = a.key.as_ref().to_string();
+            let key = self.borrow(a.key.as_ref());
             let value_at = self.offset_of(&a.value).unwrap_or(before);
             if let Some(lt) = a.value.find('<') {
                 self.diags.push(
@@ -234,11 +233,14 @@ impl<'a> Builder<'a, '_> {
                 );
             }
             let key_at = self.offset_of(a.key.as_ref()).unwrap_or(before);
-            let mut text = Text {
-                span: self.span(value_at, value_at + a.value.len()),
-                ..Text::default()
+            let span = self.span(value_at, value_at + a.value.len());
+            let text = if a.value.contains('&') {
+                let mut text = Text::new(Cow::Borrowed(""), value_at, span);
+                self.decode_into(&mut text, &a.value, value_at);
+                text
+            } else {
+                Text::new(self.borrow(&a.value), value_at, span)
             };
-            self.decode_into(&mut text, &a.value, value_at);
             let attr = Attr {
                 name_span: self.span(key_at, key_at + key.len()),
                 name: key,
@@ -305,6 +307,19 @@ impl<'a> Builder<'a, '_> {
             3
         } else {
             0
+        }
+    }
+
+    /// `s` as a slice of the source when it is one, as quick-xml's names and values
+    /// are; else a copy.
+    fn borrow(&self, s: &str) -> Cow<'a, str> {
+        let src = self.src;
+        match self
+            .offset_of(s)
+            .and_then(|off| src.get(off..off + s.len()))
+        {
+            Some(slice) => Cow::Borrowed(slice),
+            None => Cow::Owned(s.to_string()),
         }
     }
 
@@ -387,9 +402,19 @@ impl<'a> Builder<'a, '_> {
         self.append_text(raw, at, escaped);
     }
 
-    /// Copies the pending run into `text`.
+    /// Makes the pending run the node's text: still borrowed when it is the first run
+    /// and has no references.
     fn take_pending(&mut self) {
-        if let Some((raw, at)) = self.pending.take() {
+        let Some((raw, at)) = self.pending.take() else {
+            return;
+        };
+        if self.text.is_none() && !self.stack.is_empty() && !raw.contains('&') {
+            self.text = Some(Text::new(
+                Cow::Borrowed(raw),
+                at,
+                self.span(at, at + raw.len()),
+            ));
+        } else {
             self.append_text(raw, at, true);
         }
     }
@@ -489,7 +514,7 @@ impl<'a> Builder<'a, '_> {
             }
             // The decoded character maps onto the reference's first byte.
             text.map.anchor(text.value.len(), pos);
-            text.value.push_str(&buf);
+            text.value.to_mut().push_str(&buf);
             pos += semi + 1;
             rest = &rest[semi + 1..];
             text.map.anchor(text.value.len(), pos);

@@ -5,15 +5,16 @@ use crate::source::Span;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 
+/// A document's tree, its names and most of its text borrowed from the source.
 #[derive(Clone, Debug, Default)]
-pub struct XmlDoc {
-    pub root: Option<Element>,
+pub struct XmlDoc<'s> {
+    pub root: Option<Element<'s>>,
     /// False when the reader stopped at a syntax error; later stages then stay quiet
     /// about what is missing, since it may simply not have been read.
     pub complete: bool,
 }
 
-impl Drop for XmlDoc {
+impl Drop for XmlDoc<'_> {
     fn drop(&mut self) {
         if let Some(root) = &mut self.root {
             crate::parallel::drop_all(std::mem::take(&mut root.children));
@@ -22,32 +23,33 @@ impl Drop for XmlDoc {
 }
 
 #[derive(Clone, Debug)]
-pub struct Element {
-    pub name: String,
+pub struct Element<'s> {
+    pub name: Cow<'s, str>,
     pub name_span: Span,
     /// From `<` of the start tag to `>` of the end tag.
     pub span: Span,
-    pub attrs: Vec<Attr>,
-    pub children: Vec<Node>,
+    pub attrs: Vec<Attr<'s>>,
+    pub children: Vec<Node<'s>>,
 }
 
 #[derive(Clone, Debug)]
-pub struct Attr {
-    pub name: String,
+pub struct Attr<'s> {
+    pub name: Cow<'s, str>,
     pub name_span: Span,
-    pub value: Text,
+    pub value: Text<'s>,
 }
 
 #[derive(Clone, Debug)]
-pub enum Node {
-    Element(Element),
-    Text(Text),
+pub enum Node<'s> {
+    Element(Element<'s>),
+    Text(Text<'s>),
 }
 
-/// Decoded character data and the way back to source offsets.
+/// Decoded character data and the way back to source offsets: a slice of the source
+/// when it is one run without references, as most text is.
 #[derive(Clone, Debug, Default)]
-pub struct Text {
-    pub value: String,
+pub struct Text<'s> {
+    pub value: Cow<'s, str>,
     pub map: OffsetMap,
     /// The raw source range (for a value: inside the quotes).
     pub span: Span,
@@ -83,7 +85,15 @@ impl OffsetMap {
     }
 }
 
-impl Text {
+impl<'s> Text<'s> {
+    /// Text whose first byte is at source offset `at` and whose bytes up to the
+    /// next anchor are the source's.
+    pub(super) fn new(value: Cow<'s, str>, at: usize, span: Span) -> Self {
+        let mut map = OffsetMap::default();
+        map.anchor(0, at);
+        Text { value, map, span }
+    }
+
     /// The source span of a byte range of the decoded value.
     pub fn span_of(&self, range: std::ops::Range<usize>) -> Span {
         let start = self.map.source(range.start);
@@ -111,16 +121,16 @@ impl Text {
 
     pub(super) fn push_raw(&mut self, raw: &str, at: usize) {
         self.map.anchor(self.value.len(), at);
-        self.value.push_str(raw);
+        self.value.to_mut().push_str(raw);
     }
 }
 
-impl Element {
-    pub fn attr(&self, name: &str) -> Option<&Attr> {
+impl<'s> Element<'s> {
+    pub fn attr(&self, name: &str) -> Option<&Attr<'s>> {
         self.attrs.iter().find(|a| a.name == name)
     }
 
-    pub fn elements(&self) -> impl Iterator<Item = &Element> {
+    pub fn elements(&self) -> impl Iterator<Item = &Element<'s>> {
         self.children.iter().filter_map(|n| match n {
             Node::Element(e) => Some(e),
             Node::Text(_) => None,
@@ -129,7 +139,7 @@ impl Element {
 
     /// All character data directly inside, concatenated: borrowed when it is a single
     /// node, as it nearly always is.
-    pub fn text(&self) -> Cow<'_, Text> {
+    pub fn text(&self) -> Cow<'_, Text<'s>> {
         let mut texts = self.children.iter().filter_map(|n| match n {
             Node::Text(t) => Some(t),
             Node::Element(_) => None,
@@ -150,7 +160,7 @@ impl Element {
             for &(dec, src) in &t.map.anchors {
                 out.map.anchor(out.value.len() + dec as usize, src as usize);
             }
-            out.value.push_str(&t.value);
+            out.value.to_mut().push_str(&t.value);
             out.span = out.span.to(t.span);
         }
         Cow::Owned(out)
@@ -168,7 +178,7 @@ mod tests {
     use crate::diag::Diagnostics;
     use crate::source::FileId;
 
-    fn read(src: &str) -> (XmlDoc, Diagnostics) {
+    fn read(src: &str) -> (XmlDoc<'_>, Diagnostics) {
         let mut diags = Diagnostics::new();
         let doc = super::super::parse(FileId(0), src, &mut diags);
         (doc, diags)
@@ -179,7 +189,7 @@ mod tests {
         let (doc, diags) = read("<a>\n  <b>  </b>\n  <c>x <d/> y</c>\n  <!-- note -->\n</a>");
         let a = doc.root.as_ref().expect("a root");
         assert!(a.children.iter().all(|n| matches!(n, Node::Element(_))));
-        let names: Vec<&str> = a.elements().map(|e| e.name.as_str()).collect();
+        let names: Vec<&str> = a.elements().map(|e| e.name.as_ref()).collect();
         assert_eq!(names, ["b", "c"]);
         assert_eq!(
             a.elements().next().map(|b| b.text().value.clone()),
