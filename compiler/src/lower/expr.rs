@@ -19,10 +19,11 @@ impl<'a> Lowerer<'a> {
                 TextPart::Expr(e) => (self.expr(e, frame), quote),
             })
             .collect();
-        match parts.as_slice() {
-            [] => Expr::str("", t.span),
-            [(only, false)] if only.ty == Type::String => only.clone(),
-            _ => Expr::new(ExprKind::Concat(parts), Type::String, t.span),
+        match <[_; 1]>::try_from(parts) {
+            Ok([(only, false)]) if only.ty == Type::String => only,
+            Ok(one) => Expr::new(ExprKind::Concat(one.into()), Type::String, t.span),
+            Err(none) if none.is_empty() => Expr::str("", t.span),
+            Err(parts) => Expr::new(ExprKind::Concat(parts), Type::String, t.span),
         }
     }
 
