@@ -11,7 +11,7 @@ use tv_stdlib::types::Type;
 impl<'a> Lowerer<'a> {
     /// A text template as one string expression; `quote` shell-quotes every hole.
     pub(super) fn text(&mut self, t: &ast::TextTemplate, frame: &mut Frame, quote: bool) -> Expr {
-        let parts: Vec<(Expr, bool)> = t
+        let mut parts: Vec<(Expr, bool)> = t
             .parts
             .iter()
             .map(|p| match p {
@@ -19,11 +19,10 @@ impl<'a> Lowerer<'a> {
                 TextPart::Expr(e) => (self.expr(e, frame), quote),
             })
             .collect();
-        match <[_; 1]>::try_from(parts) {
-            Ok([(only, false)]) if only.ty == Type::String => only,
-            Ok(one) => Expr::new(ExprKind::Concat(one.into()), Type::String, t.span),
-            Err(none) if none.is_empty() => Expr::str("", t.span),
-            Err(parts) => Expr::new(ExprKind::Concat(parts), Type::String, t.span),
+        match parts.as_slice() {
+            [] => Expr::str("", t.span),
+            [(only, false)] if only.ty == Type::String => parts.swap_remove(0).0,
+            _ => Expr::new(ExprKind::Concat(parts), Type::String, t.span),
         }
     }
 
