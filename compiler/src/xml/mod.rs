@@ -27,6 +27,9 @@ pub const MAX_DEPTH: usize = 200;
 struct Open<'a> {
     el: Element<'a>,
     start: usize,
+    /// Whether a child element has closed in it, kept or handed out as a streamed
+    /// entry: text after it lies beside elements.
+    has_elements: bool,
 }
 
 /// Reads one document. Every problem becomes a diagnostic.
@@ -202,7 +205,11 @@ impl<'a> Builder<'a, '_> {
             attrs: self.attrs(e, before, after),
             children: Vec::new(),
         };
-        self.stack.push(Open { el, start: before });
+        self.stack.push(Open {
+            el,
+            start: before,
+            has_elements: false,
+        });
     }
 
     fn attrs(
@@ -335,18 +342,22 @@ impl<'a> Builder<'a, '_> {
             self.skipped -= 1;
             return;
         }
-        let Some(Open { mut el, start }) = self.stack.pop() else {
+        let Some(Open { mut el, start, .. }) = self.stack.pop() else {
             return;
         };
         el.span = self.span(start, after);
         let streamed = self.stack.len() == 1 && self.entries.is_some();
         match self.stack.last_mut() {
             Some(parent) if streamed && parent.el.name == "library" => {
+                parent.has_elements = true;
                 if let Some(hand) = self.entries.as_mut() {
                     hand(el);
                 }
             }
-            Some(parent) => parent.el.children.push(Node::Element(el)),
+            Some(parent) => {
+                parent.has_elements = true;
+                parent.el.children.push(Node::Element(el));
+            }
             None => {
                 if self.root.is_none() {
                     self.root = Some(el);
@@ -449,15 +460,12 @@ impl<'a> Builder<'a, '_> {
     }
 
     /// Ends the pending text node; `before_element` when a child element follows.
-    /// Whitespace beside elements only lays the file out and is not kept. (Text
-    /// separated by nothing but comments is one node, so a parent that has children
-    /// already has an element before this text.)
+    /// Whitespace beside elements only lays the file out and is not kept: before a child
+    /// element, or after one (streamed entries count, though the tree does not keep
+    /// them).
     fn flush_text(&mut self, before_element: bool) {
-        let beside_elements = before_element
-            || self
-                .stack
-                .last()
-                .is_some_and(|open| !open.el.children.is_empty());
+        let beside_elements =
+            before_element || self.stack.last().is_some_and(|open| open.has_elements);
         let is_layout = |s: &str| s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
         if let Some((raw, _)) = self.pending {
             if beside_elements && is_layout(raw) {

@@ -230,4 +230,19 @@ mod tests {
         assert!(messages.len() >= 2, "{messages:?}");
         assert!(messages[0].contains("&chips;"), "{messages:?}");
     }
+
+    #[test]
+    fn a_streamed_library_hands_out_its_entries_and_keeps_no_layout_after_them() {
+        let src = "<library>\n  <template name=\"a\"/>\n  <task name=\"b\"/>\n</library>\n";
+        let mut diags = Diagnostics::new();
+        let mut names = Vec::new();
+        let doc = super::super::parse_streaming(FileId(0), src, &mut diags, &mut |el| {
+            names.push(el.name.into_owned())
+        });
+        assert_eq!(names, ["template", "task"]);
+        let root = doc.root.as_ref().expect("a root");
+        assert_eq!(root.name, "library");
+        assert!(root.children.is_empty(), "{:?}", root.children);
+        assert!(doc.complete && !diags.has_errors());
+    }
 }
