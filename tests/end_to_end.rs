@@ -127,12 +127,20 @@ fn a_script_runs_as_a_process_with_its_inputs() {
 #[test]
 fn a_director_evaluator_loop_stops_when_the_evaluator_approves() {
     let src = r#"<task name="l" type="director_evaluator_loop"><max_iterations>4</max_iterations>
-      <director><instructions>draft {{current_iteration}}</instructions></director>
-      <evaluator><instructions>judge {{director_result}}</instructions></evaluator>
+      <director><instructions>draft {{current_iteration}} {{evaluation_feedback}}</instructions></director>
+      <evaluator><instructions>json: {"success": false, "feedback": "more of {{director_result}}"}</instructions></evaluator>
       <termination_condition><condition>current_iteration &gt;= 2</condition></termination_condition>
     </task>"#;
     let (r, hits) = run(src, "l", vec![]);
-    assert_eq!((r["content"].as_str(), hits), (Some("DRAFT 2"), 4));
+    assert_eq!(
+        (r["content"].as_str(), hits),
+        (Some("DRAFT 2 MORE OF DRAFT 1 NULL"), 4)
+    );
+    assert_eq!(r["notes"]["iterations"], 2);
+    assert_eq!(
+        r["notes"]["evaluation"]["feedback"],
+        "more of DRAFT 2 MORE OF DRAFT 1 NULL"
+    );
 }
 
 #[test]

@@ -275,7 +275,7 @@ fn the_director_evaluator_loop_stops_when_the_evaluator_succeeds() {
 }
 
 #[test]
-fn the_loop_stops_at_max_iterations_or_its_termination_condition() {
+fn the_loop_fails_at_max_iterations_or_stops_at_its_termination_condition() {
     let b = bundle_of(
         r#"<library>
            <task name="capped" type="director_evaluator_loop"><max_iterations>2</max_iterations>
@@ -287,12 +287,105 @@ fn the_loop_stops_at_max_iterations_or_its_termination_condition() {
              <termination_condition><condition>current_iteration &gt;= 3</condition></termination_condition></task>
            </library>"#,
     );
-    let mut host = scripted(|_| "no".into());
-    run_with(&b, "capped", json!({}), Limits::default(), &mut host);
+    let not_yet = |r: &tv_vm::host::LlmRequest| match r.messages[0].content.as_str() {
+        "e" => r#"{"success": false, "feedback": "again"}"#.to_string(),
+        other => format!("draft {other}"),
+    };
+    let mut host = scripted(not_yet);
+    let r = run_with(&b, "capped", json!({}), Limits::default(), &mut host);
     assert_eq!(host.requests.len(), 4);
-    let mut host = scripted(|_| "no".into());
-    run_with(&b, "until", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["status"], "FAILED");
+    let error = &r["notes"]["error"];
+    assert_eq!(error["reason"], "max_iterations_reached");
+    assert_eq!(error["details"]["iterations"], 2);
+    assert_eq!(error["details"]["lastDirectorResult"]["content"], "draft d");
+    assert_eq!(error["details"]["lastEvaluation"]["feedback"], "again");
+    let mut host = scripted(not_yet);
+    let r = run_with(&b, "until", json!({}), Limits::default(), &mut host);
     assert_eq!(host.requests.len(), 6);
+    assert_eq!(
+        (r["status"].as_str(), r["notes"]["iterations"].as_u64()),
+        (Some("COMPLETE"), Some(3))
+    );
+}
+
+#[test]
+fn an_evaluator_without_an_output_format_still_ends_the_loop_and_passes_its_feedback_on() {
+    let b = bundle_of(
+        r#"<task name="l" type="director_evaluator_loop"><max_iterations>5</max_iterations>
+             <director><instructions>draft {{current_iteration}} after {{evaluation_feedback}}</instructions></director>
+             <evaluator><instructions>judge {{director_result}}</instructions></evaluator>
+           </task>"#,
+    );
+    let mut host = scripted(|r| {
+        let p = &r.messages[0].content;
+        if p.starts_with("judge draft 2") {
+            "Looks right.\n```json\n{\"success\": true, \"feedback\": \"good\"}\n```".into()
+        } else if p.starts_with("judge") {
+            r#"{"success": false, "feedback": "shorter"}"#.into()
+        } else {
+            p.clone()
+        }
+    });
+    let r = run_with(&b, "l", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["status"], "COMPLETE");
+    assert_eq!(r["content"], "draft 2 after shorter");
+    assert_eq!(r["notes"]["iterations"], 2);
+    assert_eq!(r["notes"]["evaluation"]["success"], true);
+    assert_eq!(prompts(&host.requests).len(), 4);
+}
+
+#[test]
+fn a_loop_that_accepts_running_out_completes_with_its_last_result_and_says_so() {
+    let b = bundle_of(
+        r#"<task name="l" type="director_evaluator_loop"><max_iterations>2</max_iterations>
+             <on_max_iterations>accept</on_max_iterations>
+             <director><instructions>draft {{current_iteration}}</instructions></director>
+             <evaluator><instructions>judge</instructions></evaluator>
+           </task>"#,
+    );
+    let mut host = scripted(|r| match r.messages[0].content.as_str() {
+        "judge" => r#"{"success": false}"#.into(),
+        other => other.into(),
+    });
+    let r = run_with(&b, "l", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["status"], "COMPLETE");
+    assert_eq!(r["content"], "draft 2");
+    assert_eq!(r["notes"]["iterationsExhausted"], true);
+    assert_eq!(r["notes"]["iterations"], 2);
+}
+
+#[test]
+fn an_evaluator_reply_that_is_not_an_evaluation_result_fails_the_loop_with_the_reply_kept() {
+    let b = bundle_of(
+        r#"<task name="l" type="director_evaluator_loop">
+             <director><instructions>d</instructions></director>
+             <evaluator><instructions>judge</instructions></evaluator>
+           </task>"#,
+    );
+    for (reply, problem) in [
+        ("it is fine", "not JSON"),
+        (r#"{"success": "yes"}"#, "`success` is string"),
+        (r#"{"ok": true}"#, "no `success`"),
+        (
+            r#"{"success": true, "feedback": 3}"#,
+            "`feedback` is number",
+        ),
+    ] {
+        let mut host = scripted(move |r| match r.messages[0].content.as_str() {
+            "judge" => reply.into(),
+            _ => "draft".into(),
+        });
+        let r = run_with(&b, "l", json!({}), Limits::default(), &mut host);
+        let error = &r["notes"]["error"];
+        assert_eq!(error["reason"], "output_format_failure", "{reply}");
+        assert!(
+            error["message"].as_str().unwrap().contains(problem),
+            "{error}"
+        );
+        assert_eq!(error["details"]["content"], reply);
+        assert_eq!(host.requests.len(), 2);
+    }
 }
 
 #[test]

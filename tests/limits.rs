@@ -79,7 +79,10 @@ fn the_iteration_limit_caps_loops_across_the_run() {
         r#"<task name="l" type="director_evaluator_loop"><max_iterations>50</max_iterations>
              <director><instructions>d</instructions></director><evaluator><instructions>e</instructions></evaluator></task>"#,
     );
-    let mut host = scripted(|_| "no".into());
+    let mut host = scripted(|r| match r.messages[0].content.as_str() {
+        "e" => r#"{"success": false}"#.into(),
+        _ => "no".into(),
+    });
     let r = run_with(
         &b,
         "l",

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 pub const MAGIC: &[u8; 4] = b"TVB\0";
 /// Bumped whenever an older reader would misread the bytes of a newer writer.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 const HEADER: usize = 4 + 2 + 4 + 4;
 /// The largest payload a reader accepts.
 pub const MAX_PAYLOAD: usize = 256 << 20;
@@ -89,6 +89,64 @@ pub struct TaskMeta {
     /// Script timeout in seconds.
     pub timeout: Option<u64>,
     pub loc: Loc,
+    /// Sampling settings the task states on its `<model>`; the run's defaults fill the rest.
+    pub settings: ModelSettings,
+    /// Whether the model is offered the `spawn_subtask` tool (`<subtasks>enabled</subtasks>`).
+    pub subtasks: bool,
+}
+
+/// Sampling settings of one LLM call (DESIGN §12). A field left `None` is not sent, so
+/// the provider's own default applies (Anthropic's required `max_tokens` excepted).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSettings {
+    /// 0 to 2.
+    pub temperature: Option<f64>,
+    /// The most tokens the reply may have; a reply cut there fails its task.
+    pub max_tokens: Option<u64>,
+    /// 0 to 1.
+    pub top_p: Option<f64>,
+    pub seed: Option<i64>,
+    /// A sequence that ends the reply where the model writes it.
+    pub stop: Option<String>,
+}
+
+impl ModelSettings {
+    /// These settings, with every field left unset taken from `defaults`.
+    pub fn or(&self, defaults: &ModelSettings) -> ModelSettings {
+        ModelSettings {
+            temperature: self.temperature.or(defaults.temperature),
+            max_tokens: self.max_tokens.or(defaults.max_tokens),
+            top_p: self.top_p.or(defaults.top_p),
+            seed: self.seed.or(defaults.seed),
+            stop: self.stop.clone().or_else(|| defaults.stop.clone()),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == ModelSettings::default()
+    }
+}
+
+/// ` temperature=0.2 max_tokens=800 ...`, the fields that are set, for listings.
+impl fmt::Display for ModelSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(t) = self.temperature {
+            write!(f, " temperature={t}")?;
+        }
+        if let Some(n) = self.max_tokens {
+            write!(f, " max_tokens={n}")?;
+        }
+        if let Some(p) = self.top_p {
+            write!(f, " top_p={p}")?;
+        }
+        if let Some(s) = self.seed {
+            write!(f, " seed={s}")?;
+        }
+        if let Some(s) = &self.stop {
+            write!(f, " stop={s:?}")?;
+        }
+        Ok(())
+    }
 }
 
 impl TaskMeta {
@@ -109,6 +167,8 @@ impl TaskMeta {
             criteria: None,
             timeout: None,
             loc: Loc::default(),
+            settings: ModelSettings::default(),
+            subtasks: false,
         }
     }
 }
@@ -143,6 +203,59 @@ pub struct Entry {
     pub function: u32,
 }
 
+/// A version 1 bundle: its task metadata had no model settings and no subtask flag.
+#[derive(Deserialize)]
+struct BundleV1 {
+    compiler_version: String,
+    constants: Vec<Const>,
+    functions: Vec<Function>,
+    tasks: Vec<TaskMetaV1>,
+    entries: Vec<Entry>,
+    files: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct TaskMetaV1 {
+    name: String,
+    model: Option<String>,
+    provider: Option<String>,
+    output: Output,
+    context: ContextSettings,
+    file_paths: FilePaths,
+    criteria: Option<String>,
+    timeout: Option<u64>,
+    loc: Loc,
+}
+
+impl From<BundleV1> for Bundle {
+    fn from(b: BundleV1) -> Bundle {
+        let tasks = b.tasks.into_iter().map(|t| {
+            Arc::new(TaskMeta {
+                name: t.name,
+                model: t.model,
+                provider: t.provider,
+                output: t.output,
+                context: t.context,
+                file_paths: t.file_paths,
+                criteria: t.criteria,
+                timeout: t.timeout,
+                loc: t.loc,
+                settings: ModelSettings::default(),
+                // Version 1 offered the spawning tool to every task; it still does.
+                subtasks: true,
+            })
+        });
+        Bundle {
+            compiler_version: b.compiler_version,
+            constants: b.constants,
+            functions: b.functions,
+            tasks: tasks.collect(),
+            entries: b.entries,
+            files: b.files,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BundleError {
     TooShort,
@@ -161,7 +274,7 @@ impl fmt::Display for BundleError {
             BundleError::NotABundle => f.write_str("the file is not a bundle (wrong magic bytes)"),
             BundleError::Version(v) => write!(
                 f,
-                "bundle format version {v} is not supported (this tvm reads version {VERSION}); recompile it with a matching tvc"
+                "bundle format version {v} is not supported (this tvm reads versions 1 to {VERSION}); recompile it with a matching tvc"
             ),
             BundleError::Length { declared, actual } => write!(
                 f,
@@ -251,7 +364,7 @@ impl Bundle {
             return Err(BundleError::TooShort);
         }
         let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-        if version != VERSION {
+        if version != VERSION && version != 1 {
             return Err(BundleError::Version(version));
         }
         let declared = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]) as usize;
@@ -266,8 +379,14 @@ impl Bundle {
         if crc32fast::hash(payload) != sum {
             return Err(BundleError::Checksum);
         }
-        let (bundle, used): (Bundle, usize) = bincode::serde::decode_from_slice(payload, config())
-            .map_err(|e| BundleError::Decode(e.to_string()))?;
+        let decoded = if version == 1 {
+            bincode::serde::decode_from_slice::<BundleV1, _>(payload, config())
+                .map(|(b, used)| (b.into(), used))
+        } else {
+            bincode::serde::decode_from_slice(payload, config())
+        };
+        let (bundle, used): (Bundle, usize) =
+            decoded.map_err(|e| BundleError::Decode(e.to_string()))?;
         if used != payload.len() {
             return Err(BundleError::Decode(format!(
                 "{} bytes after the payload",

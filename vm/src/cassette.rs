@@ -13,14 +13,23 @@ use std::sync::Mutex;
 
 /// What identifies a request: what the model is asked, not who is asked. The provider
 /// and its default model stay out, so a cassette replays under any provider setting.
+/// Settings and the subtask tool are in only when a request has them, so cassettes
+/// recorded before they existed keep their keys.
 pub fn normalized(r: &LlmRequest) -> Value {
-    json!({
-        "model": r.task.model,
+    let mut v = json!({
+        "model": r.model,
         "system": r.system_prompt,
         "context": r.context,
         "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
         "output": format!("{:?}", r.task.output),
-    })
+    });
+    if !r.settings.is_empty() {
+        v["settings"] = json!(r.settings);
+    }
+    if r.task.subtasks {
+        v["subtasks"] = json!(true);
+    }
+    v
 }
 
 pub fn key(r: &LlmRequest) -> String {
@@ -36,6 +45,10 @@ struct Entry {
     task: String,
     prompt: String,
     reply: RecordedReply,
+    /// The normalized request, so that a miss can say where a new request differs
+    /// (absent in cassettes recorded before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    request: Option<Value>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -45,6 +58,12 @@ struct RecordedReply {
     output_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     subtask_request: Option<Value>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    model: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
 }
 
 /// Appends each reply to a cassette file as it arrives.
@@ -75,7 +94,11 @@ impl Recorder {
                 input_tokens: reply.input_tokens,
                 output_tokens: reply.output_tokens,
                 subtask_request: reply.subtask_request.clone(),
+                model: reply.model.clone(),
+                truncated: reply.truncated,
+                max_tokens: reply.max_tokens,
             },
+            request: Some(normalized(r)),
         };
         let line = serde_json::to_string(&entry).map_err(|e| e.to_string())?;
         let mut f = self
@@ -91,6 +114,9 @@ impl Recorder {
 /// Replies by request key; the same request asked twice gets its replies in order.
 pub struct Cassette {
     replies: Mutex<HashMap<String, VecDeque<LlmReply>>>,
+    /// Every recorded request (task name, normalized request when kept, prompt), in
+    /// order, to explain a miss.
+    recorded: Vec<(String, Option<Value>, String)>,
 }
 
 impl Cassette {
@@ -98,6 +124,7 @@ impl Cassette {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read cassette {}: {e}", path.display()))?;
         let mut replies: HashMap<String, VecDeque<LlmReply>> = HashMap::new();
+        let mut recorded = Vec::new();
         for (i, line) in text
             .lines()
             .enumerate()
@@ -106,16 +133,21 @@ impl Cassette {
             let e: Entry = serde_json::from_str(line).map_err(|err| {
                 format!("{}:{}: not a cassette entry: {err}", path.display(), i + 1)
             })?;
+            recorded.push((e.task, e.request, e.prompt));
             replies.entry(e.key).or_default().push_back(LlmReply {
                 content: e.reply.content,
                 input_tokens: e.reply.input_tokens,
                 output_tokens: e.reply.output_tokens,
                 subtask_request: e.reply.subtask_request,
+                model: e.reply.model,
+                truncated: e.reply.truncated,
+                max_tokens: e.reply.max_tokens,
                 ..LlmReply::default()
             });
         }
         Ok(Cassette {
             replies: Mutex::new(replies),
+            recorded,
         })
     }
 
@@ -131,10 +163,89 @@ impl Cassette {
             HostError {
                 reason: "execution_halted".into(),
                 message: format!(
-                    "the cassette has no reply for request {k} (task `{}`, prompt {prompt:?}); record it with --record",
-                    r.task.name
+                    "the cassette has no reply for request {k} (task `{}`, prompt {prompt:?}){}; record it with --record",
+                    r.task.name,
+                    self.nearest_difference(r),
                 ),
             }
         })
     }
+
+    /// Where `r` differs from the recorded request nearest to it: the one of the same
+    /// task, else any, with the fewest differing fields.
+    fn nearest_difference(&self, r: &LlmRequest) -> String {
+        let asked = normalized(r);
+        let prompt = r.messages.last().map_or("", |m| m.content.as_str());
+        let candidates = self
+            .recorded
+            .iter()
+            .filter(|(task, ..)| *task == r.task.name)
+            .chain(
+                self.recorded
+                    .iter()
+                    .filter(|(task, ..)| *task != r.task.name),
+            );
+        let best = candidates
+            .map(|(task, request, recorded_prompt)| {
+                let diffs = match request {
+                    Some(req) => differences(req, &asked),
+                    None => differences(
+                        &json!({"prompt": recorded_prompt}),
+                        &json!({"prompt": prompt}),
+                    ),
+                };
+                (task, diffs)
+            })
+            .min_by_key(|(task, d)| (**task != r.task.name, d.len()));
+        match best {
+            Some((task, diffs)) if !diffs.is_empty() => format!(
+                ";\n  nearest recorded request (task `{task}`) differs in {}",
+                diffs.join("; ")
+            ),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The fields in which two normalized requests differ, each with where and how.
+fn differences(recorded: &Value, asked: &Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let (a, b) = (
+        recorded.as_object().unwrap_or(&empty),
+        asked.as_object().unwrap_or(&empty),
+    );
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (x, y) = (
+                a.get(k).unwrap_or(&Value::Null),
+                b.get(k).unwrap_or(&Value::Null),
+            );
+            (x != y).then(|| format!("`{k}`: {}", first_difference(&text(x), &text(y))))
+        })
+        .collect()
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Where two texts part: the character position and a short excerpt of each.
+fn first_difference(recorded: &str, asked: &str) -> String {
+    let at = recorded
+        .chars()
+        .zip(asked.chars())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let excerpt = |s: &str| -> String { s.chars().skip(at.saturating_sub(10)).take(40).collect() };
+    format!(
+        "from character {at}, recorded {:?}, asked {:?}",
+        excerpt(recorded),
+        excerpt(asked)
+    )
 }

@@ -51,6 +51,10 @@ fn describe_task(t: &crate::bundle::TaskMeta) -> String {
     if let Some(m) = &t.model {
         let _ = write!(s, " model={m}");
     }
+    let _ = write!(s, "{}", t.settings);
+    if t.subtasks {
+        s.push_str(" subtasks");
+    }
     match &t.output {
         Output::Text => {}
         Output::Json(None) => s.push_str(" output=json"),

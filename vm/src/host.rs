@@ -1,7 +1,7 @@
 //! Host calls: everything that touches the world. The interpreter halts with a
 //! [`HostRequest`] and is resumed with the matching [`HostReply`].
 
-use crate::bundle::TaskMeta;
+use crate::bundle::{ModelSettings, TaskMeta};
 use crate::shared::SharedText;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -24,6 +24,11 @@ pub struct LlmRequest {
     /// Shared, not copied: a sequence passes up to 16 KiB of accumulated context to
     /// every step, and the machine keeps the session's copy for later turns.
     pub context: SharedText,
+    /// The model asked for: the task's (`provider:` prefix included), else `None` for the
+    /// provider's default. `tvm run --force-model` replaces it before the call.
+    pub model: Option<String>,
+    /// The sampling settings sent: the task's, completed by the run's defaults.
+    pub settings: ModelSettings,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -58,6 +63,13 @@ pub struct LlmReply {
     /// Files the host put into the context, and what it could not (missing paths, caps).
     pub context_files: Vec<String>,
     pub warnings: Vec<String>,
+    /// The model that answered, as the provider names it (empty when unknown).
+    pub model: String,
+    /// The reply was cut by the output limit (OpenAI `finish_reason: "length"`,
+    /// Anthropic `stop_reason: "max_tokens"`).
+    pub truncated: bool,
+    /// The output limit the call was sent with, if any.
+    pub max_tokens: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]

@@ -104,8 +104,11 @@ impl<'b> Vm<'b> {
                 self.limits.tokens,
             ));
         }
+        let task = self.task(session.task)?;
         let request = LlmRequest {
-            task: self.task(session.task)?,
+            model: task.model.clone(),
+            settings: task.settings.clone(),
+            task,
             system_prompt: session.system.clone(),
             messages: Arc::clone(&session.messages),
             context: session.context.clone(),
@@ -135,17 +138,21 @@ impl<'b> Vm<'b> {
     pub fn resume(&mut self, reply: HostReply) {
         let r = match (self.waiting.take(), reply) {
             (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
-                self.budget
-                    .spend(1, reply.input_tokens + reply.output_tokens);
+                self.budget.spend(reply.input_tokens, reply.output_tokens);
                 let bundle = self.bundle;
                 let output = bundle
                     .tasks
                     .get(session.task as usize)
                     .map_or(&Output::Text, |t| &t.output);
-                match self.continuation(session, &reply) {
-                    Ok(true) => return,
-                    Ok(false) => llm_result(reply, output),
-                    Err(failure) => failure,
+                // A cut reply is not an answer, so it asks for no subtask either.
+                if reply.truncated {
+                    llm_result(reply, output)
+                } else {
+                    match self.continuation(session, &reply) {
+                        Ok(true) => return,
+                        Ok(false) => llm_result(reply, output),
+                        Err(failure) => failure,
+                    }
                 }
             }
             (Some(Waiting::Script), HostReply::Script(Ok(reply))) => script_result(reply),

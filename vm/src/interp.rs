@@ -8,7 +8,8 @@ use crate::host::{HostRequest, Message};
 use crate::isa::Op;
 use crate::limits::{nesting, weight, Budget, Limits, BYTES_PER_INSTRUCTION, MAX_NESTING};
 use crate::outcome::{
-    accumulate, check_return, compare, fail_reduce, fail_sequence, shell_quote, Accumulator,
+    accumulate, check_return, compare, end_loop, evaluation, fail_reduce, fail_sequence,
+    shell_quote, Accumulator,
 };
 use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
 use crate::shared::SharedText;
@@ -76,6 +77,19 @@ pub struct Usage {
     pub iterations: u64,
     pub turns: u64,
     pub tokens: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// The run's `notes.usage` (DESIGN §15): LLM calls answered and their tokens.
+    pub fn notes(&self) -> Value {
+        json!({
+            "calls": self.turns,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+        })
+    }
 }
 
 pub struct Vm<'b> {
@@ -122,6 +136,8 @@ impl<'b> Vm<'b> {
             iterations: self.budget.iterations(),
             turns: self.budget.turns(),
             tokens: self.budget.tokens(),
+            input_tokens: self.budget.tokens_by_kind().0,
+            output_tokens: self.budget.tokens_by_kind().1,
         }
     }
 
@@ -442,6 +458,19 @@ impl<'b> Vm<'b> {
                 return self.atomic(t, context).map(Some);
             }
             Op::Script(t) => return self.script(t).map(Some),
+            Op::Evaluation => {
+                let r = self.pop()?;
+                let r = evaluation(r);
+                self.charge(weight(&r))?;
+                self.stack.push(r);
+            }
+            Op::EndLoop(mode) => {
+                let iterations = self.pop()?;
+                let evaluation = self.pop()?;
+                let result = self.pop()?;
+                self.stack
+                    .push(end_loop(result, evaluation, iterations, mode));
+            }
         }
         Ok(None)
     }

@@ -94,7 +94,24 @@ pub enum Op {
     /// results in `locals[i]` as its context (`true`: full output). The context is
     /// shared with the request, not built as a value.
     AtomicAccumulated(u32, u16, bool),
+    /// `[r] -> [r]`: the evaluator's result read as an EvaluationResult: its value
+    /// becomes `{success: boolean, feedback?: string, ...}` parsed from the reply, or the
+    /// result fails with `output_format_failure` when the reply is not one
+    Evaluation,
+    /// `[result evaluation iterations] -> [result]`: the end of a director-evaluator
+    /// loop, with `notes.iterations` and `notes.evaluation`. `mode`: [`LOOP_SUCCEEDED`],
+    /// [`LOOP_EXHAUSTED`] (a `max_iterations_reached` failure carrying the last
+    /// director result and evaluation) or [`LOOP_ACCEPTED`] (complete, with
+    /// `notes.iterationsExhausted`)
+    EndLoop(u8),
 }
+
+/// [`Op::EndLoop`]: the loop stopped because its evaluator or condition said so.
+pub const LOOP_SUCCEEDED: u8 = 0;
+/// [`Op::EndLoop`]: the loop ran out of iterations, and that fails it.
+pub const LOOP_EXHAUSTED: u8 = 1;
+/// [`Op::EndLoop`]: the loop ran out of iterations, and the task accepts its last result.
+pub const LOOP_ACCEPTED: u8 = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CmpOp {
@@ -128,7 +145,7 @@ impl Op {
             Store(_) | Pop | JumpIfFalse(_) | JumpIfTrue(_) | Append(_) => (1, 0),
             Dup => (1, 2),
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn(_) | ReturnIfFailed
-            | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) => (1, 1),
+            | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) | Evaluation => (1, 1),
             Compare(_) | IndexDyn | Script(_) | TextValue => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
             Concat(n) | MakeArray(n) | MakeObject(_, n) | Gather(n) => (n as usize, 1),
@@ -140,6 +157,7 @@ impl Op {
             FailSequence(..) => (2, 1),
             Accumulate(_) => (1, 1),
             FailReduce => (5, 1),
+            EndLoop(_) => (3, 1),
         })
     }
 
@@ -192,7 +210,9 @@ impl Op {
             | KeepValue(_)
             | TextLocal(_)
             | TextValue
-            | AtomicAccumulated(..) => None,
+            | AtomicAccumulated(..)
+            | Evaluation
+            | EndLoop(_) => None,
         }
     }
 

@@ -48,6 +48,12 @@ pub struct Header {
     pub retries: Option<u32>,
     /// Seconds one attempt of an LLM call may take.
     pub request_timeout: Option<u64>,
+    /// The run's default sampling settings (`--temperature`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<crate::bundle::ModelSettings>,
+    /// `--force-model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force_model: Option<String>,
 }
 
 /// One event of the run.
@@ -338,6 +344,11 @@ mod tests {
             concurrency: Some(4),
             retries: Some(0),
             request_timeout: Some(30),
+            sampling: Some(crate::bundle::ModelSettings {
+                temperature: Some(0.5),
+                ..Default::default()
+            }),
+            force_model: Some("openai:local".into()),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The virtual machine: instruction set, bundles, verifier, interpreter, host calls.
 
+pub mod args;
 pub mod bundle;
 #[cfg(feature = "runtime")]
 pub mod cassette;

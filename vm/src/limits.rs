@@ -103,6 +103,8 @@ pub struct Budget {
     instructions: AtomicU64,
     turns: AtomicU64,
     tokens: AtomicU64,
+    input_tokens: AtomicU64,
+    output_tokens: AtomicU64,
 }
 
 impl Budget {
@@ -131,8 +133,19 @@ impl Budget {
         self.iterations.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    pub fn spend(&self, turns: u64, tokens: u64) {
-        self.turns.fetch_add(turns, Ordering::SeqCst);
-        self.tokens.fetch_add(tokens, Ordering::SeqCst);
+    /// Input and output tokens so far.
+    pub fn tokens_by_kind(&self) -> (u64, u64) {
+        (
+            self.input_tokens.load(Ordering::SeqCst),
+            self.output_tokens.load(Ordering::SeqCst),
+        )
+    }
+
+    /// Counts one answered call (an assistant turn) and its tokens.
+    pub fn spend(&self, input: u64, output: u64) {
+        self.turns.fetch_add(1, Ordering::SeqCst);
+        self.tokens.fetch_add(input + output, Ordering::SeqCst);
+        self.input_tokens.fetch_add(input, Ordering::SeqCst);
+        self.output_tokens.fetch_add(output, Ordering::SeqCst);
     }
 }

@@ -40,15 +40,30 @@ impl Trace {
 
 fn describe(request: &HostRequest, reply: &HostReply) -> Value {
     let mut line = match request {
-        HostRequest::Llm(r) => json!({
-            "kind": "llm",
-            "task": r.task.name,
-            "model": r.task.model,
-            "system": r.system_prompt,
-            "prompt": r.messages.last().map(|m| m.content.as_str()).unwrap_or(""),
-            "turn": r.messages.len().div_ceil(2),
-            "context_chars": r.context.chars().count(),
-        }),
+        HostRequest::Llm(r) => {
+            // The model that answered; before an answer, the one asked for.
+            let model = match reply {
+                HostReply::Llm(Ok(a)) if !a.model.is_empty() => a.model.clone(),
+                _ => r
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| "(provider default)".into()),
+            };
+            let mut line = json!({
+                "kind": "llm",
+                "task": r.task.name,
+                "model": model,
+                "system": r.system_prompt,
+                "context": r.context.to_string(),
+                "prompt": r.messages.last().map(|m| m.content.as_str()).unwrap_or(""),
+                "turn": r.messages.len().div_ceil(2),
+                "context_chars": r.context.chars().count(),
+            });
+            if !r.settings.is_empty() {
+                line["settings"] = json!(r.settings);
+            }
+            line
+        }
         HostRequest::Script(s) => {
             json!({"kind": "script", "task": s.task.name, "command": s.command})
         }
@@ -61,6 +76,9 @@ fn describe(request: &HostRequest, reply: &HostReply) -> Value {
                 "ok"
             });
             line["tokens"] = json!({"input": r.input_tokens, "output": r.output_tokens});
+            if r.truncated {
+                line["truncated"] = json!(true);
+            }
             line["reply_chars"] = json!(r.content.chars().count());
         }
         HostReply::Script(Ok(r)) => {

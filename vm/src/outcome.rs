@@ -4,7 +4,7 @@
 use crate::bundle::Output;
 use crate::host::{LlmReply, ScriptReply};
 use crate::isa::CmpOp;
-use crate::result::{complete, complete_with, is_failed, set_note, task_failure};
+use crate::result::{complete, complete_with, exhausted, is_failed, set_note, task_failure};
 use crate::shared::SharedText;
 use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
@@ -171,6 +171,62 @@ pub fn fail_reduce(
     )
 }
 
+/// The evaluator's result as an EvaluationResult (DESIGN §6): its value is the object
+/// `{success: boolean, feedback?: string}` read from the reply (parsed JSON, or the text
+/// parsed leniently), whether or not the evaluator declared an output format. A reply
+/// that is not one fails with `output_format_failure`, the reply kept.
+pub fn evaluation(mut r: Value) -> Value {
+    if is_failed(&r) {
+        return r;
+    }
+    let content = r.get("content").cloned().unwrap_or(Value::Null);
+    let parsed = match r.get("parsedContent") {
+        Some(v) if v.is_object() => Ok(v.clone()),
+        _ => f::parse_json_text(content.as_str().unwrap_or_default()),
+    };
+    let problem = match &parsed {
+        Err(e) => format!("it is not JSON ({e})"),
+        Ok(v) => match (v.get("success"), v.get("feedback")) {
+            _ if !v.is_object() => format!("it is {}, not an object", kind_of(v)),
+            (Some(Value::Bool(_)), None | Some(Value::String(_) | Value::Null)) => {
+                r["parsedContent"] = v.clone();
+                return r;
+            }
+            (Some(Value::Bool(_)), Some(other)) => {
+                format!("`feedback` is {}, not a string", kind_of(other))
+            }
+            (None, _) => "it has no `success`".to_string(),
+            (Some(other), _) => format!("`success` is {}, not a boolean", kind_of(other)),
+        },
+    };
+    task_failure(
+        "output_format_failure",
+        format!(
+            "the evaluator's reply should be an EvaluationResult {{\"success\": boolean, \"feedback\": string}}, but {problem}"
+        ),
+        json!({"expected": "EvaluationResult", "content": content}),
+    )
+}
+
+/// The end of a director-evaluator loop (see [`crate::isa::Op::EndLoop`]).
+pub fn end_loop(mut result: Value, evaluation: Value, iterations: Value, mode: u8) -> Value {
+    use crate::isa::{LOOP_ACCEPTED, LOOP_EXHAUSTED};
+    if mode == LOOP_EXHAUSTED {
+        let n = iterations.as_u64().unwrap_or(0);
+        return task_failure(
+            "max_iterations_reached",
+            format!("the loop ran its {n} iterations without the evaluator's success; `<on_max_iterations>accept</on_max_iterations>` keeps the last result instead"),
+            json!({"iterations": iterations, "lastDirectorResult": result, "lastEvaluation": evaluation}),
+        );
+    }
+    set_note(&mut result, "iterations", iterations);
+    set_note(&mut result, "evaluation", evaluation);
+    if mode == LOOP_ACCEPTED {
+        set_note(&mut result, "iterationsExhausted", Value::Bool(true));
+    }
+    result
+}
+
 /// Whether a value is of a type written in the source.
 pub fn fits(v: &Value, ty: &Type) -> bool {
     match (ty, v) {
@@ -219,6 +275,9 @@ pub fn check_return(r: Value, ty: &str) -> Value {
 }
 
 pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
+    if reply.truncated {
+        return truncated(reply);
+    }
     let Output::Json(schema) = output else {
         let notes = reply_notes(&reply);
         return complete_with(reply.content, notes);
@@ -248,6 +307,22 @@ pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
                 json!({"expected": ty, "actual": "text", "content": reply.content, "parseError": e}),
             )
         }
+    }
+    r
+}
+
+/// A reply cut by the output limit: what was written is kept, but it is not an answer.
+fn truncated(reply: LlmReply) -> Value {
+    let limit = reply.max_tokens.unwrap_or(reply.output_tokens);
+    let message = match reply.max_tokens {
+        Some(n) => format!("the reply was cut at the output limit of {n} tokens; raise `max_tokens` on the task's `<model>` or `--max-output-tokens`"),
+        None => "the reply was cut at the model's output limit".to_string(),
+    };
+    let notes = reply_notes(&reply);
+    let mut r = exhausted("output", message, reply.output_tokens, limit);
+    r["content"] = Value::String(reply.content);
+    if let Some(Value::Object(n)) = r.get_mut("notes") {
+        n.extend(notes);
     }
     r
 }

@@ -2,6 +2,7 @@
 //! `<provider>` or a `provider:` model prefix) or else the run's default; scripts run as
 //! real processes.
 
+use crate::bundle::ModelSettings;
 use crate::cassette::{Cassette, Recorder};
 use crate::context::Assembler;
 use crate::driver::AsyncHost;
@@ -9,6 +10,7 @@ use crate::host::{HostError, HostReply, HostRequest, LlmReply, LlmRequest};
 use crate::observe::{Progress, Trace};
 use crate::providers::{Anthropic, OpenAi, Settings};
 use crate::script::ScriptRunner;
+use std::sync::Mutex;
 use tv_stdlib::models::{parse_model, Provider};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +42,13 @@ impl Choice {
 }
 
 pub struct RunHost {
-    default: Choice,
+    /// The run's provider; `None` when none is configured, which only matters once a
+    /// task makes an LLM call.
+    default: Option<Choice>,
+    /// Sampling settings for tasks that do not state their own (`--temperature`, ...).
+    pub defaults: ModelSettings,
+    /// Replaces every task's model (`--force-model`).
+    pub force_model: Option<String>,
     /// Set with `--provider replay`.
     pub cassette: Option<Cassette>,
     /// Set with `--record`: every reply is written down.
@@ -53,13 +61,20 @@ pub struct RunHost {
     openai: Option<OpenAi>,
     anthropic: Option<Anthropic>,
     scripts: ScriptRunner,
+    /// Why an LLM call found no usable provider, the first time one did not.
+    unconfigured: Mutex<Option<String>>,
 }
+
+/// What `tvm` says when a run needs a provider and none is configured.
+pub const NO_PROVIDER: &str = "no provider is configured: pass --provider openai|anthropic (with OPENAI_API_KEY or ANTHROPIC_API_KEY set, \
+or OPENAI_BASE_URL pointing at a local server), or --provider echo for a dry run; TVM_PROVIDER sets the default";
 
 impl RunHost {
     /// Builds the adapters the run may need; `tune` adjusts their settings (model,
-    /// concurrency) after they were read from the environment.
+    /// concurrency) after they were read from the environment. A provider without a key
+    /// is not an error yet: a run that makes no LLM call needs none.
     pub fn new(
-        default: Choice,
+        default: Option<Choice>,
         tune: impl Fn(&mut Settings),
         scripts: ScriptRunner,
     ) -> Result<RunHost, String> {
@@ -79,21 +94,9 @@ impl RunHost {
         )
         .map(Anthropic::new)
         .transpose()?;
-        let missing = match default {
-            Choice::Remote(Provider::OpenAi) if openai.is_none() => {
-                Some(("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL"))
-            }
-            Choice::Remote(Provider::Anthropic) if anthropic.is_none() => {
-                Some(("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"))
-            }
-            _ => None,
-        };
-        if let Some((name, key, url)) = missing {
-            return Err(format!(
-                "provider `{name}` needs {key} (or {url} pointing at a server that needs no key)"
-            ));
-        }
-        Ok(RunHost::with_adapters(default, openai, anthropic, scripts))
+        let mut host = RunHost::with_adapters(Choice::Echo, openai, anthropic, scripts);
+        host.default = default;
+        Ok(host)
     }
 
     /// A host with adapters made by the caller (tests, embedding).
@@ -104,7 +107,9 @@ impl RunHost {
         scripts: ScriptRunner,
     ) -> RunHost {
         RunHost {
-            default,
+            default: Some(default),
+            defaults: ModelSettings::default(),
+            force_model: None,
             cassette: None,
             recorder: None,
             trace: None,
@@ -113,6 +118,7 @@ impl RunHost {
             openai,
             anthropic,
             scripts,
+            unconfigured: Mutex::new(None),
         }
     }
 
@@ -128,87 +134,132 @@ impl RunHost {
         }
     }
 
-    fn choose(&self, r: &LlmRequest) -> Choice {
-        if matches!(self.default, Choice::Echo | Choice::Replay) {
+    /// Why the run could not reach a provider it needed: a usage error, not a failure
+    /// of the workflow.
+    pub fn unconfigured(&self) -> Option<String> {
+        self.unconfigured.lock().ok().and_then(|u| u.clone())
+    }
+
+    fn choose(&self, r: &LlmRequest) -> Option<Choice> {
+        if matches!(self.default, Some(Choice::Echo | Choice::Replay)) {
             return self.default;
         }
         let named = r.task.provider.as_deref().and_then(Provider::parse);
         let prefixed = r
-            .task
             .model
             .as_deref()
             .and_then(|m| parse_model(m).ok())
             .and_then(|m| m.provider);
-        named.or(prefixed).map_or(self.default, Choice::Remote)
+        named.or(prefixed).map(Choice::Remote).or(self.default)
     }
 
-    async fn llm(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
-        let subset;
-        let r = if r.task.context.inherit == "subset" && !r.context.is_empty() {
-            let mut copy = r.clone();
-            let prompt: String = r
+    /// The request as it is sent: `--force-model` and the run's default settings applied.
+    fn prepare(&self, r: &LlmRequest) -> LlmRequest {
+        let mut sent = r.clone();
+        if let Some(m) = &self.force_model {
+            sent.model = Some(m.clone());
+        }
+        sent.settings = r.settings.or(&self.defaults);
+        sent
+    }
+
+    /// The request as sent (settings, inherited subset, files) and its reply.
+    async fn llm(&self, r: &LlmRequest) -> (LlmRequest, Result<LlmReply, HostError>) {
+        let mut sent = self.prepare(r);
+        if sent.task.context.inherit == "subset" && !sent.context.is_empty() {
+            let prompt: String = sent
                 .messages
                 .iter()
                 .map(|m| m.content.as_str())
                 .collect::<Vec<_>>()
                 .join("\n");
-            copy.context = relevant_subset(&r.context.to_string(), &prompt).into();
-            subset = copy;
-            &subset
-        } else {
-            r
-        };
-        let assembled = self.context.assemble(r).await;
-        let with_files;
-        let r = if assembled.text.is_empty() {
-            r
-        } else {
-            let mut copy = r.clone();
-            copy.context = if r.context.is_empty() {
+            sent.context = relevant_subset(&sent.context.to_string(), &prompt).into();
+        }
+        let assembled = self.context.assemble(&sent).await;
+        if !assembled.text.is_empty() {
+            sent.context = if sent.context.is_empty() {
                 assembled.text.clone()
             } else {
-                format!("{}\n{}", r.context, assembled.text)
+                format!("{}\n{}", sent.context, assembled.text)
             }
             .into();
-            with_files = copy;
-            &with_files
-        };
-        let mut reply = self.ask(r).await?;
-        reply.context_files = assembled.files;
-        reply.warnings = assembled.warnings;
-        if let Some(rec) = &self.recorder {
-            rec.record(r, &reply).map_err(|message| HostError {
-                reason: "execution_halted".into(),
-                message,
-            })?;
         }
-        Ok(reply)
+        let reply = match self.ask(&sent).await {
+            Ok(mut reply) => {
+                reply.context_files = assembled.files;
+                reply.warnings = assembled.warnings;
+                if reply.model.is_empty() {
+                    reply.model = self.model_name(&sent);
+                }
+                match &self.recorder {
+                    Some(rec) => rec
+                        .record(&sent, &reply)
+                        .map(|()| reply)
+                        .map_err(|message| HostError {
+                            reason: "execution_halted".into(),
+                            message,
+                        }),
+                    None => Ok(reply),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        (sent, reply)
+    }
+
+    /// The model a reply that names none came from: the one asked for, else the
+    /// provider's default, else the pseudo-provider's name.
+    fn model_name(&self, r: &LlmRequest) -> String {
+        let default = match self.choose(r) {
+            Some(Choice::Remote(Provider::OpenAi)) => self.openai.as_ref().map(|p| p.settings()),
+            Some(Choice::Remote(Provider::Anthropic)) => {
+                self.anthropic.as_ref().map(|p| p.settings())
+            }
+            _ => None,
+        };
+        match (default, &r.model) {
+            (Some(s), _) => s.model_for(r),
+            (None, Some(m)) => m.clone(),
+            (None, None) => self.default.map_or("none", Choice::name).to_string(),
+        }
     }
 
     async fn ask(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
-        let unavailable = |name: &str, key: &str| HostError {
-            reason: "execution_halted".into(),
-            message: format!(
-                "task `{}` asks for provider `{name}`, but {key} is not set",
+        let unavailable = |message: String| {
+            if let Ok(mut u) = self.unconfigured.lock() {
+                u.get_or_insert_with(|| message.clone());
+            }
+            HostError {
+                reason: "execution_halted".into(),
+                message,
+            }
+        };
+        let missing = |name: &str, key: &str, url: &str| {
+            unavailable(format!(
+                "task `{}` needs provider `{name}`, but neither {key} nor {url} is set",
                 r.task.name
-            ),
+            ))
         };
         match self.choose(r) {
-            Choice::Echo => Ok(crate::host::echo(r)),
-            Choice::Replay => match &self.cassette {
+            None => Err(unavailable(NO_PROVIDER.to_string())),
+            Some(Choice::Echo) => Ok(crate::host::echo(r)),
+            Some(Choice::Replay) => match &self.cassette {
                 Some(c) => c.answer(r),
-                None => Err(HostError {
-                    reason: "execution_halted".into(),
-                    message: "replay needs a cassette: --cassette FILE".into(),
-                }),
+                None => Err(unavailable(
+                    "replay needs a cassette: --cassette FILE".into(),
+                )),
             },
-            Choice::Remote(Provider::OpenAi) => match &self.openai {
+            Some(Choice::Remote(Provider::OpenAi)) => match &self.openai {
                 Some(p) => p.complete(r).await,
-                None => Err(unavailable("openai", "OPENAI_API_KEY")),
+                None => Err(missing("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL")),
             },
-            Choice::Remote(Provider::Anthropic) => match &self.anthropic {
+            Some(Choice::Remote(Provider::Anthropic)) => match &self.anthropic {
                 Some(p) => p.complete(r).await,
-                None => Err(unavailable("anthropic", "ANTHROPIC_API_KEY")),
+                None => Err(missing(
+                    "anthropic",
+                    "ANTHROPIC_API_KEY",
+                    "ANTHROPIC_BASE_URL",
+                )),
             },
         }
     }
@@ -256,15 +307,19 @@ impl AsyncHost for RunHost {
         if let Some(p) = &self.progress {
             p.started();
         }
-        let reply = match request {
-            HostRequest::Llm(r) => HostReply::Llm(self.llm(r).await),
-            HostRequest::Script(s) => HostReply::Script(self.scripts.run(s).await),
+        // The trace shows what was sent: settings, model and context as the provider saw them.
+        let (sent, reply) = match request {
+            HostRequest::Llm(r) => {
+                let (sent, reply) = self.llm(r).await;
+                (Some(HostRequest::Llm(sent)), HostReply::Llm(reply))
+            }
+            HostRequest::Script(s) => (None, HostReply::Script(self.scripts.run(s).await)),
         };
         if let Some(p) = &self.progress {
             p.finished(&reply);
         }
         if let Some(t) = &self.trace {
-            t.write(request, &reply, start.elapsed());
+            t.write(sent.as_ref().unwrap_or(request), &reply, start.elapsed());
         }
         reply
     }

@@ -115,6 +115,9 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
         }
         Op::Atomic(t) | Op::Script(t) => task(t),
         Op::AtomicAccumulated(t, i, _) => task(t).and_then(|_| local(i)),
+        Op::EndLoop(mode) if mode > crate::isa::LOOP_ACCEPTED => {
+            Err(format!("EndLoop mode {mode} does not exist"))
+        }
         _ => match op.target() {
             Some(t) if t as usize >= f.code.len() => Err(format!("jump to {t}, past the end")),
             _ => Ok(()),

@@ -146,6 +146,8 @@ fn op(o: Op, out: &mut Vec<u8>) {
             uint(l.into(), out);
             out.push(b.into());
         }
+        Evaluation => out.push(40),
+        EndLoop(mode) => out.extend_from_slice(&[41, mode]),
     }
 }
 

@@ -105,7 +105,7 @@ fn usage_errors_exit_two_with_a_clear_message() {
                 "--arg",
                 "checklist=[oops",
             ],
-            "--arg checklist expects string[] JSON",
+            "`checklist` expects `string[]` (as JSON), got `[oops`",
         ),
     ];
     for (args, expected) in cases {
@@ -118,7 +118,16 @@ fn usage_errors_exit_two_with_a_clear_message() {
 #[test]
 fn no_provider_configured_says_how_to_choose_one() {
     let g = golden();
-    let (code, _, stderr) = tvm(&["run", g.to_str().expect("path"), "--entry", "review"]);
+    let (code, _, stderr) = tvm(&[
+        "run",
+        g.to_str().expect("path"),
+        "--entry",
+        "review",
+        "--arg",
+        "diff=x",
+        "--arg",
+        "checklist=[]",
+    ]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no provider is configured"), "{stderr}");
     assert!(stderr.contains("TVM_PROVIDER"), "{stderr}");
@@ -194,9 +203,16 @@ fn a_provider_without_its_key_is_a_usage_error() {
         "anthropic",
         "--entry",
         "review",
+        "--arg",
+        "diff=x",
+        "--arg",
+        "checklist=[]",
     ]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("needs ANTHROPIC_API_KEY"), "{stderr}");
+    assert!(
+        stderr.contains("needs provider `anthropic`, but neither ANTHROPIC_API_KEY"),
+        "{stderr}"
+    );
 }
 
 #[test]

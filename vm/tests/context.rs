@@ -60,6 +60,8 @@ fn request(file_paths: FilePaths, fresh: bool, prompt: &str) -> LlmRequest {
         }]
         .into(),
         context: Default::default(),
+        model: None,
+        settings: Default::default(),
     }
 }
 

@@ -279,7 +279,7 @@ fn a_bad_argument_or_a_damaged_bundle_is_refused_before_any_call_and_without_a_k
         (
             &review,
             &["--arg", "checklist=[oops"],
-            "--arg checklist expects string[] JSON",
+            "`checklist` expects `string[]` (as JSON), got `[oops`",
         ),
         (
             &review,

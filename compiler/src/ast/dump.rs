@@ -221,6 +221,46 @@ impl Dumper<'_> {
         if let Some(m) = &t.max_iterations {
             self.line(d, format_args!("max_iterations {}", m.node), m.span);
         }
+        if let Some(a) = &t.on_max_iterations {
+            let what = if a.node { "accept" } else { "fail" };
+            self.line(d, format_args!("on_max_iterations {what}"), a.span);
+        }
+        if let Some(e) = &t.subtasks {
+            let what = if e.node { "enabled" } else { "disabled" };
+            self.line(d, format_args!("subtasks {what}"), e.span);
+        }
+        let m = &t.model_settings;
+        for (label, value, span) in [
+            (
+                "temperature",
+                m.temperature.as_ref().map(|v| v.node.to_string()),
+                m.temperature.as_ref().map(|v| v.span),
+            ),
+            (
+                "max_tokens",
+                m.max_tokens.as_ref().map(|v| v.node.to_string()),
+                m.max_tokens.as_ref().map(|v| v.span),
+            ),
+            (
+                "top_p",
+                m.top_p.as_ref().map(|v| v.node.to_string()),
+                m.top_p.as_ref().map(|v| v.span),
+            ),
+            (
+                "seed",
+                m.seed.as_ref().map(|v| v.node.to_string()),
+                m.seed.as_ref().map(|v| v.span),
+            ),
+            (
+                "stop",
+                m.stop.as_ref().map(|v| format!("{:?}", v.node)),
+                m.stop.as_ref().map(|v| v.span),
+            ),
+        ] {
+            if let (Some(v), Some(span)) = (value, span) {
+                self.line(d, format_args!("model {label}={v}"), span);
+            }
+        }
         self.inputs("input", &t.inputs, d);
         for r in &t.context_relevance {
             self.line(

@@ -9,6 +9,9 @@ use crate::parser;
 use crate::xml::Element;
 use tv_stdlib::models::{self, Provider};
 
+/// The sampling attributes `<model>` takes (DESIGN §12).
+const MODEL_ATTRS: &[&str] = &["temperature", "max_tokens", "top_p", "seed", "stop"];
+
 impl Builder<'_> {
     pub(super) fn task_field(&mut self, task: &mut Task, el: &Element) {
         match el.name.as_ref() {
@@ -17,7 +20,10 @@ impl Builder<'_> {
             "system" => task.system = Some(self.text_field(el)),
             "criteria" => task.criteria = Some(self.text_field(el)),
             "initial_value" => task.initial_value = Some(self.text_field(el)),
-            "model" => task.model = self.model(el),
+            "model" => {
+                task.model_settings = self.model_settings(el);
+                task.model = self.model(el);
+            }
             "provider" => task.provider = self.provider(el),
             "output_slot" => task.output_slot = Some(self.word_field(el)),
             "input_source" => task.input_source = Some(self.word_field(el)),
@@ -31,6 +37,17 @@ impl Builder<'_> {
             "manual_xml" => task.manual_xml = self.bool_field(el),
             "disable_reparsing" => task.disable_reparsing = self.bool_field(el),
             "max_iterations" => task.max_iterations = self.count_field(el),
+            "on_max_iterations" => {
+                task.on_max_iterations = self.enum_field(
+                    el,
+                    "on_max_iterations",
+                    &[("accept", true), ("fail", false)],
+                )
+            }
+            "subtasks" => {
+                task.subtasks =
+                    self.enum_field(el, "subtasks", &[("enabled", true), ("disabled", false)])
+            }
             "director" => task.director = Some(self.slot(el)),
             "evaluator" => task.evaluator = Some(self.slot(el)),
             "inner_task" => task.inner_task = Some(self.slot(el)),
@@ -83,7 +100,7 @@ impl Builder<'_> {
         self.parse_count(&w, &format!("<{}>", el.name))
     }
 
-    fn parse_count(&mut self, w: &Spanned<String>, what: &str) -> Option<Spanned<u64>> {
+    pub(super) fn parse_count(&mut self, w: &Spanned<String>, what: &str) -> Option<Spanned<u64>> {
         match w.node.parse::<u64>() {
             Ok(n) if n > 0 => Some(Spanned::new(n, w.span)),
             _ => {
@@ -113,8 +130,14 @@ impl Builder<'_> {
         }
     }
 
+    /// The model identifier; an empty `<model .../>` keeps the run's default model.
     fn model(&mut self, el: &Element) -> Option<Spanned<String>> {
-        let w = self.word_field(el);
+        schema::no_elements(el, self.diags);
+        let t = el.text();
+        let w = Spanned::new(t.trimmed().to_string(), t.trimmed_span());
+        if w.node.is_empty() {
+            return None;
+        }
         match models::parse_model(&w.node) {
             Err(e) => {
                 self.diags.push(
@@ -140,6 +163,54 @@ impl Builder<'_> {
                     );
                 }
                 Some(w)
+            }
+        }
+    }
+
+    /// `temperature` 0–2, `top_p` 0–1, `max_tokens` a positive integer, `seed` an
+    /// integer, `stop` any text: each checked at its attribute.
+    fn model_settings(&mut self, el: &Element) -> ModelSettings {
+        schema::check_attrs(el, MODEL_ATTRS, self.diags);
+        let mut m = ModelSettings {
+            span: Some(el.span),
+            ..ModelSettings::default()
+        };
+        for a in &el.attrs {
+            let (v, span) = (a.value.trimmed(), a.value.trimmed_span());
+            match a.name.as_ref() {
+                "temperature" => m.temperature = self.number_in(v, span, "temperature", 2.0),
+                "top_p" => m.top_p = self.number_in(v, span, "top_p", 1.0),
+                "max_tokens" => {
+                    m.max_tokens =
+                        self.parse_count(&Spanned::new(v.to_string(), span), "max_tokens")
+                }
+                "seed" => match v.parse::<i64>() {
+                    Ok(n) => m.seed = Some(Spanned::new(n, span)),
+                    Err(_) => self
+                        .diags
+                        .error(span, format!("`seed` must be a whole number, not `{v}`")),
+                },
+                "stop" if v.is_empty() => self.diags.error(
+                    a.value.span,
+                    "`stop` must not be empty: it is the text at which the reply ends",
+                ),
+                // The stop sequence is taken as written: white space may be the point.
+                "stop" => m.stop = Some(Spanned::new(a.value.value.to_string(), a.value.span)),
+                _ => {}
+            }
+        }
+        m
+    }
+
+    fn number_in(&mut self, v: &str, span: Span, what: &str, max: f64) -> Option<Spanned<f64>> {
+        match v.parse::<f64>() {
+            Ok(n) if (0.0..=max).contains(&n) => Some(Spanned::new(n, span)),
+            _ => {
+                self.diags.error(
+                    span,
+                    format!("`{what}` must be a number from 0 to {max}, not `{v}`"),
+                );
+                None
             }
         }
     }

@@ -156,6 +156,18 @@ pub struct ContextManagement {
     pub span: Span,
 }
 
+/// The sampling attributes of `<model>`, as written (ranges already checked).
+#[derive(Clone, Debug, Default)]
+pub struct ModelSettings {
+    pub temperature: Option<Spanned<f64>>,
+    pub max_tokens: Option<Spanned<u64>>,
+    pub top_p: Option<Spanned<f64>>,
+    pub seed: Option<Spanned<i64>>,
+    pub stop: Option<Spanned<String>>,
+    /// The `<model>` element, when there is one.
+    pub span: Option<Span>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputKind {
     Json,
@@ -234,6 +246,8 @@ pub struct Task {
     pub instructions: Option<TextTemplate>,
     pub system: Option<TextTemplate>,
     pub model: Option<Spanned<String>>,
+    /// The sampling attributes of `<model>` (DESIGN §12).
+    pub model_settings: ModelSettings,
     pub provider: Option<Spanned<String>>,
     pub criteria: Option<TextTemplate>,
     pub output_slot: Option<Spanned<String>>,
@@ -248,6 +262,10 @@ pub struct Task {
     pub manual_xml: Option<Spanned<bool>>,
     pub disable_reparsing: Option<Spanned<bool>>,
     pub max_iterations: Option<Spanned<u64>>,
+    /// `<on_max_iterations>`: `true` for `accept`, `false` for `fail` (the default).
+    pub on_max_iterations: Option<Spanned<bool>>,
+    /// `<subtasks>`: `true` for `enabled`; the spawning tool is offered only then.
+    pub subtasks: Option<Spanned<bool>>,
     pub director: Option<Body>,
     pub evaluator: Option<Body>,
     pub script: Option<ScriptExecution>,
@@ -270,6 +288,7 @@ impl Task {
             instructions: None,
             system: None,
             model: None,
+            model_settings: ModelSettings::default(),
             provider: None,
             criteria: None,
             output_slot: None,
@@ -284,6 +303,8 @@ impl Task {
             manual_xml: None,
             disable_reparsing: None,
             max_iterations: None,
+            on_max_iterations: None,
+            subtasks: None,
             director: None,
             evaluator: None,
             script: None,

@@ -24,6 +24,8 @@ pub const TASK_CHILDREN: &[&str] = &[
     "manual_xml",
     "disable_reparsing",
     "max_iterations",
+    "on_max_iterations",
+    "subtasks",
     "director",
     "evaluator",
     "script_execution",

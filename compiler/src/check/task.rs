@@ -246,6 +246,18 @@ impl<'p> Checker<'p, '_, '_> {
             "a script task or a director_evaluator_loop",
             &[Script, DirectorEvaluatorLoop],
         );
+        misplaced(
+            task.on_max_iterations.as_ref().map(|m| m.span),
+            "on_max_iterations",
+            "a director_evaluator_loop",
+            &[DirectorEvaluatorLoop],
+        );
+        misplaced(
+            task.subtasks.as_ref().map(|m| m.span),
+            "subtasks",
+            "an atomic task",
+            &[Atomic],
+        );
     }
 
     fn check_atomic(&mut self, task: &Task) {

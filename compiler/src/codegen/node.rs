@@ -3,7 +3,7 @@
 use super::{Gen, Hole, Use};
 use crate::ir::{ExprKind, Loop, Node, NodeKind, Reduce, Sequence};
 use tv_vm::bundle::Const;
-use tv_vm::isa::{CmpOp, Op};
+use tv_vm::isa::{CmpOp, Op, LOOP_ACCEPTED, LOOP_EXHAUSTED, LOOP_SUCCEEDED};
 
 impl<'ir> Gen<'_, 'ir> {
     pub(super) fn node(&mut self, n: &'ir Node) {
@@ -195,6 +195,7 @@ impl<'ir> Gen<'_, 'ir> {
             self.emit(Op::Store(l.script_output));
         }
         self.node(&l.evaluator);
+        self.emit(Op::Evaluation);
         self.emit(Op::ReturnIfFailed);
         self.emit(Op::Value);
         self.emit(Op::Dup);
@@ -213,7 +214,22 @@ impl<'ir> Gen<'_, 'ir> {
         let done = self.jump(Op::JumpIfTrue);
         self.emit(Op::Jump(top));
         self.patch(out);
+        let exhausted = if l.accept_exhausted {
+            LOOP_ACCEPTED
+        } else {
+            LOOP_EXHAUSTED
+        };
+        self.end_loop(l, exhausted);
+        let end = self.jump(Op::Jump);
         self.patch(done);
+        self.end_loop(l, LOOP_SUCCEEDED);
+        self.patch(end);
+    }
+
+    fn end_loop(&mut self, l: &'ir Loop, mode: u8) {
         self.emit(Op::Load(l.last));
+        self.emit(Op::Load(l.evaluation));
+        self.emit(Op::Load(l.iteration));
+        self.emit(Op::EndLoop(mode));
     }
 }

@@ -11,11 +11,12 @@ pub fn dump(p: &Program, sources: &SourceMap) -> String {
         out: String::new(),
     };
     for (i, t) in p.tasks.iter().enumerate() {
-        let _ = writeln!(
+        let _ = write!(
             d.out,
-            "task{i} {} context={:?} output={:?}",
-            t.name, t.context, t.output
+            "task{i} {} context={:?} output={:?}{}",
+            t.name, t.context, t.output, t.settings
         );
+        let _ = writeln!(d.out, "{}", if t.subtasks { " subtasks" } else { "" });
     }
     for (i, f) in p.functions.iter().enumerate() {
         let params: Vec<String> = f.params.iter().map(|(n, t)| format!("{n}: {t}")).collect();
@@ -121,8 +122,10 @@ impl Dumper<'_> {
                 self.line(
                     d,
                     format!(
-                        "loop max_iterations={} iteration=%{}",
-                        l.max_iterations, l.iteration
+                        "loop max_iterations={}{} iteration=%{}",
+                        l.max_iterations,
+                        if l.accept_exhausted { " accept" } else { "" },
+                        l.iteration
                     ),
                     &n.ty,
                     n.span,

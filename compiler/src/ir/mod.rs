@@ -125,6 +125,9 @@ pub struct Loop {
     pub script: Option<Node>,
     pub max_iterations: u64,
     pub termination: Option<Expr>,
+    /// `<on_max_iterations>accept</on_max_iterations>`: running out of iterations
+    /// completes with the last result instead of failing.
+    pub accept_exhausted: bool,
     pub iteration: Local,
     pub director_result: Local,
     pub evaluation: Local,

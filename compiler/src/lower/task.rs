@@ -19,6 +19,16 @@ fn local_expr(l: ir::Local, frame: &Frame, span: Span) -> Expr {
     Expr::new(ExprKind::Local(l), ty, span)
 }
 
+fn model_settings(m: &ast::ModelSettings) -> bundle::ModelSettings {
+    bundle::ModelSettings {
+        temperature: m.temperature.as_ref().map(|t| t.node),
+        max_tokens: m.max_tokens.as_ref().map(|t| t.node),
+        top_p: m.top_p.as_ref().map(|t| t.node),
+        seed: m.seed.as_ref().map(|t| t.node),
+        stop: m.stop.as_ref().map(|t| t.node.clone()),
+    }
+}
+
 /// Default iterations of a director-evaluator loop (DESIGN §6).
 const DEFAULT_MAX_ITERATIONS: u64 = 5;
 
@@ -391,6 +401,7 @@ impl Lowerer<'_> {
                         .as_ref()
                         .map_or(DEFAULT_MAX_ITERATIONS, |m| m.node),
                     termination,
+                    accept_exhausted: task.on_max_iterations.as_ref().is_some_and(|a| a.node),
                     iteration: locals[0],
                     director_result: locals[1],
                     evaluation: locals[2],
@@ -467,6 +478,8 @@ impl Lowerer<'_> {
                 .and_then(|s| s.timeout.as_ref())
                 .map(|t| t.node),
             loc: self.loc(task.span),
+            settings: model_settings(&task.model_settings),
+            subtasks: task.subtasks.as_ref().is_some_and(|s| s.node),
         }));
         (self.tasks.len() - 1) as u32
     }

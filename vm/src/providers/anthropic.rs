@@ -11,8 +11,9 @@ pub const KEY_VAR: &str = "ANTHROPIC_API_KEY";
 /// The API version the request and reply shapes below follow.
 pub const API_VERSION: &str = "2023-06-01";
 
-/// The API requires a limit on the reply; templates do not state one (yet).
-pub const MAX_TOKENS: u32 = 4096;
+/// The API requires a limit on the reply: this one is sent when neither the task nor
+/// the run sets `max_tokens`.
+pub const MAX_TOKENS: u64 = 4096;
 
 #[derive(Debug)]
 pub struct Anthropic {
@@ -56,26 +57,50 @@ impl Anthropic {
                 messages.push(json!({"role": m.role, "content": m.content}));
             }
         }
+        let s = &req.settings;
         let mut body = json!({
-            "model": self.transport.settings.model_for(&req.task),
-            "max_tokens": MAX_TOKENS,
+            "model": self.transport.settings.model_for(req),
+            "max_tokens": s.max_tokens.unwrap_or(MAX_TOKENS),
         });
         if !system.is_empty() {
             body["system"] = Value::String(system);
         }
         body["messages"] = Value::Array(messages);
-        body["tools"] = json!([{
-            "name": SPAWN_SUBTASK,
-            "description": SPAWN_SUBTASK_DESCRIPTION,
-            "input_schema": super::subtask_schema(),
-        }]);
+        if let Some(t) = s.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(p) = s.top_p {
+            body["top_p"] = json!(p);
+        }
+        // The messages API has no seed: a run that sets one is as repeatable as the
+        // provider makes it, and the seed still keys the cache and the cassette.
+        if let Some(stop) = &s.stop {
+            body["stop_sequences"] = json!([stop]);
+        }
+        if req.task.subtasks {
+            body["tools"] = json!([{
+                "name": SPAWN_SUBTASK,
+                "description": SPAWN_SUBTASK_DESCRIPTION,
+                "input_schema": super::subtask_schema(),
+            }]);
+        }
         body
     }
 
     /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
     pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
-        let reply = self.transport.post("/v1/messages", &self.body(req)).await?;
-        self.read(&reply)
+        let body = self.body(req);
+        let reply = self
+            .transport
+            .post("/v1/messages", &body)
+            .await
+            .map_err(|e| super::explain_unsupported(e, req))?;
+        let mut reply = self.read(&reply)?;
+        if reply.model.is_empty() {
+            reply.model = self.transport.settings.model_for(req);
+        }
+        reply.max_tokens = body.get("max_tokens").and_then(Value::as_u64);
+        Ok(reply)
     }
 
     fn read(&self, reply: &Value) -> Result<LlmReply, HostError> {
@@ -114,6 +139,12 @@ impl Anthropic {
             input_tokens: tokens(usage, "input_tokens"),
             output_tokens: tokens(usage, "output_tokens"),
             subtask_request,
+            model: reply
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            truncated: reply.get("stop_reason").and_then(Value::as_str) == Some("max_tokens"),
             ..LlmReply::default()
         })
     }

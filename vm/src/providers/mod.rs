@@ -13,7 +13,6 @@ mod retry;
 pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 
-use crate::bundle::TaskMeta;
 use crate::host::{HostError, LlmRequest};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use retry::Failure;
@@ -100,7 +99,7 @@ impl Settings {
             "ANTHROPIC_BASE_URL",
             "https://api.anthropic.com",
             anthropic::KEY_VAR,
-            "claude-3-5-sonnet-latest",
+            "claude-sonnet-4-5",
         )
     }
 
@@ -125,9 +124,9 @@ impl Settings {
         s
     }
 
-    /// The model a task runs on: its own, without a `provider:` prefix, else the default.
-    pub fn model_for(&self, task: &TaskMeta) -> String {
-        match task.model.as_deref().map(tv_stdlib::models::parse_model) {
+    /// The model a request asks for, without a `provider:` prefix, else the default.
+    pub fn model_for(&self, req: &LlmRequest) -> String {
+        match req.model.as_deref().map(tv_stdlib::models::parse_model) {
             Some(Ok(m)) => m.name,
             // The compiler rejects malformed identifiers; a bundle that still has
             // one is better served by the default than by a request sure to fail.
@@ -191,6 +190,23 @@ pub fn subtask_schema() -> Value {
 /// What the spawning tool is for, in words a model reads.
 pub const SPAWN_SUBTASK_DESCRIPTION: &str = "Run a subtask and continue this task with its \
 result. Use it when part of the work is a separate task of its own.";
+
+/// A request the server refused as malformed (HTTP 400 or 422) that names a feature the
+/// request used gets told which element turns the feature off: stock local servers
+/// (llama.cpp without `--jinja`, some Ollama models) refuse tools.
+fn explain_unsupported(mut e: HostError, req: &LlmRequest) -> HostError {
+    let refused = e.message.contains("HTTP 400") || e.message.contains("HTTP 422");
+    let lower = e.message.to_lowercase();
+    if refused && req.task.subtasks && lower.contains("tool") {
+        e.message.push_str(&format!(
+            "\n(the server seems not to support tools: task `{}` offers the spawn_subtask tool \
+             because it says `<subtasks>enabled</subtasks>`; remove that element, or use a \
+             server with tool support)",
+            req.task.name
+        ));
+    }
+    e
+}
 
 /// The system text: the system prompt, then the memory system's context when there is one.
 fn system_text(req: &LlmRequest) -> String {

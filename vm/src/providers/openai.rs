@@ -41,18 +41,35 @@ impl OpenAi {
         for m in req.messages.iter() {
             messages.push(json!({"role": m.role, "content": m.content}));
         }
-        json!({
-            "model": self.transport.settings.model_for(&req.task),
-            "messages": messages,
-            "tools": [{
+        let model = self.transport.settings.model_for(req);
+        let mut body = json!({"model": model, "messages": messages});
+        let s = &req.settings;
+        if let Some(t) = s.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(p) = s.top_p {
+            body["top_p"] = json!(p);
+        }
+        if let Some(n) = s.max_tokens {
+            body[max_tokens_field(&model)] = json!(n);
+        }
+        if let Some(seed) = s.seed {
+            body["seed"] = json!(seed);
+        }
+        if let Some(stop) = &s.stop {
+            body["stop"] = json!([stop]);
+        }
+        if req.task.subtasks {
+            body["tools"] = json!([{
                 "type": "function",
                 "function": {
                     "name": SPAWN_SUBTASK,
                     "description": SPAWN_SUBTASK_DESCRIPTION,
                     "parameters": super::subtask_schema(),
                 }
-            }],
-        })
+            }]);
+        }
+        body
     }
 
     /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
@@ -60,8 +77,14 @@ impl OpenAi {
         let reply = self
             .transport
             .post("/chat/completions", &self.body(req))
-            .await?;
-        self.read(&reply)
+            .await
+            .map_err(|e| super::explain_unsupported(e, req))?;
+        let mut reply = self.read(&reply)?;
+        if reply.model.is_empty() {
+            reply.model = self.transport.settings.model_for(req);
+        }
+        reply.max_tokens = req.settings.max_tokens;
+        Ok(reply)
     }
 
     fn read(&self, reply: &Value) -> Result<LlmReply, HostError> {
@@ -88,11 +111,18 @@ impl OpenAi {
             }
         };
         let usage = reply.get("usage");
+        let finish = reply.pointer("/choices/0/finish_reason");
         Ok(LlmReply {
             content,
             input_tokens: tokens(usage, "prompt_tokens"),
             output_tokens: tokens(usage, "completion_tokens"),
             subtask_request,
+            model: reply
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            truncated: finish.and_then(Value::as_str) == Some("length"),
             ..LlmReply::default()
         })
     }
@@ -122,5 +152,18 @@ impl OpenAi {
                 .transport
                 .malformed("`arguments` in the spawn_subtask call", message)),
         }
+    }
+}
+
+/// OpenAI's reasoning models (o1, o3, o4, gpt-5) refuse `max_tokens` and take
+/// `max_completion_tokens`; OpenAI-compatible local servers know only `max_tokens`.
+fn max_tokens_field(model: &str) -> &'static str {
+    let reasoning = ["o1", "o3", "o4", "gpt-5"]
+        .iter()
+        .any(|p| model.starts_with(p));
+    if reasoning {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
     }
 }

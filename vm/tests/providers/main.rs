@@ -114,9 +114,11 @@ where
     tokio::join!(scenario(Api::OpenAi), scenario(Api::Anthropic));
 }
 
+/// A task that offers the spawning tool, as most tests here look at it.
 fn task(model: Option<&str>) -> TaskMeta {
     TaskMeta {
         model: model.map(str::to_string),
+        subtasks: true,
         ..TaskMeta::named("summarise")
     }
 }
@@ -139,6 +141,8 @@ fn request(model: Option<&str>) -> LlmRequest {
         ]
         .into(),
         context: "notes.txt: v2 ships on Friday.".into(),
+        model: model.map(str::to_string),
+        settings: Default::default(),
     }
 }
 
@@ -358,7 +362,7 @@ fn settings_come_from_the_environment_with_documented_defaults() {
     let a = Settings::anthropic_from_vars(|_| None);
     let anthropic = (
         "https://api.anthropic.com".into(),
-        "claude-3-5-sonnet-latest".into(),
+        "claude-sonnet-4-5".into(),
         None,
     );
     assert_eq!(seen(&a), anthropic);
@@ -385,10 +389,10 @@ fn settings_come_from_the_environment_with_documented_defaults() {
 #[test]
 fn a_model_prefix_is_removed_and_a_missing_model_takes_the_default() {
     let s = Settings::new("http://127.0.0.1:1", "fallback");
-    assert_eq!(s.model_for(&task(Some("openai:gpt-4o"))), "gpt-4o");
+    assert_eq!(s.model_for(&request(Some("openai:gpt-4o"))), "gpt-4o");
     let bare = "claude-3-5-sonnet-latest";
-    assert_eq!(s.model_for(&task(Some(bare))), bare);
-    assert_eq!(s.model_for(&task(None)), "fallback");
+    assert_eq!(s.model_for(&request(Some(bare))), bare);
+    assert_eq!(s.model_for(&request(None)), "fallback");
 }
 
 #[test]

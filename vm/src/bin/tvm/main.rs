@@ -5,7 +5,10 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use tv_vm::bundle::Bundle;
+mod output;
+
+use tv_vm::args;
+use tv_vm::bundle::{Bundle, ModelSettings};
 use tv_vm::cassette::{Cassette, Recorder};
 use tv_vm::driver;
 use tv_vm::journal::{self, Header, Journal};
@@ -109,9 +112,40 @@ struct HostArgs {
     /// Seconds one attempt of an LLM call may take, reply included [default: 120].
     #[arg(long, value_name = "SECS")]
     request_timeout: Option<u64>,
+    /// Sampling temperature (0 to 2) for tasks whose `<model>` sets none.
+    #[arg(long, value_name = "T", value_parser = temperature)]
+    temperature: Option<f64>,
+    /// The most tokens a reply may have, for tasks whose `<model>` sets no `max_tokens`;
+    /// a reply cut there fails its task (Anthropic's default: 4096).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_output_tokens: Option<u64>,
+    /// Sampling seed for tasks whose `<model>` sets none.
+    #[arg(long, value_name = "N")]
+    seed: Option<i64>,
+    /// Run every task on this model, whatever its `<model>` says (`provider:model` or a
+    /// known name), e.g. to run a library written for one provider on a local server.
+    #[arg(long, value_name = "M")]
+    force_model: Option<String>,
+}
+
+fn temperature(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
+        _ => Err(format!("`{s}` is not a number from 0 to 2")),
+    }
 }
 
 impl HostArgs {
+    /// The run's default sampling settings.
+    fn sampling(&self) -> ModelSettings {
+        ModelSettings {
+            temperature: self.temperature,
+            max_tokens: self.max_output_tokens,
+            seed: self.seed,
+            ..ModelSettings::default()
+        }
+    }
+
     /// The LLM call settings: those given, else the defaults.
     fn calls(&self) -> (usize, u32, u64) {
         (
@@ -166,15 +200,17 @@ impl LimitArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Disasm { bundle } => load(&bundle).map(|(b, _)| {
-            print!("{}", tv_vm::disasm::disassemble(&b));
-            ExitCode::SUCCESS
-        }),
+        Command::Disasm { bundle } => {
+            let listing = load(&bundle).map(|(b, _)| tv_vm::disasm::disassemble(&b));
+            listing
+                .and_then(|l| output::print(&l))
+                .map(|()| ExitCode::SUCCESS)
+        }
         Command::Run(args) => run(*args),
         Command::Resume(args) => resume(*args),
     };
     result.unwrap_or_else(|e| {
-        eprintln!("tvm: error: {e}");
+        output::say(&format!("tvm: error: {e}\n"));
         ExitCode::from(2)
     })
 }
@@ -193,16 +229,16 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
         .provider
         .clone()
         .or_else(|| std::env::var("TVM_PROVIDER").ok().filter(|p| !p.is_empty()));
+    // Resolved now, needed only at the first LLM call: a run of scripts needs none.
     let choice = match provider.as_deref() {
-        Some(p) => Choice::parse(p).ok_or_else(|| format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)"))?,
-        None => RunHost::default_from_keys().ok_or(
-            "no provider is configured: pass --provider openai|anthropic (with OPENAI_API_KEY or ANTHROPIC_API_KEY set, \
-             or OPENAI_BASE_URL pointing at a local server), or --provider echo for a dry run; TVM_PROVIDER sets the default",
-        )?,
+        Some(p) => Some(Choice::parse(p).ok_or_else(|| {
+            format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)")
+        })?),
+        None => RunHost::default_from_keys(),
     };
-    let host = host(choice, &args.host)?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
+    let host = host(choice, &args.host)?;
     let limits = args.limits.limits();
     let journal = match &args.journal {
         Some(path) => {
@@ -222,7 +258,7 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
                     .map(|p| p.name.clone())
                     .zip(values.clone())
                     .collect(),
-                provider: choice.name().to_string(),
+                provider: choice.map_or("", Choice::name).to_string(),
                 model: args.host.model.clone(),
                 cassette: args.host.cassette.clone(),
                 workspace: args.host.workspace.clone(),
@@ -230,6 +266,8 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
                 concurrency: Some(concurrency),
                 retries: Some(retries),
                 request_timeout: Some(request_timeout),
+                sampling: Some(args.host.sampling()),
+                force_model: args.host.force_model.clone(),
             };
             Some(Journal::create(path, &header)?)
         }
@@ -272,23 +310,37 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
             )
         })?;
     let provider = args.host.provider.take().unwrap_or(header.provider.clone());
-    let choice =
-        Choice::parse(&provider).ok_or_else(|| format!("unknown provider `{provider}`"))?;
+    let choice = match provider.as_str() {
+        "" => None,
+        p => Some(Choice::parse(p).ok_or_else(|| format!("unknown provider `{p}`"))?),
+    };
     args.host.model = args.host.model.take().or(header.model);
     args.host.cassette = args.host.cassette.take().or(header.cassette);
     args.host.workspace = args.host.workspace.take().or(header.workspace);
     args.host.concurrency = args.host.concurrency.or(header.concurrency);
     args.host.retries = args.host.retries.or(header.retries);
     args.host.request_timeout = args.host.request_timeout.or(header.request_timeout);
+    let sampling = header.sampling.unwrap_or_default();
+    args.host.temperature = args.host.temperature.or(sampling.temperature);
+    args.host.max_output_tokens = args.host.max_output_tokens.or(sampling.max_tokens);
+    args.host.seed = args.host.seed.or(sampling.seed);
+    args.host.force_model = args.host.force_model.take().or(header.force_model);
     let host = host(choice, &args.host)?;
     let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
     let (replayed, made) = journal.counts();
-    eprintln!("tvm: resumed: {replayed} answered from the journal, {made} made now");
+    output::say(&format!(
+        "tvm: resumed: {replayed} answered from the journal, {made} made now\n"
+    ));
     Ok(code)
 }
 
 /// The host for a run: provider adapters, cassette, recorder, trace, workspace.
-fn host(choice: Choice, a: &HostArgs) -> Result<RunHost, String> {
+fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
+    if let Some(w) = &a.workspace {
+        if !w.is_dir() {
+            return Err(format!("--workspace {}: no such directory", w.display()));
+        }
+    }
     let model = a.model.clone();
     let (concurrency, retries, timeout) = a.calls();
     let timeout = Duration::from_secs(timeout.max(1));
@@ -301,9 +353,17 @@ fn host(choice: Choice, a: &HostArgs) -> Result<RunHost, String> {
         s.request_timeout = timeout;
     };
     let mut host = RunHost::new(choice, tune, ScriptRunner::default())?;
+    host.defaults = a.sampling();
+    if let Some(m) = &a.force_model {
+        tv_stdlib::models::parse_model(m)
+            .map_err(|e| format!("--force-model `{m}` is not a model identifier: {e}"))?;
+        host.force_model = Some(m.clone());
+    }
     match (&a.cassette, choice) {
-        (Some(path), Choice::Replay) => host.cassette = Some(Cassette::load(path)?),
-        (None, Choice::Replay) => return Err("--provider replay needs --cassette FILE".into()),
+        (Some(path), Some(Choice::Replay)) => host.cassette = Some(Cassette::load(path)?),
+        (None, Some(Choice::Replay)) => {
+            return Err("--provider replay needs --cassette FILE".into())
+        }
         (Some(_), _) => return Err("--cassette is read by --provider replay only".into()),
         (None, _) => {}
     }
@@ -331,21 +391,26 @@ fn execute(
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let (result, _) = runtime.block_on(driver::run_journaled(
+    let (mut result, usage) = runtime.block_on(driver::run_journaled(
         bundle, entry, values, limits, host, journal,
     ));
     if let Some(p) = &host.progress {
         p.finish();
     }
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&result).unwrap_or_default()
-    );
-    Ok(if tv_vm::result::is_failed(&result) {
+    // A run that needed a provider it could not reach is a usage error, not a
+    // failure of the workflow.
+    if let Some(problem) = host.unconfigured() {
+        return Err(problem);
+    }
+    tv_vm::result::set_note(&mut result, "usage", usage.notes());
+    let code = if tv_vm::result::is_failed(&result) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    };
+    let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+    output::print(&format!("{text}\n"))?;
+    Ok(code)
 }
 
 fn pick_entry(bundle: &Bundle, name: Option<&str>) -> Result<u32, String> {
@@ -370,7 +435,8 @@ fn pick_entry(bundle: &Bundle, name: Option<&str>) -> Result<u32, String> {
     }
 }
 
-/// Arguments by parameter name, in parameter order.
+/// Arguments by parameter name, in parameter order, each checked against its
+/// parameter's type before anything runs.
 fn bind_args(
     bundle: &Bundle,
     entry: u32,
@@ -389,10 +455,19 @@ fn bind_args(
         },
         None => Map::new(),
     };
+    let from_json: Vec<String> = given.keys().cloned().collect();
+    let mut seen: Vec<&str> = Vec::new();
     for pair in pairs {
         let (name, raw) = pair
             .split_once('=')
             .ok_or_else(|| format!("--arg `{pair}` must be NAME=VALUE"))?;
+        if seen.contains(&name) {
+            return Err(format!("--arg {name} is given twice"));
+        }
+        if from_json.iter().any(|k| k == name) {
+            return Err(format!("`{name}` is given by both --arg and --args-json"));
+        }
+        seen.push(name);
         // `NAME=@FILE` reads the value from a file, as curl does.
         let from_file;
         let raw = match raw.strip_prefix('@') {
@@ -408,35 +483,9 @@ fn bind_args(
             .iter()
             .find(|p| p.name == name)
             .map_or("any", |p| p.ty.as_str());
-        let value = match ty {
-            "string" | "any" => Value::String(raw.to_string()),
-            _ => serde_json::from_str(raw)
-                .map_err(|e| format!("--arg {name} expects {ty} JSON: {e}"))?,
-        };
-        given.insert(name.to_string(), value);
+        given.insert(name.to_string(), args::parse_arg(name, ty, raw)?);
     }
-    if let Some(unknown) = given
-        .keys()
-        .find(|k| !f.params.iter().any(|p| &p.name == *k))
-    {
-        let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
-        return Err(format!(
-            "`{}` has no parameter `{unknown}` (parameters: {})",
-            f.name,
-            names.join(", ")
-        ));
-    }
-    f.params
-        .iter()
-        .map(|p| {
-            given.remove(&p.name).ok_or_else(|| {
-                format!(
-                    "missing argument `{}` for `{}`: pass --arg {}=...",
-                    p.name, f.name, p.name
-                )
-            })
-        })
-        .collect()
+    args::bind(f, given)
 }
 
 #[cfg(test)]

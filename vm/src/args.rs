@@ -1,0 +1,154 @@
+//! Run arguments: read from `--arg NAME=VALUE` text or a JSON object, and checked against
+//! the entry's parameter types before anything runs (DESIGN §13), so a wrong argument is
+//! a usage error naming the argument, the expected type and what it got, never a
+//! workflow that runs with a value its templates cannot use.
+
+use crate::bundle::Function;
+use crate::outcome::fits;
+use serde_json::{Map, Value};
+use tv_stdlib::types::Type;
+
+/// How much of a bad value an error message quotes.
+const QUOTED_CHARS: usize = 60;
+
+/// The value of `--arg NAME=RAW` for a parameter of type `ty` (as written in the bundle):
+/// text for `string` and untyped parameters, JSON for the others.
+pub fn parse_arg(name: &str, ty: &str, raw: &str) -> Result<Value, String> {
+    let t = Type::parse(ty).unwrap_or(Type::Any);
+    let value = match t {
+        Type::String | Type::Any => return Ok(Value::String(raw.to_string())),
+        _ => serde_json::from_str::<Value>(raw.trim()),
+    };
+    match value {
+        Ok(v) if fits(&v, &t) => Ok(v),
+        _ => Err(expected(name, &t, &quote(raw))),
+    }
+}
+
+/// The entry's arguments in parameter order, from `given` by name: each checked against
+/// its parameter's type; unknown and missing names are errors.
+pub fn bind(f: &Function, mut given: Map<String, Value>) -> Result<Vec<Value>, String> {
+    if let Some(unknown) = given
+        .keys()
+        .find(|k| !f.params.iter().any(|p| &p.name == *k))
+    {
+        let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+        return Err(format!(
+            "`{}` has no parameter `{unknown}` (parameters: {})",
+            f.name,
+            names.join(", ")
+        ));
+    }
+    f.params
+        .iter()
+        .map(|p| {
+            let v = given.remove(&p.name).ok_or_else(|| {
+                format!(
+                    "missing argument `{}` for `{}`: pass --arg {}=...",
+                    p.name, f.name, p.name
+                )
+            })?;
+            let t = Type::parse(&p.ty).unwrap_or(Type::Any);
+            if !fits(&v, &t) {
+                return Err(expected(&p.name, &t, &quote(&v.to_string())));
+            }
+            Ok(v)
+        })
+        .collect()
+}
+
+/// "`n` expects a number, got `two`".
+fn expected(name: &str, t: &Type, got: &str) -> String {
+    let what = match t {
+        Type::Number => "a number".to_string(),
+        Type::Boolean => "a boolean (`true` or `false`)".to_string(),
+        Type::Object => "a JSON object".to_string(),
+        Type::Null => "null".to_string(),
+        Type::Array(item) if **item == Type::Any => "a JSON array".to_string(),
+        other => format!("`{other}` (as JSON)"),
+    };
+    format!("`{name}` expects {what}, got `{got}`")
+}
+
+fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTED_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::Param;
+    use serde_json::json;
+
+    fn function(params: &[(&str, &str)]) -> Function {
+        Function {
+            name: "f".into(),
+            params: params
+                .iter()
+                .map(|(n, t)| Param {
+                    name: n.to_string(),
+                    ty: t.to_string(),
+                })
+                .collect(),
+            locals: params.len() as u16,
+            code: Vec::new(),
+            lines: Vec::new(),
+            returns: "any".into(),
+            matchable: None,
+        }
+    }
+
+    #[test]
+    fn text_arguments_are_read_as_their_parameter_type_or_refused_by_name() {
+        assert_eq!(parse_arg("n", "number", "2").unwrap(), json!(2));
+        assert_eq!(
+            parse_arg("n", "number", "two").unwrap_err(),
+            "`n` expects a number, got `two`"
+        );
+        assert_eq!(parse_arg("b", "boolean", "true").unwrap(), json!(true));
+        assert_eq!(
+            parse_arg("b", "boolean", "3").unwrap_err(),
+            "`b` expects a boolean (`true` or `false`), got `3`"
+        );
+        assert_eq!(
+            parse_arg("xs", "string[]", "[1,2]").unwrap_err(),
+            "`xs` expects `string[]` (as JSON), got `[1,2]`"
+        );
+        assert_eq!(parse_arg("s", "string", "[1,2]").unwrap(), json!("[1,2]"));
+        assert_eq!(parse_arg("a", "any", "12").unwrap(), json!("12"));
+    }
+
+    #[test]
+    fn json_arguments_are_checked_against_their_parameter_types() {
+        let f = function(&[("n", "number"), ("xs", "string[]")]);
+        let given = |v: Value| v.as_object().cloned().unwrap();
+        assert_eq!(
+            bind(&f, given(json!({"n": 1, "xs": ["a"]}))).unwrap(),
+            vec![json!(1), json!(["a"])]
+        );
+        assert_eq!(
+            bind(&f, given(json!({"n": "two", "xs": []}))).unwrap_err(),
+            "`n` expects a number, got `\"two\"`"
+        );
+        assert_eq!(
+            bind(&f, given(json!({"n": 1, "xs": [1, 2]}))).unwrap_err(),
+            "`xs` expects `string[]` (as JSON), got `[1,2]`"
+        );
+        assert!(bind(&f, given(json!({"n": 1})))
+            .unwrap_err()
+            .starts_with("missing argument `xs`"));
+        assert!(bind(&f, given(json!({"n": 1, "xs": [], "z": 0})))
+            .unwrap_err()
+            .contains("no parameter `z`"));
+    }
+
+    #[test]
+    fn a_long_bad_value_is_quoted_only_in_part() {
+        let e = parse_arg("n", "number", &"x".repeat(500)).unwrap_err();
+        assert!(e.len() < 120, "{e}");
+        assert!(e.ends_with("…`"), "{e}");
+    }
+}
