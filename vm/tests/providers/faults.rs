@@ -212,6 +212,7 @@ async fn forty_concurrent_calls_never_exceed_the_cap_and_each_is_answered_once()
         let max = server.max_in_flight();
         assert!((2..=8).contains(&max), "{api:?}: {max} in flight");
         assert!(server.requests().iter().all(|r| r.path == api.path()));
+        assert_openai_bodies_conform(api, &server);
     })
     .await;
 }

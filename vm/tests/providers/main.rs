@@ -4,6 +4,9 @@
 mod faults;
 #[path = "../support/http.rs"]
 mod http;
+mod openai_spec;
+#[path = "../support/openapi.rs"]
+mod openapi;
 
 use futures::future::join_all;
 use http::{Reply, Server};
@@ -173,6 +176,16 @@ fn summary(r: &LlmReply) -> (&str, u64, u64) {
     (r.content.as_str(), r.input_tokens, r.output_tokens)
 }
 
+/// For the OpenAI adapter, every body `server` received must conform to OpenAI's published
+/// request schema; the Anthropic API has no such description here.
+fn assert_openai_bodies_conform(api: Api, server: &Server) {
+    if api == Api::OpenAi {
+        for sent in server.requests() {
+            openapi::assert_valid_chat_request(&sent.json());
+        }
+    }
+}
+
 fn assert_mentions(err: &HostError, reason: &str, parts: &[&str]) {
     assert_eq!(err.reason, reason, "{}", err.message);
     for part in parts {
@@ -218,6 +231,7 @@ async fn an_openai_request_carries_model_system_context_messages_tool_and_bearer
         body,
         json!({"model": "gpt-4o", "messages": messages, "tools": tools})
     );
+    openapi::assert_valid_chat_request(&body);
 }
 
 #[tokio::test]
@@ -283,6 +297,7 @@ async fn a_task_without_a_model_runs_on_the_default_and_no_key_means_no_auth_hea
         assert_eq!(sent.json()["model"], "local-model", "{api:?}");
         let auth = (sent.header("authorization"), sent.header("x-api-key"));
         assert_eq!(auth, (None, None), "{api:?}");
+        assert_openai_bodies_conform(api, &server);
     })
     .await;
 }
@@ -299,6 +314,7 @@ async fn a_reply_without_usage_counts_zero_tokens() {
         let server = Server::scripted(vec![Reply::json(200, body)]).await;
         let reply = succeeds(api, api.settings(&server)).await;
         assert_eq!(summary(&reply), ("ok", 0, 0), "{api:?}");
+        assert_openai_bodies_conform(api, &server);
     })
     .await;
 }
@@ -337,6 +353,7 @@ async fn a_spawn_subtask_tool_call_becomes_the_subtask_request() {
             "I will delegate."
         };
         assert_eq!(summary(&reply), (text, 50, 20), "{api:?}");
+        assert_openai_bodies_conform(api, &server);
     })
     .await;
 }
