@@ -8,7 +8,7 @@ use tv_vm::isa::Op;
 use tv_vm::limits::Limits;
 
 /// Programs whose bundles are checked in: the CLI and journal tests of `tv-vm` run them.
-const GOLDEN: [(&str, &str, &str); 3] = [
+const GOLDEN: [(&str, &str, &str); 4] = [
     (
         "examples/code_review.xml",
         "tests/golden/code_review.bin",
@@ -23,6 +23,11 @@ const GOLDEN: [(&str, &str, &str); 3] = [
         "tests/fixtures/valid/script_between_llm_steps.xml",
         "tests/golden/script_between_llm_steps.bin",
         "script_between_llm_steps",
+    ),
+    (
+        "tests/fixtures/valid/scripts_only.xml",
+        "tests/golden/scripts_only.bin",
+        "scripts_only",
     ),
 ];
 

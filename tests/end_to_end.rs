@@ -38,9 +38,15 @@ fn model(_: usize, req: &http::Request) -> Reply {
     } else {
         json!({"role": "assistant", "content": prompt.to_uppercase()})
     };
+    // `cut:` prompts are answered as a model stopped by its output limit.
+    let finish = if prompt.starts_with("cut:") {
+        "length"
+    } else {
+        "stop"
+    };
     Reply::json(
         200,
-        json!({"choices": [{"message": message}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
+        json!({"choices": [{"message": message, "finish_reason": finish}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
     )
 }
 
@@ -274,4 +280,17 @@ fn a_wide_fan_out_through_a_capped_adapter_drops_and_repeats_no_call() {
         assert_eq!(asked, 1, "inner task {i} was asked {asked} times");
     }
     assert_eq!(requests.len(), 48);
+}
+
+#[test]
+fn a_reply_cut_by_the_output_limit_fails_its_task_and_keeps_the_cut_text() {
+    let src = r#"<task name="t"><instructions>cut: the first half of an essay</instructions>
+      <model max_tokens="5"/></task>"#;
+    let (r, hits) = run(src, "t", vec![]);
+    assert_eq!((r["status"].as_str(), hits), (Some("FAILED"), 1));
+    assert_eq!(r["content"], "CUT: THE FIRST HALF OF AN ESSAY");
+    let error = &r["notes"]["error"];
+    assert_eq!(error["type"], "RESOURCE_EXHAUSTION");
+    assert_eq!(error["resource"], "output");
+    assert_eq!(error["metrics"]["limit"], 5);
 }

@@ -93,7 +93,14 @@ fn a_failing_step_fails_the_sequence_with_its_details() {
     let e = &r["notes"]["error"];
     assert_eq!(e["type"], "TASK_FAILURE");
     assert_eq!(e["reason"], "output_format_failure");
-    assert_eq!(e["details"]["failedStep"], 1);
+    assert_eq!(
+        e["message"].as_str().map(|m| &m[..16]),
+        Some("step 2 of 3 fail")
+    );
+    assert_eq!(
+        e["details"]["failedStep"], 2,
+        "counted as the message counts"
+    );
     assert_eq!(e["details"]["totalSteps"], 3);
     assert_eq!(e["details"]["partialResults"][0]["content"], "not json");
     assert_eq!(host.requests.len(), 2, "the third step never runs");

@@ -172,7 +172,7 @@ fn a_refused_key_or_a_bad_request_fails_the_sequence_at_that_step_without_asking
             format!("step {} of 4 failed: {expected}", failing + 1)
         );
         let details = &o.error()["details"];
-        assert_eq!(details["failedStep"], failing);
+        assert_eq!(details["failedStep"], failing + 1);
         assert_eq!(details["totalSteps"], 4);
         assert_eq!(details["stepError"]["message"], expected);
         let partial: Vec<Value> = details["partialResults"]
@@ -205,7 +205,7 @@ fn connections_dropped_at_a_step_are_retried_and_the_step_fails_when_the_retries
     let m = o.message();
     assert!(m.starts_with("step 2 of 4 failed: openai: "), "{m}");
     assert!(m.ends_with("(gave up after 3 attempts)"), "{m}");
-    assert_eq!(o.error()["details"]["failedStep"], 1);
+    assert_eq!(o.error()["details"]["failedStep"], 2);
     // The first step, then the second three times (two retries); no third step.
     assert_eq!(o.prompts.len(), 4, "{:?}", o.prompts);
     assert!(o.prompts[1..]
@@ -264,7 +264,7 @@ fn a_reply_that_is_not_json_or_lacks_a_message_fails_its_step_without_a_retry() 
             m.starts_with(&format!("step 2 of 4 failed: {expected}")),
             "{m}"
         );
-        assert_eq!(o.error()["details"]["failedStep"], 1);
+        assert_eq!(o.error()["details"]["failedStep"], 2);
         assert_eq!(o.prompts, ["step one", "step two after answer 0"]);
     }
 }
@@ -306,7 +306,7 @@ fn a_refused_call_in_one_of_three_concurrent_inner_tasks_fails_the_reduce_at_tha
     assert_eq!(o.error()["reason"], "unexpected_error");
     assert_eq!(
         o.message(),
-        r#"input 2 of the reduction failed: openai: HTTP 400 Bad Request: {"error": "bad"}"#
+        r#"input 2 of 3 (index 1) of the reduction failed: openai: HTTP 400 Bad Request: {"error": "bad"}"#
     );
     let details = &o.error()["details"];
     assert_eq!(details["failedInputIndex"], 1);
@@ -336,7 +336,7 @@ fn a_hanging_script_is_killed_at_its_timeout_and_the_next_step_never_runs() {
         o.message(),
         "step 2 of 3 failed: the script did not finish within 1 s and was killed"
     );
-    assert_eq!(o.error()["details"]["failedStep"], 1);
+    assert_eq!(o.error()["details"]["failedStep"], 2);
     assert_eq!(o.prompts, ["before"]);
     assert!(o.scripts.is_empty());
     did_not_hang(&o);

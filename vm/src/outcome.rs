@@ -97,7 +97,7 @@ fn write_step(out: &mut String, i: usize, r: &Value, full: bool) {
     let n = i + 1;
     // Writing into a String cannot fail.
     let _ = if full {
-        let notes = r.get("notes").map(text_of).unwrap_or_default();
+        let notes = r.get("notes").map(notes_for_prompt).unwrap_or_default();
         write!(
             out,
             "Step {n} output:\n{content}\nStep {n} notes: {notes}\n"
@@ -109,6 +109,22 @@ fn write_step(out: &mut String, i: usize, r: &Value, full: bool) {
         };
         writeln!(out, "Step {n}: {summary}")
     };
+}
+
+/// A step's notes as the next steps' prompts show them: token counts and usage are for
+/// the people running the workflow, not for the model.
+fn notes_for_prompt(notes: &Value) -> std::borrow::Cow<'_, str> {
+    match notes {
+        Value::Object(m) if m.contains_key("tokens") || m.contains_key("usage") => {
+            let kept: Map<String, Value> = m
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "tokens" | "usage"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            std::borrow::Cow::Owned(Value::Object(kept).to_string())
+        }
+        other => text_of(other),
+    }
 }
 
 /// A value as text, borrowed when it already is a string.
@@ -143,7 +159,8 @@ pub fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Va
     task_failure(
         &reason,
         format!("step {} of {total} failed: {message}", step + 1),
-        json!({"failedStep": step, "totalSteps": total, "partialResults": partial, "stepError": error}),
+        // Counted from 1, as the message counts them.
+        json!({"failedStep": step + 1, "totalSteps": total, "partialResults": partial, "stepError": error}),
     )
 }
 
@@ -157,8 +174,9 @@ pub fn fail_reduce(
     let (reason, message, error) = error_of(failed);
     task_failure(
         &reason,
+        // `failedInputIndex` counts from 0; the message says both.
         format!(
-            "input {} of the reduction failed: {message}",
+            "input {} of {total} (index {index}) of the reduction failed: {message}",
             index.as_u64().unwrap_or(0) + 1
         ),
         json!({
@@ -400,6 +418,17 @@ mod tests {
         assert_eq!(
             acc.update(&shorter, true).to_string(),
             accumulate(&shorter, true)
+        );
+    }
+
+    #[test]
+    fn full_output_context_shows_each_steps_notes_without_its_token_counts() {
+        let step = json!({"status": "COMPLETE", "content": "done",
+            "notes": {"tokens": {"input": 812, "output": 90}, "contextFiles": ["a.rs"]}});
+        let text = accumulate(&json!([step]), true);
+        assert_eq!(
+            text,
+            "Step 1 output:\ndone\nStep 1 notes: {\"contextFiles\":[\"a.rs\"]}\n"
         );
     }
 

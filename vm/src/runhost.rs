@@ -211,6 +211,7 @@ impl RunHost {
     /// provider's default, else the pseudo-provider's name.
     fn model_name(&self, r: &LlmRequest) -> String {
         let default = match self.choose(r) {
+            Some(Choice::Echo) => return Choice::Echo.name().to_string(),
             Some(Choice::Remote(Provider::OpenAi)) => self.openai.as_ref().map(|p| p.settings()),
             Some(Choice::Remote(Provider::Anthropic)) => {
                 self.anthropic.as_ref().map(|p| p.settings())

@@ -215,6 +215,43 @@ pub fn is_parameter(i: &Input) -> bool {
     i.from.is_none() && !matches!(i.value, InputValue::Body(_))
 }
 
+/// The inputs of an atomic task that none of its prompt texts (`instructions`,
+/// `description`, `system`) names: they reach the model as labelled sections after the
+/// instructions (DESIGN §12), and the checker says so. A `ref` task's inputs are its
+/// callee's arguments, not prompt inputs.
+pub fn unreferenced_inputs(task: &Task) -> Vec<&Input> {
+    if task.kind.node != TaskType::Atomic || task.reference.is_some() {
+        return Vec::new();
+    }
+    let mut named = Vec::new();
+    for text in [&task.instructions, &task.description, &task.system]
+        .into_iter()
+        .flatten()
+    {
+        text.exprs().for_each(|e| e.variables(&mut named));
+    }
+    task.inputs
+        .iter()
+        .filter(|i| !named.contains(&i.name.node.as_str()))
+        .collect()
+}
+
+impl Expr {
+    /// Every variable the expression reads, in order, repeats included.
+    pub fn variables<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match &self.kind {
+            ExprKind::Var(v) => out.push(v),
+            ExprKind::Field(e, _) | ExprKind::Not(e) => e.variables(out),
+            ExprKind::Call { args, .. } => args.iter().for_each(|a| a.value.variables(out)),
+            ExprKind::Binary(_, a, b) => {
+                a.variables(out);
+                b.variables(out);
+            }
+            ExprKind::Lit(_) | ExprKind::Error => {}
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum InputValue {
     Empty,

@@ -270,6 +270,24 @@ impl<'p> Checker<'p, '_, '_> {
                 .with_help("add <instructions>what the model should do</instructions>"),
             );
         }
+        if task.instructions.is_none() && task.description.is_none() {
+            return;
+        }
+        for input in crate::ast::unreferenced_inputs(task) {
+            self.diags.push(
+                Diagnostic::warning(
+                    input.name.span,
+                    format!(
+                        "input `{}` is not named in any prompt of this task: it is sent after the instructions as a section `{}:`",
+                        input.name.node, input.name.node
+                    ),
+                )
+                .with_help(format!(
+                    "write {{{{{}}}}} where the model should read it",
+                    input.name.node
+                )),
+            );
+        }
     }
 
     fn check_steps(&mut self, task: &'p Task, scope: &Scope) {

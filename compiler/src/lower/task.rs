@@ -183,7 +183,11 @@ impl Lowerer<'_> {
             .system
             .as_ref()
             .map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
-        let prompt = prompt.map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
+        let mut prompt = prompt.map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
+        let unnamed = ast::unreferenced_inputs(task);
+        if !unnamed.is_empty() {
+            prompt = self.with_sections(prompt, &unnamed, frame);
+        }
         let context = frame
             .context
             .clone()
@@ -198,6 +202,18 @@ impl Lowerer<'_> {
             ty: infer_output_type(task),
             span: task.span,
         }
+    }
+
+    /// The prompt followed by a `name:` section for each input it does not name.
+    fn with_sections(&mut self, prompt: Expr, inputs: &[&ast::Input], frame: &mut Frame) -> Expr {
+        let span = prompt.span;
+        let mut parts = vec![(prompt, false)];
+        for input in inputs {
+            let label = format!("\n\n{}:\n", input.name.node);
+            parts.push((Expr::str(label, input.span), false));
+            parts.push((self.var(&input.name.node, input.span, frame), false));
+        }
+        Expr::new(ExprKind::Concat(parts), Type::String, span)
     }
 
     fn sequence(&mut self, task: &Task, frame: &mut Frame) -> Node {
@@ -336,11 +352,19 @@ impl Lowerer<'_> {
     fn script_node(&mut self, task: &Task, frame: &mut Frame) -> Option<Node> {
         let script = task.script.as_ref()?;
         let meta = self.meta(task, frame);
-        let inputs: Vec<(String, Expr)> = script
+        let mut inputs: Vec<(String, Expr)> = script
             .inputs
             .iter()
             .map(|i| (i.name.node.clone(), self.input_value(i, frame)))
             .collect();
+        // The task's own inputs reach the script too, unless `<script_execution>`
+        // repeats them (DESIGN §12).
+        for i in &task.inputs {
+            if !inputs.iter().any(|(n, _)| *n == i.name.node) {
+                let value = self.var(&i.name.node, i.name.span, frame);
+                inputs.push((i.name.node.clone(), value));
+            }
+        }
         let command = script
             .command
             .as_ref()

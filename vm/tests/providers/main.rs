@@ -7,6 +7,7 @@ mod http;
 mod openai_spec;
 #[path = "../support/openapi.rs"]
 mod openapi;
+mod settings;
 
 use futures::future::join_all;
 use http::{Reply, Server};

@@ -21,7 +21,7 @@ fn with(system_prompt: &str, context: &str, messages: &[(&str, &str)]) -> LlmReq
 async fn every_body_the_openai_adapter_sends_conforms_to_openais_published_schema() {
     let named = LlmRequest {
         task: task(Some("openai:gpt-4o")).into(),
-        ..request(None)
+        ..request(Some("openai:gpt-4o"))
     };
     let requests = [
         // A plain request: one user message, no system text at all.

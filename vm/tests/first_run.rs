@@ -1,0 +1,214 @@
+//! What a new user meets first with `tvm run`: a run of scripts without any provider,
+//! arguments checked before anything runs, run defaults and `--force-model` in the
+//! request, the run's usage in the result, and pipes closed early.
+
+#[path = "support/files.rs"]
+mod files;
+#[path = "support/http.rs"]
+mod http;
+
+use http::{Reply, Server};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = files::tvm(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run tvm");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn path(name: &str) -> String {
+    files::golden(name).to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_run_of_scripts_needs_no_provider_and_its_script_gets_the_declared_inputs() {
+    let bundle = path("scripts_only");
+    let (code, stdout, stderr) = run(&["run", &bundle, "--arg", "who=ada"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let r: Value = serde_json::from_str(&stdout).expect("a result");
+    assert_eq!(r["content"], r#"hello ada, stdin {"who":"ada"}"#);
+    assert_eq!(r["notes"]["usage"]["calls"], 0);
+}
+
+#[test]
+fn arguments_and_the_workspace_are_checked_before_anything_runs() {
+    let (scripts, review) = (path("scripts_only"), path("code_review"));
+    let dir = files::scratch("first-run", "checks");
+    let marker = dir.join("ran");
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            &scripts,
+            &["--arg", "who=a", "--arg", "who=b"],
+            "--arg who is given twice",
+        ),
+        (
+            &scripts,
+            &["--arg", "who=a", "--args-json", r#"{"who": "b"}"#],
+            "`who` is given by both --arg and --args-json",
+        ),
+        (
+            &review,
+            &[
+                "--entry",
+                "review",
+                "--args-json",
+                r#"{"diff": "+x", "checklist": [1, 2]}"#,
+            ],
+            "`checklist` expects `string[]` (as JSON), got `[1,2]`",
+        ),
+        (
+            &scripts,
+            &["--arg", "who=a", "--workspace", "/no/such/folder"],
+            "--workspace /no/such/folder: no such directory",
+        ),
+    ];
+    for (bundle, extra, expected) in cases {
+        let mut args = vec![
+            "run",
+            bundle,
+            "--provider",
+            "echo",
+            "--trace",
+            marker.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = run(&args, &[]);
+        assert_eq!(code, 2, "{extra:?}: {stderr}");
+        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+        assert!(
+            stdout.is_empty() && !marker.exists(),
+            "{extra:?} ran something"
+        );
+    }
+}
+
+#[test]
+fn run_defaults_and_a_forced_model_reach_the_request_and_the_trace_shows_what_was_sent() {
+    let rt = files::runtime();
+    let reply = json!({"model": "local-7b", "choices": [{"message": {"role": "assistant", "content": "Fine."}, "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 7, "completion_tokens": 3}});
+    let server = rt.block_on(Server::scripted(vec![Reply::json(200, reply)]));
+    let dir = files::scratch("first-run", "defaults");
+    let trace = dir.join("trace.jsonl");
+    let bundle = path("code_review");
+    let mut args = files::summarize_change(&bundle);
+    let trace_arg = trace.to_string_lossy().into_owned();
+    args.extend_from_slice(&[
+        "--provider",
+        "openai",
+        "--temperature",
+        "0.3",
+        "--seed",
+        "11",
+        "--max-output-tokens",
+        "200",
+        "--force-model",
+        "openai:local-7b",
+        "--trace",
+        &trace_arg,
+    ]);
+    let url = format!("{}/v1", server.url());
+    let (code, stdout, stderr) = run(&args, &[("OPENAI_BASE_URL", &url)]);
+    assert_eq!(code, 0, "{stderr}");
+    let [sent] = &server.requests()[..] else {
+        panic!("one request expected")
+    };
+    let body = sent.json();
+    let settings = ["model", "temperature", "seed", "max_tokens"].map(|k| body[k].clone());
+    assert_eq!(
+        settings,
+        [json!("local-7b"), json!(0.3), json!(11), json!(200)]
+    );
+    let r: Value = serde_json::from_str(&stdout).expect("a result");
+    let usage = &r["notes"]["usage"];
+    assert_eq!(
+        (usage["calls"].as_u64(), usage["inputTokens"].as_u64()),
+        (Some(1), Some(7))
+    );
+    let line: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(line["model"], "local-7b");
+    assert_eq!(line["settings"]["temperature"], 0.3);
+    assert!(
+        line["system"]
+            .as_str()
+            .is_some_and(|s| s.contains("senior engineer")),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_range_the_flags_cannot_take_is_refused() {
+    let bundle = path("scripts_only");
+    for (flag, value) in [("--temperature", "2.5"), ("--max-output-tokens", "0")] {
+        let (code, _, stderr) = run(&["run", &bundle, "--arg", "who=a", flag, value], &[]);
+        assert_eq!(code, 2, "{flag}: {stderr}");
+        assert!(stderr.contains(flag), "{stderr}");
+    }
+}
+
+/// A result larger than a pipe's buffer, read one line at a time by a reader that stops
+/// after the first (as `| head -1` does).
+#[test]
+fn a_reader_that_stops_early_ends_tvm_quietly_with_the_runs_exit_code() {
+    let dir = files::scratch("first-run", "pipe");
+    let diff = dir.join("big.diff");
+    std::fs::write(&diff, "+ a line of a large change\n".repeat(20_000)).unwrap();
+    let bundle = path("code_review");
+    let arg = format!("diff=@{}", diff.display());
+    let args = [
+        "run",
+        &bundle,
+        "--entry",
+        "summarize_change",
+        "--arg",
+        &arg,
+        "--arg",
+        "audience=ops",
+        "--provider",
+        "echo",
+    ];
+    let mut child = files::tvm(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tvm starts");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "{\n");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn closed_stdout_and_stderr_end_tvm_without_a_panic() {
+    let bundle = path("code_review");
+    for args in [
+        vec!["disasm", bundle.as_str()],
+        vec!["run", bundle.as_str()],
+    ] {
+        let mut child = files::tvm(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tvm starts");
+        // Both readers go away before tvm writes anything.
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let code = child.wait().unwrap().code();
+        let expected = if args[0] == "disasm" { 0 } else { 2 };
+        assert_eq!(code, Some(expected), "{args:?}");
+    }
+}
