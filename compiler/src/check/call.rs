@@ -67,8 +67,9 @@ impl<'p> Checker<'p, '_, '_> {
         self.check_call(&call.template, infos, call.span);
     }
 
-    /// `<task ref="name">`: the referenced item runs with this task's inputs.
-    pub(super) fn check_ref(&mut self, r: &Ident, task: &Task) {
+    /// `<task ref="name">`: the referenced item runs with this task's inputs. `decl`:
+    /// the task is an item's own, so its plain inputs are declarations.
+    pub(super) fn check_ref(&mut self, r: &Ident, task: &Task, outer: &Scope, decl: bool) {
         // The tables are borrowed apart from the checker: diagnostics can be pushed
         // while a signature is held.
         let items = self.items;
@@ -93,6 +94,65 @@ impl<'p> Checker<'p, '_, '_> {
                 );
             }
         }
+        let mut missing = Vec::new();
+        for p in &sig.params {
+            match task.inputs.iter().find(|i| i.name.node == p.name) {
+                None => missing.push(format!("`{}`", p.name)),
+                Some(i) if decl && is_documentation(i, outer) => {
+                    self.documented_only(i, r, sig);
+                }
+                Some(_) => {}
+            }
+        }
+        self.ref_missing(r, sig, &missing);
+    }
+
+    /// A template's own task declares its plain inputs, but only `params` are passed
+    /// in: such an input documents a name and gives the referenced item nothing.
+    fn documented_only(&mut self, input: &crate::ast::Input, r: &Ident, sig: &super::Signature) {
+        let name = &input.name.node;
+        self.diags.push(
+            Diagnostic::error(
+                input.name.span,
+                format!(
+                    "input `{name}` of a template's own task is a declaration, not a value, so {} `{}` gets none for its parameter `{name}`",
+                    sig.kind.noun(),
+                    r.node
+                ),
+            )
+            .with_secondary(sig.def_span, "defined here")
+            .with_help(format!(
+                "add `{name}` to the template's params=\"...\" so that callers pass it, or give the value with from=\"variable\" or a nested task"
+            )),
+        );
+    }
+
+    /// Every parameter of a referenced item needs an `<input>` of its name: a
+    /// reference passes nothing else, and a parameter left out would run as null.
+    fn ref_missing(&mut self, r: &Ident, sig: &super::Signature, missing: &[String]) {
+        let Some(first) = missing.first() else {
+            return;
+        };
+        let (noun, list) = match missing.len() {
+            1 => ("parameter", first.clone()),
+            _ => ("parameters", missing.join(", ")),
+        };
+        let name = first.trim_matches('`');
+        self.diags.push(
+            Diagnostic::error(
+                r.span,
+                format!(
+                    "{} `{}` is referenced without a value for its {noun} {list}",
+                    sig.kind.noun(),
+                    r.node
+                ),
+            )
+            .with_label(format!("missing {list}"))
+            .with_secondary(sig.def_span, "defined here")
+            .with_help(format!(
+                "give each one an input of this task: <input name=\"{name}\" from=\"variable\"/>, <input name=\"{name}\">value</input>, or an empty <input name=\"{name}\"/> to pass on the variable of that name"
+            )),
+        );
     }
 
     pub(super) fn check_call(&mut self, name: &Ident, args: Vec<ArgInfo>, span: Span) -> Type {
@@ -324,6 +384,15 @@ impl<'p> Checker<'p, '_, '_> {
             .with_label(format!("expected `{want}`")),
         );
     }
+}
+
+/// Whether a declared input of an item's own task passes nothing: in a template's
+/// task only `params` are passed in, so a plain input there gives a value only when a
+/// parameter of its name does. (A named task's plain inputs are its parameters.)
+fn is_documentation(input: &crate::ast::Input, outer: &Scope) -> bool {
+    crate::ast::is_parameter(input)
+        && matches!(outer.owner, super::scope::Owner::Template(_))
+        && outer.lookup(&input.name.node).is_none()
 }
 
 /// The type `<arg>` text has when read as `want`, if it reads as one.

@@ -42,7 +42,7 @@ impl<'p> Checker<'p, '_, '_> {
         let is_reduce = task.kind.node == TaskType::Reduce;
         self.bind_inputs(&task.inputs, outer, &mut scope, decl && !is_reduce);
         if let Some(r) = &task.reference {
-            self.check_ref(r, task);
+            self.check_ref(r, task, outer, decl && !is_reduce);
         }
         for t in [
             &task.description,
