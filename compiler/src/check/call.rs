@@ -7,7 +7,7 @@ use crate::ast::{ArgValue, Call, Ident, Task};
 use crate::diag::Diagnostic;
 use crate::source::Span;
 use std::borrow::Cow;
-use tv_stdlib::builtins::{self, Ret};
+use tv_stdlib::builtins::{self, Ret, Ty};
 use tv_stdlib::types::Type;
 
 /// One argument as the binder sees it, whatever syntax it came from.
@@ -24,8 +24,52 @@ pub(super) struct ArgInfo {
 /// One parameter as the binder sees it, borrowed from a signature where it can be.
 struct Slot<'a> {
     name: &'a str,
-    ty: Option<Cow<'a, Type>>,
+    ty: Option<Want<'a>>,
     optional: bool,
+}
+
+/// What a parameter takes: a template's declared type, or a built-in's, which may be
+/// a union of types.
+enum Want<'a> {
+    Type(Cow<'a, Type>),
+    Builtin(Ty),
+}
+
+impl Want<'_> {
+    fn accepts(&self, t: &Type) -> bool {
+        match self {
+            Want::Type(want) => t.fits(want),
+            Want::Builtin(want) => want.accepts(t),
+        }
+    }
+
+    /// The type `<arg>` text has when read for this parameter, if it reads as one.
+    fn read_text(&self, text: &str) -> Option<Type> {
+        match self {
+            Want::Type(want) => text_as(text, want),
+            Want::Builtin(want) => want
+                .members()
+                .iter()
+                .find_map(|m| text_as(text, &m.to_type())),
+        }
+    }
+
+    /// For messages: "`number`", or "`string`, `array` or `object`".
+    fn describe(&self) -> String {
+        match self {
+            Want::Type(want) => format!("`{want}`"),
+            Want::Builtin(want) => want.describe(),
+        }
+    }
+}
+
+impl std::fmt::Display for Want<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Want::Type(want) => write!(f, "{want}"),
+            Want::Builtin(want) => write!(f, "{want}"),
+        }
+    }
 }
 
 impl<'p> Checker<'p, '_, '_> {
@@ -164,7 +208,7 @@ impl<'p> Checker<'p, '_, '_> {
                 .iter()
                 .map(|p| Slot {
                     name: &p.name,
-                    ty: p.ty.as_ref().map(Cow::Borrowed),
+                    ty: p.ty.as_ref().map(|t| Want::Type(Cow::Borrowed(t))),
                     optional: false,
                 })
                 .collect();
@@ -181,7 +225,7 @@ impl<'p> Checker<'p, '_, '_> {
             .iter()
             .map(|p| Slot {
                 name: p.name,
-                ty: Some(Cow::Owned(p.ty.to_type())),
+                ty: Some(Want::Builtin(p.ty)),
                 optional: p.optional,
             })
             .collect();
@@ -363,13 +407,13 @@ impl<'p> Checker<'p, '_, '_> {
         true
     }
 
-    fn check_arg_type(&mut self, arg: &ArgInfo, param: &str, want: &Type) {
+    fn check_arg_type(&mut self, arg: &ArgInfo, param: &str, want: &Want) {
         let ty = match &arg.text {
             // `<arg>` text is read as the parameter's type when it can be.
-            Some(text) => text_as(text.trim(), want).unwrap_or(Type::String),
+            Some(text) => want.read_text(text.trim()).unwrap_or(Type::String),
             None => arg.ty.clone(),
         };
-        if ty.fits(want) {
+        if want.accepts(&ty) {
             return;
         }
         let found = match &arg.text {
@@ -379,9 +423,12 @@ impl<'p> Checker<'p, '_, '_> {
         self.diags.push(
             Diagnostic::error(
                 arg.span,
-                format!("parameter `{param}` expects `{want}`, but the argument is {found}"),
+                format!(
+                    "parameter `{param}` expects {}, but the argument is {found}",
+                    want.describe()
+                ),
             )
-            .with_label(format!("expected `{want}`")),
+            .with_label(format!("expected {}", want.describe())),
         );
     }
 }
