@@ -169,3 +169,14 @@ fn a_second_label_in_the_same_file_shares_the_excerpt_headed_by_the_error_locati
         assert!(plain.contains("first defined here"), "{plain}");
     }
 }
+
+#[test]
+fn colour_always_colours_even_with_no_color_set_and_auto_does_not_off_a_terminal() {
+    let file = "tests/fixtures/invalid/unknown_element_typo.xml";
+    let (_, always) = tvc_env(&["check", "--color", "always", file], &[("NO_COLOR", "1")]);
+    assert!(always.contains("\x1b["), "{always}");
+    let (_, never) = tvc_env(&["check", "--color", "never", file], &[]);
+    assert_eq!(without_colour(&always), never);
+    let (_, auto) = tvc_env(&["check", file], &[("NO_COLOR", "1")]);
+    assert!(!auto.contains('\x1b'), "{auto}");
+}
