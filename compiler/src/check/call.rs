@@ -239,18 +239,19 @@ impl<'p> Checker<'p, '_, '_> {
     /// Reports a call or reference to a name that is neither an item nor (when
     /// `builtins_too`) a built-in.
     fn unknown(&mut self, name: &Ident, builtins_too: bool) {
-        let mut known: Vec<&str> = self.items.keys().map(String::as_str).collect();
-        if builtins_too {
-            known.extend(builtins::BUILTINS.iter().map(|b| b.name));
-        }
-        known.sort_unstable();
+        let items: Vec<&str> = self.items.keys().map(String::as_str).collect();
+        let functions: Vec<&str> = if builtins_too {
+            builtins::BUILTINS.iter().map(|b| b.name).collect()
+        } else {
+            Vec::new()
+        };
         let what = if builtins_too {
             "template or function"
         } else {
             "template"
         };
         let mut d = Diagnostic::error(name.span, format!("unknown {what} `{}`", name.node));
-        if let Some(c) = crate::ast::did_you_mean(&name.node, &known) {
+        if let Some(c) = crate::ast::did_you_mean_preferring(&name.node, &items, &functions) {
             d = d.with_help(format!("did you mean `{c}`?"));
         } else {
             d = d.with_help("define it with <template name=\"...\" params=\"...\"> in one of the program's files");
