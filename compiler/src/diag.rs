@@ -193,19 +193,16 @@ fn render_one(
     cache: &mut impl ariadne::Cache<String>,
     out: &mut Vec<u8>,
 ) {
-    let path_of = |s: Span| sources.get(s.file).path.display().to_string();
-    // ariadne slices the text by these offsets: keep them on character boundaries.
-    let clamp = |s: Span| {
-        let text = &sources.get(s.file).text;
-        let mut start = (s.start as usize).min(text.len());
-        while !text.is_char_boundary(start) {
-            start -= 1;
-        }
-        let mut end = (s.end as usize).clamp(start, text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        (path_of(s), start..end)
+    // ariadne counts in characters here: with byte offsets it would read the character
+    // offsets it derives for another file's header as bytes.
+    let clamp = |s: Span| -> AriadneSpan {
+        let file = sources.get(s.file);
+        let start = file.char_offset(s.start as usize);
+        let end_byte = (s.end as usize).min(file.text.len());
+        // An end inside a character takes the whole character.
+        let past = usize::from(!file.text.is_char_boundary(end_byte));
+        let end = (file.char_offset(end_byte) + past).max(start);
+        (file.path.display().to_string(), start..end)
     };
     let head = format!("{}: {}", sources.location(d.span), d.severity);
     if line_is_too_long(sources, d.span) {
@@ -223,12 +220,11 @@ fn render_one(
         Severity::Error => ariadne::Color::Red,
         Severity::Warning => ariadne::Color::Yellow,
     };
-    let primary: AriadneSpan = clamp(d.span);
-    let mut report = Report::build(ReportKind::Custom(&head, kind_color), primary.clone())
+    let mut report = Report::build(ReportKind::Custom(&head, kind_color), clamp(d.span))
         .with_config(
             Config::default()
                 .with_color(color)
-                .with_index_type(IndexType::Byte)
+                .with_index_type(IndexType::Char)
                 .with_char_set(CharSet::Unicode),
         )
         .with_message(&d.message);
@@ -238,19 +234,37 @@ fn render_one(
     } else {
         d.label.as_str()
     };
-    let mut label = Label::new(primary).with_message(text);
-    if color {
-        label = label.with_color(kind_color);
-    }
-    report.add_label(label);
-    for (span, msg) in &d.secondary {
-        report.add_label(Label::new(clamp(*span)).with_message(msg));
+    for (order, (span, msg, is_primary)) in label_order(d).into_iter().enumerate() {
+        let mut label = Label::new(clamp(span))
+            .with_message(msg.unwrap_or(text))
+            .with_order(i32::try_from(order).unwrap_or(i32::MAX));
+        if is_primary && color {
+            label = label.with_color(kind_color);
+        }
+        report.add_label(label);
     }
     if let Some(help) = &d.help {
         report.set_help(help);
     }
     // Writing into a Vec cannot fail; a failure here would only lose the excerpt.
     let _ = report.finish().write(&mut *cache, &mut *out);
+}
+
+/// The labels of a diagnostic (span, message or `None` for the primary's, whether
+/// primary) in the order ariadne is to draw them: the primary's file first, and in each
+/// file by position. ariadne starts a new excerpt, headed with the primary's location,
+/// whenever a label comes before the previous one in its file; in this order each file
+/// gets one excerpt, and each header names a place in that excerpt.
+fn label_order(d: &Diagnostic) -> Vec<(Span, Option<&str>, bool)> {
+    let mut labels = vec![(d.span, None, true)];
+    labels.extend(
+        d.secondary
+            .iter()
+            .map(|(s, m)| (*s, Some(m.as_str()), false)),
+    );
+    // ariadne groups by the line a label ends on.
+    labels.sort_by_key(|(s, _, _)| (s.file != d.span.file, s.file, s.end, s.start));
+    labels
 }
 
 /// ariadne colours a custom report kind even when colour is off; plain output must

@@ -137,11 +137,11 @@ fn build(
         ),
         _ => {}
     }
-    let color = match color {
-        Color::Auto => std::io::stderr().is_terminal(),
-        Color::Always => true,
-        Color::Never => false,
-    };
+    let color = use_color(
+        color,
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::io::stderr().is_terminal(),
+    );
     eprint!("{}", comp.diags.render(&comp.sources, color));
     let (e, w) = (comp.diags.error_count(), comp.diags.warning_count());
     if e > 0 {
@@ -172,10 +172,46 @@ fn build(
     ExitCode::SUCCESS
 }
 
+/// Whether diagnostics are coloured: `--color auto` colours a terminal unless
+/// `NO_COLOR` is set to anything but the empty string (https://no-color.org); an
+/// explicit `always` or `never` wins over both.
+fn use_color(choice: Color, no_color: Option<&std::ffi::OsStr>, is_terminal: bool) -> bool {
+    match choice {
+        Color::Auto => is_terminal && no_color.is_none_or(|v| v.is_empty()),
+        Color::Always => true,
+        Color::Never => false,
+    }
+}
+
 fn plural(n: usize, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
     } else {
         format!("{n} {what}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn no_color_turns_automatic_colour_off_even_on_a_terminal() {
+        assert!(use_color(Color::Auto, None, true));
+        assert!(!use_color(Color::Auto, Some(OsStr::new("1")), true));
+        assert!(!use_color(Color::Auto, Some(OsStr::new("false")), true));
+        assert!(!use_color(Color::Auto, None, false));
+    }
+
+    #[test]
+    fn an_empty_no_color_is_as_if_it_were_unset() {
+        assert!(use_color(Color::Auto, Some(OsStr::new("")), true));
+    }
+
+    #[test]
+    fn an_explicit_choice_wins_over_no_color_and_the_terminal() {
+        assert!(use_color(Color::Always, Some(OsStr::new("1")), false));
+        assert!(!use_color(Color::Never, None, true));
     }
 }

@@ -89,6 +89,9 @@ pub struct SourceFile {
     line_starts: Vec<usize>,
     /// Columns are byte counts in an all-ASCII text, so nothing needs counting.
     ascii: bool,
+    /// Characters before each line start, counted the first time a character offset
+    /// is asked for (only diagnostics ask, and only of a text that is not ASCII).
+    line_chars: std::sync::OnceLock<Vec<usize>>,
 }
 
 impl SourceFile {
@@ -102,7 +105,32 @@ impl SourceFile {
             text,
             std: false,
             line_starts,
+            line_chars: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The character offset of a byte offset (rounded down to a character boundary).
+    pub fn char_offset(&self, offset: usize) -> usize {
+        let mut offset = offset.min(self.text.len());
+        if self.ascii {
+            return offset;
+        }
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.line_of(offset, None);
+        let before = self.line_chars.get_or_init(|| {
+            let mut total = 0;
+            let mut out = Vec::with_capacity(self.line_starts.len());
+            for pair in self.line_starts.windows(2) {
+                out.push(total);
+                total += self.text[pair[0]..pair[1]].chars().count();
+            }
+            out.push(total);
+            out
+        });
+        let start = self.line_starts[line];
+        before[line] + self.text[start..offset].chars().count()
     }
 
     /// 1-based line and column of a byte offset; columns count characters.
@@ -246,6 +274,18 @@ impl<T> Spanned<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn character_offsets_count_every_character_before_the_byte() {
+        let f = SourceFile::new("a.xml".into(), "é\nçd\nx".into());
+        let bytes: Vec<usize> = (0..=f.text.len()).collect();
+        let chars: Vec<usize> = bytes.iter().map(|&b| f.char_offset(b)).collect();
+        // é and ç take two bytes; an offset inside one rounds down to its start.
+        assert_eq!(chars, [0, 0, 1, 2, 2, 3, 4, 5, 6]);
+        assert_eq!(f.char_offset(1000), 6);
+        let ascii = SourceFile::new("b.xml".into(), "ab\ncd".into());
+        assert_eq!(ascii.char_offset(4), 4);
+    }
 
     #[test]
     fn line_and_column_count_characters_from_one() {

@@ -124,3 +124,59 @@ fn timings_list_every_stage_that_ran_on_stderr_and_change_nothing_else() {
         "{stderr}"
     );
 }
+
+/// `tvc` with extra environment variables.
+fn tvc_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(env!("CARGO_BIN_EXE_tvc"))
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(root)
+        .output()
+        .expect("run tvc");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The text without its ANSI colour sequences (`ESC [ ... m`).
+fn without_colour(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("\x1b[") {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        rest = rest.find('m').map_or("", |end| &rest[end + 1..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn a_second_label_in_the_same_file_shares_the_excerpt_headed_by_the_error_location() {
+    let file = "tests/fixtures/invalid/duplicate_template_name_in_library.xml";
+    for colour in ["never", "always"] {
+        let (code, stderr) = tvc_env(&["check", "--color", colour, file], &[]);
+        assert_eq!(code, 1);
+        let plain = without_colour(&stderr);
+        assert!(
+            plain.starts_with(&format!("{file}:8:19: error: `summarize` is defined twice")),
+            "{plain}"
+        );
+        let headers: Vec<&str> = plain.lines().filter(|l| l.contains("─[ ")).collect();
+        assert_eq!(headers, [format!("   ╭─[ {file}:8:19 ]")], "{plain}");
+        assert!(plain.contains("first defined here"), "{plain}");
+    }
+}
+
+#[test]
+fn colour_always_colours_even_with_no_color_set_and_auto_does_not_off_a_terminal() {
+    let file = "tests/fixtures/invalid/unknown_element_typo.xml";
+    let (_, always) = tvc_env(&["check", "--color", "always", file], &[("NO_COLOR", "1")]);
+    assert!(always.contains("\x1b["), "{always}");
+    let (_, never) = tvc_env(&["check", "--color", "never", file], &[]);
+    assert_eq!(without_colour(&always), never);
+    let (_, auto) = tvc_env(&["check", file], &[("NO_COLOR", "1")]);
+    assert!(!auto.contains('\x1b'), "{auto}");
+}

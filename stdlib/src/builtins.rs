@@ -2,6 +2,7 @@
 //! without declaring them, and no template may take one of their names.
 
 use crate::types::Type;
+use std::fmt;
 
 #[derive(Debug)]
 pub struct Builtin {
@@ -19,29 +20,90 @@ pub struct BuiltinParam {
     pub optional: bool,
 }
 
-/// Types as constants (a `Type` with a `Box` cannot be a `const`).
+/// Types as constants (a `Type` with a `Box` cannot be a `const`), and the unions of
+/// types some built-ins take, so the checker can refuse an argument that never works.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ty {
     Any,
     String,
     Number,
     Boolean,
+    Null,
     Object,
     Array,
     Strings,
+    /// Something with a length or members: `len`, the haystack of `contains`.
+    StringArrayOrObject,
+    /// What `get` looks into; null reads as "nothing there", so lookups chain.
+    ObjectArrayOrNull,
+    /// A key of an object or an index of an array (a numeric string counts).
+    StringOrNumber,
 }
 
 impl Ty {
+    /// The closest single type: a union is `any`, as nothing narrower holds all of it.
     pub fn to_type(self) -> Type {
         match self {
-            Ty::Any => Type::Any,
+            Ty::Any | Ty::StringArrayOrObject | Ty::ObjectArrayOrNull | Ty::StringOrNumber => {
+                Type::Any
+            }
             Ty::String => Type::String,
             Ty::Number => Type::Number,
             Ty::Boolean => Type::Boolean,
+            Ty::Null => Type::Null,
             Ty::Object => Type::Object,
             Ty::Array => Type::Array(Box::new(Type::Any)),
             Ty::Strings => Type::Array(Box::new(Type::String)),
         }
+    }
+
+    /// The single types a value of this type may have.
+    pub fn members(self) -> &'static [Ty] {
+        match self {
+            Ty::StringArrayOrObject => &[Ty::String, Ty::Array, Ty::Object],
+            Ty::ObjectArrayOrNull => &[Ty::Object, Ty::Array, Ty::Null],
+            Ty::StringOrNumber => &[Ty::String, Ty::Number],
+            Ty::Any => &[Ty::Any],
+            Ty::String => &[Ty::String],
+            Ty::Number => &[Ty::Number],
+            Ty::Boolean => &[Ty::Boolean],
+            Ty::Null => &[Ty::Null],
+            Ty::Object => &[Ty::Object],
+            Ty::Array => &[Ty::Array],
+            Ty::Strings => &[Ty::Strings],
+        }
+    }
+
+    /// Whether an argument of type `t` may be passed: it fits one of the members. An
+    /// `any` argument fits everything (its type is known only at run time).
+    pub fn accepts(self, t: &Type) -> bool {
+        self.members().iter().any(|m| t.fits(&m.to_type()))
+    }
+
+    /// The type for a message: "`number`", or "`string`, `array` or `object`".
+    pub fn describe(self) -> String {
+        let names: Vec<String> = self
+            .members()
+            .iter()
+            .map(|m| format!("`{}`", m.to_type()))
+            .collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.concat(),
+        }
+    }
+}
+
+/// As in a signature: `string`, or `string | array | object`.
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, m) in self.members().iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{}", m.to_type())?;
+        }
+        Ok(())
     }
 }
 
@@ -67,7 +129,7 @@ impl Builtin {
             .iter()
             .map(|p| {
                 let opt = if p.optional { "?" } else { "" };
-                format!("{}{opt}: {}", p.name, p.ty.to_type())
+                format!("{}{opt}: {}", p.name, p.ty)
             })
             .collect();
         let ret = match self.returns {
@@ -115,7 +177,7 @@ pub static BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "len",
-        params: &[p("value", Ty::Any)],
+        params: &[p("value", Ty::StringArrayOrObject)],
         returns: Ret::Fixed(Ty::Number),
         doc: "Characters of a string, items of an array, keys of an object.",
     },
@@ -143,7 +205,7 @@ pub static BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "contains",
-        params: &[p("haystack", Ty::Any), p("needle", Ty::Any)],
+        params: &[p("haystack", Ty::StringArrayOrObject), p("needle", Ty::Any)],
         returns: Ret::Fixed(Ty::Boolean),
         doc: "Substring of a string, item of an array, or key of an object.",
     },
@@ -168,8 +230,8 @@ pub static BUILTINS: &[Builtin] = &[
     Builtin {
         name: "get",
         params: &[
-            p("value", Ty::Any),
-            p("key", Ty::Any),
+            p("value", Ty::ObjectArrayOrNull),
+            p("key", Ty::StringOrNumber),
             opt("fallback", Ty::Any),
         ],
         returns: Ret::Fixed(Ty::Any),
@@ -242,5 +304,23 @@ mod tests {
             lookup("join").unwrap().signature(),
             "join(items: array, separator?: string) -> string"
         );
+        assert_eq!(
+            lookup("get").unwrap().signature(),
+            "get(value: object | array | null, key: string | number, fallback?: any) -> any"
+        );
+    }
+
+    #[test]
+    fn a_union_accepts_its_members_and_any_but_nothing_else() {
+        let t = Ty::StringArrayOrObject;
+        assert!(t.accepts(&Type::String));
+        assert!(t.accepts(&Type::Array(Box::new(Type::Number))));
+        assert!(t.accepts(&Type::Object));
+        assert!(t.accepts(&Type::Any));
+        assert!(!t.accepts(&Type::Boolean));
+        assert!(!t.accepts(&Type::Null));
+        assert_eq!(t.describe(), "`string`, `array` or `object`");
+        assert_eq!(Ty::Number.describe(), "`number`");
+        assert_eq!(Ty::StringOrNumber.describe(), "`string` or `number`");
     }
 }

@@ -32,12 +32,7 @@ pub fn build_module_with(
     match &doc.root {
         None => {
             if doc.complete {
-                b.diags.push(
-                    Diagnostic::error(Span::new(file, 0..0), "no root element: the file is empty")
-                        .with_help(
-                        "a template file holds one `<task>`, `<template>` or `<library>` element",
-                    ),
-                );
+                b.diags.push(no_root(file, source));
             }
         }
         Some(root) => match root.name.as_ref() {
@@ -69,6 +64,23 @@ pub fn build_module_with(
         std: source.std,
         items,
     }
+}
+
+/// A file without a root element. "Empty" only when it is: a file of comments, an XML
+/// declaration or loose text has something in it, just no element.
+fn no_root(file: FileId, source: &SourceFile) -> Diagnostic {
+    let blank = source.text.trim_start_matches('\u{feff}').trim().is_empty();
+    let message = if blank {
+        "no root element: the file is empty"
+    } else {
+        "the file holds no element: expected a root `<task>`, `<template>` or `<library>`"
+    };
+    let help = if blank {
+        "a template file holds one `<task>`, `<template>` or `<library>` element"
+    } else {
+        "comments, the XML declaration and text outside elements do not count; add the root element"
+    };
+    Diagnostic::error(Span::new(file, 0..0), message).with_help(help)
 }
 
 /// The items of some entries of a `<library>`, and what was wrong with them.
@@ -508,4 +520,25 @@ pub fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    /// The messages of the errors `text` gets as a whole program.
+    fn errors(text: &str) -> Vec<String> {
+        let c = crate::driver::check_texts([("t.xml", text)]);
+        c.diags.iter().map(|d| d.message.clone()).collect()
+    }
+
+    #[test]
+    fn only_an_empty_or_blank_file_is_called_empty() {
+        let empty = vec!["no root element: the file is empty".to_string()];
+        assert_eq!(errors(""), empty);
+        assert_eq!(errors(" \n\t\r\n"), empty);
+        assert_eq!(errors("\u{feff}\n"), empty);
+        let no_element =
+            "the file holds no element: expected a root `<task>`, `<template>` or `<library>`";
+        assert_eq!(errors("<!-- a comment -->\n"), [no_element]);
+        assert_eq!(errors("<?xml version=\"1.0\"?>\n"), [no_element]);
+    }
 }

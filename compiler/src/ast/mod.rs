@@ -11,7 +11,7 @@ mod schema;
 
 pub use build::{build_entries, build_module, build_module_with, is_identifier};
 pub use dump::dump_program;
-pub use schema::did_you_mean;
+pub use schema::{did_you_mean, did_you_mean_preferring};
 
 use crate::source::{FileId, Span, Spanned};
 use tv_stdlib::types::Type;

@@ -41,12 +41,32 @@ pub const BODY_ELEMENTS: &[&str] = &["task", "call", "cond"];
 
 /// The closest candidate, when it is close enough to be a likely typo.
 pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    closest(word, candidates).map(|(_, c)| c)
+}
+
+/// [`did_you_mean`] over two lists, where a candidate of `preferred` wins unless one of
+/// `others` is strictly closer: a name the user defined is a likelier meaning of a
+/// misspelling than a built-in spelled alike.
+pub fn did_you_mean_preferring<'a>(
+    word: &str,
+    preferred: &[&'a str],
+    others: &[&'a str],
+) -> Option<&'a str> {
+    match (closest(word, preferred), closest(word, others)) {
+        (Some((p, _)), Some((o, other))) if o < p => Some(other),
+        (Some((_, best)), _) | (None, Some((_, best))) => Some(best),
+        (None, None) => None,
+    }
+}
+
+/// The closest candidate within typo distance, and its distance (ties: the first in
+/// alphabetical order, so suggestions do not depend on the list's order).
+fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<(usize, &'a str)> {
     candidates
         .iter()
         .map(|c| (strsim::levenshtein(word, c), *c))
         .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
         .min()
-        .map(|(_, c)| c)
 }
 
 fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
@@ -140,5 +160,25 @@ mod tests {
         );
         assert_eq!(did_you_mean("sytem", TASK_CHILDREN), Some("system"));
         assert_eq!(did_you_mean("banana", TASK_CHILDREN), None);
+    }
+
+    #[test]
+    fn a_preferred_name_wins_a_tie_and_loses_only_to_a_closer_one() {
+        let builtins = ["join", "lower", "trim"];
+        // `joinn` is one edit from `join` and from `joins`; alphabetically `join` is first.
+        assert_eq!(
+            did_you_mean_preferring("joinn", &["joins"], &builtins),
+            Some("joins")
+        );
+        assert_eq!(
+            did_you_mean_preferring("lowr", &["lowers"], &builtins),
+            Some("lower")
+        );
+        assert_eq!(did_you_mean_preferring("trm", &[], &builtins), Some("trim"));
+        assert_eq!(
+            did_you_mean_preferring("sumarise", &["summarise"], &builtins),
+            Some("summarise")
+        );
+        assert_eq!(did_you_mean_preferring("banana", &["x"], &builtins), None);
     }
 }

@@ -7,7 +7,7 @@ use crate::ast::{ArgValue, Call, Ident, Task};
 use crate::diag::Diagnostic;
 use crate::source::Span;
 use std::borrow::Cow;
-use tv_stdlib::builtins::{self, Ret};
+use tv_stdlib::builtins::{self, Ret, Ty};
 use tv_stdlib::types::Type;
 
 /// One argument as the binder sees it, whatever syntax it came from.
@@ -24,8 +24,52 @@ pub(super) struct ArgInfo {
 /// One parameter as the binder sees it, borrowed from a signature where it can be.
 struct Slot<'a> {
     name: &'a str,
-    ty: Option<Cow<'a, Type>>,
+    ty: Option<Want<'a>>,
     optional: bool,
+}
+
+/// What a parameter takes: a template's declared type, or a built-in's, which may be
+/// a union of types.
+enum Want<'a> {
+    Type(Cow<'a, Type>),
+    Builtin(Ty),
+}
+
+impl Want<'_> {
+    fn accepts(&self, t: &Type) -> bool {
+        match self {
+            Want::Type(want) => t.fits(want),
+            Want::Builtin(want) => want.accepts(t),
+        }
+    }
+
+    /// The type `<arg>` text has when read for this parameter, if it reads as one.
+    fn read_text(&self, text: &str) -> Option<Type> {
+        match self {
+            Want::Type(want) => text_as(text, want),
+            Want::Builtin(want) => want
+                .members()
+                .iter()
+                .find_map(|m| text_as(text, &m.to_type())),
+        }
+    }
+
+    /// For messages: "`number`", or "`string`, `array` or `object`".
+    fn describe(&self) -> String {
+        match self {
+            Want::Type(want) => format!("`{want}`"),
+            Want::Builtin(want) => want.describe(),
+        }
+    }
+}
+
+impl std::fmt::Display for Want<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Want::Type(want) => write!(f, "{want}"),
+            Want::Builtin(want) => write!(f, "{want}"),
+        }
+    }
 }
 
 impl<'p> Checker<'p, '_, '_> {
@@ -67,8 +111,9 @@ impl<'p> Checker<'p, '_, '_> {
         self.check_call(&call.template, infos, call.span);
     }
 
-    /// `<task ref="name">`: the referenced item runs with this task's inputs.
-    pub(super) fn check_ref(&mut self, r: &Ident, task: &Task) {
+    /// `<task ref="name">`: the referenced item runs with this task's inputs. `decl`:
+    /// the task is an item's own, so its plain inputs are declarations.
+    pub(super) fn check_ref(&mut self, r: &Ident, task: &Task, outer: &Scope, decl: bool) {
         // The tables are borrowed apart from the checker: diagnostics can be pushed
         // while a signature is held.
         let items = self.items;
@@ -93,6 +138,65 @@ impl<'p> Checker<'p, '_, '_> {
                 );
             }
         }
+        let mut missing = Vec::new();
+        for p in &sig.params {
+            match task.inputs.iter().find(|i| i.name.node == p.name) {
+                None => missing.push(format!("`{}`", p.name)),
+                Some(i) if decl && is_documentation(i, outer) => {
+                    self.documented_only(i, r, sig);
+                }
+                Some(_) => {}
+            }
+        }
+        self.ref_missing(r, sig, &missing);
+    }
+
+    /// A template's own task declares its plain inputs, but only `params` are passed
+    /// in: such an input documents a name and gives the referenced item nothing.
+    fn documented_only(&mut self, input: &crate::ast::Input, r: &Ident, sig: &super::Signature) {
+        let name = &input.name.node;
+        self.diags.push(
+            Diagnostic::error(
+                input.name.span,
+                format!(
+                    "input `{name}` of a template's own task is a declaration, not a value, so {} `{}` gets none for its parameter `{name}`",
+                    sig.kind.noun(),
+                    r.node
+                ),
+            )
+            .with_secondary(sig.def_span, "defined here")
+            .with_help(format!(
+                "add `{name}` to the template's params=\"...\" so that callers pass it, or give the value with from=\"variable\" or a nested task"
+            )),
+        );
+    }
+
+    /// Every parameter of a referenced item needs an `<input>` of its name: a
+    /// reference passes nothing else, and a parameter left out would run as null.
+    fn ref_missing(&mut self, r: &Ident, sig: &super::Signature, missing: &[String]) {
+        let Some(first) = missing.first() else {
+            return;
+        };
+        let (noun, list) = match missing.len() {
+            1 => ("parameter", first.clone()),
+            _ => ("parameters", missing.join(", ")),
+        };
+        let name = first.trim_matches('`');
+        self.diags.push(
+            Diagnostic::error(
+                r.span,
+                format!(
+                    "{} `{}` is referenced without a value for its {noun} {list}",
+                    sig.kind.noun(),
+                    r.node
+                ),
+            )
+            .with_label(format!("missing {list}"))
+            .with_secondary(sig.def_span, "defined here")
+            .with_help(format!(
+                "give each one an input of this task: <input name=\"{name}\" from=\"variable\"/>, <input name=\"{name}\">value</input>, or an empty <input name=\"{name}\"/> to pass on the variable of that name"
+            )),
+        );
     }
 
     pub(super) fn check_call(&mut self, name: &Ident, args: Vec<ArgInfo>, span: Span) -> Type {
@@ -104,7 +208,7 @@ impl<'p> Checker<'p, '_, '_> {
                 .iter()
                 .map(|p| Slot {
                     name: &p.name,
-                    ty: p.ty.as_ref().map(Cow::Borrowed),
+                    ty: p.ty.as_ref().map(|t| Want::Type(Cow::Borrowed(t))),
                     optional: false,
                 })
                 .collect();
@@ -121,7 +225,7 @@ impl<'p> Checker<'p, '_, '_> {
             .iter()
             .map(|p| Slot {
                 name: p.name,
-                ty: Some(Cow::Owned(p.ty.to_type())),
+                ty: Some(Want::Builtin(p.ty)),
                 optional: p.optional,
             })
             .collect();
@@ -135,18 +239,19 @@ impl<'p> Checker<'p, '_, '_> {
     /// Reports a call or reference to a name that is neither an item nor (when
     /// `builtins_too`) a built-in.
     fn unknown(&mut self, name: &Ident, builtins_too: bool) {
-        let mut known: Vec<&str> = self.items.keys().map(String::as_str).collect();
-        if builtins_too {
-            known.extend(builtins::BUILTINS.iter().map(|b| b.name));
-        }
-        known.sort_unstable();
+        let items: Vec<&str> = self.items.keys().map(String::as_str).collect();
+        let functions: Vec<&str> = if builtins_too {
+            builtins::BUILTINS.iter().map(|b| b.name).collect()
+        } else {
+            Vec::new()
+        };
         let what = if builtins_too {
             "template or function"
         } else {
             "template"
         };
         let mut d = Diagnostic::error(name.span, format!("unknown {what} `{}`", name.node));
-        if let Some(c) = crate::ast::did_you_mean(&name.node, &known) {
+        if let Some(c) = crate::ast::did_you_mean_preferring(&name.node, &items, &functions) {
             d = d.with_help(format!("did you mean `{c}`?"));
         } else {
             d = d.with_help("define it with <template name=\"...\" params=\"...\"> in one of the program's files");
@@ -303,13 +408,13 @@ impl<'p> Checker<'p, '_, '_> {
         true
     }
 
-    fn check_arg_type(&mut self, arg: &ArgInfo, param: &str, want: &Type) {
+    fn check_arg_type(&mut self, arg: &ArgInfo, param: &str, want: &Want) {
         let ty = match &arg.text {
             // `<arg>` text is read as the parameter's type when it can be.
-            Some(text) => text_as(text.trim(), want).unwrap_or(Type::String),
+            Some(text) => want.read_text(text.trim()).unwrap_or(Type::String),
             None => arg.ty.clone(),
         };
-        if ty.fits(want) {
+        if want.accepts(&ty) {
             return;
         }
         let found = match &arg.text {
@@ -319,11 +424,23 @@ impl<'p> Checker<'p, '_, '_> {
         self.diags.push(
             Diagnostic::error(
                 arg.span,
-                format!("parameter `{param}` expects `{want}`, but the argument is {found}"),
+                format!(
+                    "parameter `{param}` expects {}, but the argument is {found}",
+                    want.describe()
+                ),
             )
-            .with_label(format!("expected `{want}`")),
+            .with_label(format!("expected {}", want.describe())),
         );
     }
+}
+
+/// Whether a declared input of an item's own task passes nothing: in a template's
+/// task only `params` are passed in, so a plain input there gives a value only when a
+/// parameter of its name does. (A named task's plain inputs are its parameters.)
+fn is_documentation(input: &crate::ast::Input, outer: &Scope) -> bool {
+    crate::ast::is_parameter(input)
+        && matches!(outer.owner, super::scope::Owner::Template(_))
+        && outer.lookup(&input.name.node).is_none()
 }
 
 /// The type `<arg>` text has when read as `want`, if it reads as one.

@@ -42,7 +42,7 @@ impl<'p> Checker<'p, '_, '_> {
         let is_reduce = task.kind.node == TaskType::Reduce;
         self.bind_inputs(&task.inputs, outer, &mut scope, decl && !is_reduce);
         if let Some(r) = &task.reference {
-            self.check_ref(r, task);
+            self.check_ref(r, task, outer, decl && !is_reduce);
         }
         for t in [
             &task.description,
@@ -73,6 +73,16 @@ impl<'p> Checker<'p, '_, '_> {
     }
 
     fn bind_inputs(&mut self, inputs: &'p [Input], outer: &Scope, scope: &mut Scope, decl: bool) {
+        // A named or root task's plain inputs are its parameters, bound before any input
+        // is computed: a computed or `from` input may read them. (A template's
+        // parameters are its `params`, already in `outer`.)
+        let with_params;
+        let outer = if decl && matches!(outer.owner, super::scope::Owner::Task(_)) {
+            with_params = declared_params(inputs, outer);
+            &with_params
+        } else {
+            outer
+        };
         for input in inputs {
             let name = &input.name.node;
             if let Some(from) = &input.from {
@@ -406,4 +416,13 @@ impl<'p> Checker<'p, '_, '_> {
             self.check_test(t, &s);
         }
     }
+}
+
+/// `outer` with the parameters a declaration's plain inputs declare.
+fn declared_params(inputs: &[Input], outer: &Scope) -> Scope {
+    let mut scope = outer.clone();
+    for input in inputs.iter().filter(|i| crate::ast::is_parameter(i)) {
+        scope.bind(&input.name.node, Type::Any);
+    }
+    scope
 }

@@ -384,3 +384,61 @@ fn no_builtin_panics_on_any_sample_arguments() {
         }
     }
 }
+
+/// The type the checker gives a literal or a variable holding this value.
+fn type_of(v: &Value) -> crate::types::Type {
+    use crate::types::Type;
+    match v {
+        Value::Null => Type::Null,
+        Value::Bool(_) => Type::Boolean,
+        Value::Number(_) => Type::Number,
+        Value::String(_) => Type::String,
+        Value::Array(_) => Type::Array(Box::new(Type::Any)),
+        Value::Object(_) => Type::Object,
+    }
+}
+
+#[test]
+fn each_parameter_works_with_exactly_the_kinds_of_value_its_signature_accepts() {
+    use std::collections::BTreeSet;
+    let kinds = [
+        json!(null),
+        json!(true),
+        json!(1),
+        json!("a"),
+        json!([]),
+        json!({}),
+    ];
+    for b in builtins::BUILTINS {
+        // Per parameter: the kinds of value seen in a call that worked.
+        let mut worked: Vec<BTreeSet<String>> = vec![BTreeSet::new(); b.params.len()];
+        for n in b.min_arity()..=b.max_arity() {
+            for args in grid(n) {
+                if call(b.name, &args).is_err() {
+                    continue;
+                }
+                for (i, a) in args.iter().enumerate() {
+                    // `get` of null answers the fallback whatever the key: a key's kind
+                    // matters only when there is something to look into.
+                    if b.name == "get" && i == 1 && args[0].is_null() {
+                        continue;
+                    }
+                    worked[i].insert(type_of(a).to_string());
+                }
+            }
+        }
+        for (i, p) in b.params.iter().enumerate() {
+            let accepted: BTreeSet<String> = kinds
+                .iter()
+                .map(type_of)
+                .filter(|t| p.ty.accepts(t))
+                .map(|t| t.to_string())
+                .collect();
+            assert_eq!(
+                worked[i], accepted,
+                "`{}` parameter `{}` declared `{}`",
+                b.name, p.name, p.ty
+            );
+        }
+    }
+}
