@@ -127,6 +127,25 @@ fn the_same_template_with_the_same_inputs_is_a_cycle() {
 }
 
 #[test]
+fn a_subtask_that_would_run_the_entry_again_with_its_own_arguments_is_a_cycle() {
+    let b = bundle_of(SUBTASK_LIBRARY);
+    let again = continuation(json!({"type": "atomic", "description": "summarize",
+        "template_hints": ["summarize_text"], "inputs": {"text": "the report"}}));
+    let mut host = scripted(|_| again.clone());
+    let args = json!({"text": "the report"});
+    let r = run_with(&b, "summarize_text", args, Limits::default(), &mut host);
+    let error = &r["notes"]["error"]["details"]["subtaskError"];
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("cycle:"),
+        "{r:#}"
+    );
+    assert_eq!(host.requests.len(), 1, "the entry is not run a second time");
+}
+
+#[test]
 fn a_tool_call_without_text_still_leaves_an_assistant_turn_in_the_conversation() {
     struct ToolCaller(Vec<HostRequest>);
     impl tv_vm::host::Host for ToolCaller {

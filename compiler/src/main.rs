@@ -1,7 +1,7 @@
 //! `tvc`: the template compiler's command line.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -100,76 +100,87 @@ fn run(
     timings: bool,
 ) -> ExitCode {
     let mut stages = Timings::default();
-    let code = build(paths, output, emit, color, &mut stages);
+    let code = build(paths, output, emit, color, &mut stages).unwrap_or_else(|code| code);
     if timings {
-        eprint!("tvc: timings\n{stages}");
+        say(&format!("tvc: timings\n{stages}"));
     }
     code
 }
 
-/// Checks, prints what was asked for, and writes the bundle when one is wanted.
+/// Checks, prints what was asked for, and writes the bundle when one is wanted; `Err`
+/// when the output could not be written.
 fn build(
     paths: &[PathBuf],
     output: Option<&Path>,
     emit: Option<Emit>,
     color: Color,
     stages: &mut Timings,
-) -> ExitCode {
+) -> Result<ExitCode, ExitCode> {
     // The process exits right after: freeing a large program node by node would only
     // delay the exit (tens of milliseconds for ten thousand templates), so it is not
     // freed; the system takes the memory back at once.
     let mut comp = ManuallyDrop::new(match driver::check_paths(paths) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("tvc: error: {e}");
-            return ExitCode::from(2);
+            say(&format!("tvc: error: {e}\n"));
+            return Ok(ExitCode::from(2));
         }
     });
     *stages = std::mem::take(&mut comp.timings);
     match emit {
-        Some(Emit::Ast) => print!(
-            "{}",
-            tv_compiler::ast::dump_program(&comp.program, &comp.sources, &comp.symbols.word_vars)
-        ),
-        Some(Emit::Xml) => print!(
-            "{}",
-            tv_compiler::xml::dump_docs(&driver::xml_docs(&comp), &comp.sources)
-        ),
-        _ => {}
+        Some(Emit::Ast) => print(&tv_compiler::ast::dump_program(
+            &comp.program,
+            &comp.sources,
+            &comp.symbols.word_vars,
+        )),
+        Some(Emit::Xml) => print(&tv_compiler::xml::dump_docs(
+            &driver::xml_docs(&comp),
+            &comp.sources,
+        )),
+        _ => Ok(()),
     }
+    .map_err(failed_output)?;
     let color = use_color(
         color,
         std::env::var_os("NO_COLOR").as_deref(),
         std::io::stderr().is_terminal(),
     );
-    eprint!("{}", comp.diags.render(&comp.sources, color));
+    say(&comp.diags.render(&comp.sources, color));
     let (e, w) = (comp.diags.error_count(), comp.diags.warning_count());
     if e > 0 {
-        eprintln!("tvc: {} and {}", plural(e, "error"), plural(w, "warning"));
-        return ExitCode::from(1);
+        say(&format!(
+            "tvc: {} and {}\n",
+            plural(e, "error"),
+            plural(w, "warning")
+        ));
+        return Ok(ExitCode::from(1));
     }
     if output.is_none() && !matches!(emit, Some(Emit::Ir | Emit::Bytecode)) {
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     let Some((ir, bundle)) = driver::compile_timed(&comp, stages) else {
-        return ExitCode::from(1);
+        return Ok(ExitCode::from(1));
     };
     let (ir, bundle) = (ManuallyDrop::new(ir), ManuallyDrop::new(bundle));
     match emit {
-        Some(Emit::Ir) => print!("{}", tv_compiler::ir::dump(&ir, &comp.sources)),
-        Some(Emit::Bytecode) => print!("{}", tv_vm::disasm::disassemble(&bundle)),
-        _ => {}
+        Some(Emit::Ir) => print(&tv_compiler::ir::dump(&ir, &comp.sources)),
+        Some(Emit::Bytecode) => print(&tv_vm::disasm::disassemble(&bundle)),
+        _ => Ok(()),
     }
+    .map_err(failed_output)?;
     if let Some(out) = output {
         let written = stages.time("write the bundle", || {
             std::fs::write(out, driver::bundle_bytes(&bundle))
         });
         if let Err(e) = written {
-            eprintln!("tvc: error: cannot write {}: {e}", out.display());
-            return ExitCode::from(2);
+            say(&format!(
+                "tvc: error: cannot write {}: {e}\n",
+                out.display()
+            ));
+            return Ok(ExitCode::from(2));
         }
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Whether diagnostics are coloured: `--color auto` colours a terminal unless
@@ -181,6 +192,27 @@ fn use_color(choice: Color, no_color: Option<&std::ffi::OsStr>, is_terminal: boo
         Color::Always => true,
         Color::Never => false,
     }
+}
+
+/// Prints to stdout. A reader that went away (`tvc ... --emit ir | head`) is no error:
+/// the rest is not printed and the exit code stays what it would have been.
+fn print(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// Any other failure to print (a full disk) ends `tvc` with a message.
+fn failed_output(e: std::io::Error) -> ExitCode {
+    say(&format!("tvc: error: cannot write the output: {e}\n"));
+    ExitCode::from(2)
+}
+
+/// Prints to stderr; a closed or full stderr loses the message, never the run.
+fn say(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 fn plural(n: usize, what: &str) -> String {

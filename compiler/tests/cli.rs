@@ -38,10 +38,7 @@ fn errors_print_path_line_col_with_an_excerpt_and_exit_one() {
         "{stderr}"
     );
     assert!(stderr.contains("did you mean `instructions`?"), "{stderr}");
-    assert!(
-        stderr.ends_with("tvc: 1 error and 0 warnings\n"),
-        "{stderr}"
-    );
+    assert!(stderr.ends_with("tvc: 1 error and 1 warning\n"), "{stderr}");
 }
 
 #[test]
@@ -115,7 +112,7 @@ fn timings_list_every_stage_that_ran_on_stderr_and_change_nothing_else() {
     let (code, _, stderr) = tvc(&["check", "--color", "never", "--timings", bad]);
     assert_eq!(code, 1);
     let report = stderr
-        .split("tvc: 1 error and 0 warnings\n")
+        .split("tvc: 1 error and 1 warning\n")
         .nth(1)
         .unwrap_or("");
     assert!(report.starts_with("tvc: timings\n  load files"), "{stderr}");
@@ -179,4 +176,46 @@ fn colour_always_colours_even_with_no_color_set_and_auto_does_not_off_a_terminal
     assert_eq!(without_colour(&always), never);
     let (_, auto) = tvc_env(&["check", file], &[("NO_COLOR", "1")]);
     assert!(!auto.contains('\x1b'), "{auto}");
+}
+
+/// A listing larger than a pipe's buffer, read one line at a time by a reader that
+/// stops after the first, as `| head -1` does; then both pipes closed before `tvc`
+/// writes anything.
+#[test]
+fn a_reader_that_stops_early_ends_tvc_quietly_without_a_panic() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("closed_pipe");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let templates: String = (0..400)
+        .map(|i| format!("<template name=\"t{i}\" params=\"x\"><task><instructions>Say {{{{x}}}} in the voice number {i}.</instructions></task></template>\n"))
+        .collect();
+    let file = dir.join("big.xml");
+    std::fs::write(&file, format!("<library>\n{templates}</library>\n")).expect("write");
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tvc"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tvc starts")
+    };
+    let path = file.to_string_lossy();
+    for emit in ["ir", "bytecode", "ast"] {
+        let mut child = spawn(&["check", "--emit", emit, &path]);
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("a line");
+        assert!(!first.is_empty());
+        let out = child.wait_with_output().expect("tvc ends");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{emit}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{emit}: {stderr}");
+    }
+    let mut child = spawn(&["check", "--emit", "ir", "tests/no/such/file.xml"]);
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    assert_eq!(child.wait().expect("tvc ends").code(), Some(2));
 }

@@ -249,3 +249,62 @@ fn first_difference(recorded: &str, asked: &str) -> String {
         excerpt(asked)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::TaskMeta;
+    use crate::host::Message;
+
+    fn request(task: &str, prompt: &str, temperature: Option<f64>) -> LlmRequest {
+        LlmRequest {
+            task: TaskMeta::named(task).into(),
+            system_prompt: "You are terse.".into(),
+            messages: vec![Message {
+                role: "user".into(),
+                content: prompt.into(),
+            }]
+            .into(),
+            context: Default::default(),
+            model: None,
+            settings: crate::bundle::ModelSettings {
+                temperature,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_miss_says_where_the_request_differs_from_the_nearest_recorded_one() {
+        let path = std::env::temp_dir().join(format!("cassette-miss-{}.jsonl", std::process::id()));
+        let recorder = Recorder::create(&path).unwrap();
+        let reply = LlmReply {
+            content: "ok".into(),
+            ..LlmReply::default()
+        };
+        for (task, prompt) in [
+            ("review#1", "Review the change to deploy.py"),
+            ("other#1", "Unrelated"),
+        ] {
+            recorder
+                .record(&request(task, prompt, None), &reply)
+                .unwrap();
+        }
+        let cassette = Cassette::load(&path).unwrap();
+        let asked = request("review#1", "Review the change to setup.py", Some(0.5));
+        let message = cassette.answer(&asked).unwrap_err().message;
+        assert!(
+            message.contains("nearest recorded request (task `review#1`)"),
+            "{message}"
+        );
+        assert!(message.contains("`messages`: from character"), "{message}");
+        assert!(message.contains("deploy.py"), "{message}");
+        assert!(message.contains("`settings`"), "{message}");
+        assert!(!message.contains("`system`"), "{message}");
+        // The same request is answered, and only as often as it was recorded.
+        let same = request("review#1", "Review the change to deploy.py", None);
+        assert_eq!(cassette.answer(&same).unwrap().content, "ok");
+        assert!(cassette.answer(&same).is_err());
+        let _ = std::fs::remove_file(&path);
+    }
+}

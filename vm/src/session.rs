@@ -53,11 +53,29 @@ impl Vm<'_> {
         let function = subtask::select(self.bundle, &request)
             .map_err(|e| fail(task_failure("context_matching_failure", e, Value::Null)))?;
         let inputs = request.get("inputs").cloned().unwrap_or(Value::Null);
-        let cycle = self
-            .frames
+        let params = self
+            .bundle
+            .functions
+            .get(function as usize)
+            .map(|f| f.params.clone())
+            .unwrap_or_default();
+        let args: Vec<Value> = params
             .iter()
-            .filter_map(|f| f.spawned.as_ref().map(|s| (f.function, s)))
-            .any(|(f, s)| f == function as usize && s.inputs == inputs);
+            .map(|p| inputs.get(&p.name).cloned().unwrap_or(Value::Null))
+            .collect();
+        // The run's entry counts too: it is on the stack with its arguments, though no
+        // request spawned it.
+        let entry = (self.depth_offset == 0)
+            .then(|| self.frames.first())
+            .flatten()
+            .filter(|f| f.function == function as usize && f.spawned.is_none())
+            .is_some_and(|f| f.locals.get(..args.len()) == Some(&args[..]));
+        let cycle = entry
+            || self
+                .frames
+                .iter()
+                .filter_map(|f| f.spawned.as_ref().map(|s| (f.function, s)))
+                .any(|(f, s)| f == function as usize && s.inputs == inputs);
         if cycle {
             let name = self
                 .bundle
@@ -68,16 +86,6 @@ impl Vm<'_> {
                 format!("cycle: `{name}` is already running as a subtask with the same inputs");
             return Err(fail(task_failure("subtask_failure", msg, Value::Null)));
         }
-        let params = self
-            .bundle
-            .functions
-            .get(function as usize)
-            .map(|f| f.params.clone())
-            .unwrap_or_default();
-        let args = params
-            .iter()
-            .map(|p| inputs.get(&p.name).cloned().unwrap_or(Value::Null))
-            .collect();
         self.push_frame(function as usize, args).map_err(fail)?;
         // A tool call may come with no text; the conversation still needs the turn
         // (some providers refuse an empty assistant message), so it is written out.

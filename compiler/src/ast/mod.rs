@@ -230,10 +230,55 @@ pub fn unreferenced_inputs(task: &Task) -> Vec<&Input> {
     {
         text.exprs().for_each(|e| e.variables(&mut named));
     }
+    // An input that another input reads (`from`, or a nested task's text) is used.
+    for input in &task.inputs {
+        input_variables(input, &mut named);
+    }
     task.inputs
         .iter()
         .filter(|i| !named.contains(&i.name.node.as_str()))
         .collect()
+}
+
+/// The variables an input reads: its `from`, or what its value's texts name, nested
+/// tasks, calls and conditions included.
+fn input_variables<'a>(input: &'a Input, out: &mut Vec<&'a str>) {
+    if let Some(from) = &input.from {
+        out.push(&from.node);
+    }
+    match &input.value {
+        InputValue::Text(t) => t.exprs().for_each(|e| e.variables(out)),
+        InputValue::Body(b) => body_variables(b, out),
+        InputValue::Empty => {}
+    }
+}
+
+fn body_variables<'a>(body: &'a Body, out: &mut Vec<&'a str>) {
+    match body {
+        Body::Task(t) => {
+            let texts = [&t.instructions, &t.description, &t.system];
+            for text in texts.into_iter().flatten() {
+                text.exprs().for_each(|e| e.variables(out));
+            }
+            t.inputs.iter().for_each(|i| input_variables(i, out));
+        }
+        Body::Call(c) => {
+            for arg in &c.args {
+                match &arg.value {
+                    ArgValue::Word(w) => out.push(&w.node),
+                    ArgValue::Text(t) => t.exprs().for_each(|e| e.variables(out)),
+                    ArgValue::Body(b) => body_variables(b, out),
+                }
+            }
+        }
+        Body::Cond(c) => {
+            for case in &c.cases {
+                case.test.variables(out);
+                body_variables(&case.body, out);
+            }
+        }
+        Body::Missing(_) => {}
+    }
 }
 
 impl Expr {
