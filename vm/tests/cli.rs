@@ -27,17 +27,18 @@ fn tvm(args: &[&str]) -> (i32, String, String) {
 }
 
 fn tvm_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = files::tvm(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run tvm");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    files::run_tvm(args, env)
 }
+
+/// Good arguments for the code-review bundle's `review` entry.
+const REVIEW: [&str; 6] = [
+    "--entry",
+    "review",
+    "--arg",
+    "diff=x",
+    "--arg",
+    "checklist=[]",
+];
 
 fn run(extra: &[&str]) -> (i32, String, String) {
     let g = golden();
@@ -118,16 +119,9 @@ fn usage_errors_exit_two_with_a_clear_message() {
 #[test]
 fn no_provider_configured_says_how_to_choose_one() {
     let g = golden();
-    let (code, _, stderr) = tvm(&[
-        "run",
-        g.to_str().expect("path"),
-        "--entry",
-        "review",
-        "--arg",
-        "diff=x",
-        "--arg",
-        "checklist=[]",
-    ]);
+    let mut args = vec!["run", g.to_str().expect("path")];
+    args.extend(REVIEW);
+    let (code, _, stderr) = tvm(&args);
     assert_eq!(code, 2);
     assert!(stderr.contains("no provider is configured"), "{stderr}");
     assert!(stderr.contains("TVM_PROVIDER"), "{stderr}");
@@ -196,18 +190,9 @@ fn a_run_against_an_openai_compatible_server_sends_the_prompt_and_prints_the_rep
 #[test]
 fn a_provider_without_its_key_is_a_usage_error() {
     let g = golden();
-    let (code, _, stderr) = tvm(&[
-        "run",
-        g.to_str().expect("path"),
-        "--provider",
-        "anthropic",
-        "--entry",
-        "review",
-        "--arg",
-        "diff=x",
-        "--arg",
-        "checklist=[]",
-    ]);
+    let mut args = vec!["run", g.to_str().expect("path"), "--provider", "anthropic"];
+    args.extend(REVIEW);
+    let (code, _, stderr) = tvm(&args);
     assert_eq!(code, 2);
     assert!(
         stderr.contains("needs provider `anthropic`, but neither ANTHROPIC_API_KEY"),

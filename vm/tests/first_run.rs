@@ -12,18 +12,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut cmd = files::tvm(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run tvm");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use files::run_tvm as run;
 
 fn path(name: &str) -> String {
     files::golden(name).to_string_lossy().into_owned()

@@ -42,6 +42,25 @@ impl Dumper<'_> {
         let _ = writeln!(self.out, "{}{text} @{pos}", "  ".repeat(depth));
     }
 
+    /// The sampling attributes of `<model>` that were written, each at its place.
+    fn model_settings(&mut self, m: &ModelSettings, d: usize) {
+        fn shown<T: fmt::Display>(v: &Option<Spanned<T>>) -> Option<(String, Span)> {
+            v.as_ref().map(|v| (v.node.to_string(), v.span))
+        }
+        let stop = m.stop.as_ref().map(|v| (format!("{:?}", v.node), v.span));
+        for (label, value) in [
+            ("temperature", shown(&m.temperature)),
+            ("max_tokens", shown(&m.max_tokens)),
+            ("top_p", shown(&m.top_p)),
+            ("seed", shown(&m.seed)),
+            ("stop", stop),
+        ] {
+            if let Some((v, span)) = value {
+                self.line(d, format_args!("model {label}={v}"), span);
+            }
+        }
+    }
+
     fn item(&mut self, item: &Item) {
         match item {
             Item::Template(t) => {
@@ -229,38 +248,7 @@ impl Dumper<'_> {
             let what = if e.node { "enabled" } else { "disabled" };
             self.line(d, format_args!("subtasks {what}"), e.span);
         }
-        let m = &t.model_settings;
-        for (label, value, span) in [
-            (
-                "temperature",
-                m.temperature.as_ref().map(|v| v.node.to_string()),
-                m.temperature.as_ref().map(|v| v.span),
-            ),
-            (
-                "max_tokens",
-                m.max_tokens.as_ref().map(|v| v.node.to_string()),
-                m.max_tokens.as_ref().map(|v| v.span),
-            ),
-            (
-                "top_p",
-                m.top_p.as_ref().map(|v| v.node.to_string()),
-                m.top_p.as_ref().map(|v| v.span),
-            ),
-            (
-                "seed",
-                m.seed.as_ref().map(|v| v.node.to_string()),
-                m.seed.as_ref().map(|v| v.span),
-            ),
-            (
-                "stop",
-                m.stop.as_ref().map(|v| format!("{:?}", v.node)),
-                m.stop.as_ref().map(|v| v.span),
-            ),
-        ] {
-            if let (Some(v), Some(span)) = (value, span) {
-                self.line(d, format_args!("model {label}={v}"), span);
-            }
-        }
+        self.model_settings(&t.model_settings, d);
         self.inputs("input", &t.inputs, d);
         for r in &t.context_relevance {
             self.line(

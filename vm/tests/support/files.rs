@@ -59,3 +59,18 @@ pub fn tvm(args: &[&str]) -> std::process::Command {
     }
     cmd
 }
+
+/// Runs `tvm` with `args` and the environment variables `env` set; its exit code,
+/// stdout and stderr.
+pub fn run_tvm(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = tvm(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run tvm");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
