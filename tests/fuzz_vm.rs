@@ -79,7 +79,9 @@ fn piece() -> BoxedStrategy<Piece> {
         (0u32..2).prop_map(Op::Script),
         (0u16..3, 0u16..3).prop_map(|(s, t)| Op::FailSequence(s, t)),
         any::<bool>().prop_map(Op::Accumulate),
+        (0u8..3).prop_map(Op::EndLoop),
         prop::sample::select(vec![
+            Op::Evaluation,
             Op::Pop,
             Op::Dup,
             Op::Not,

@@ -62,6 +62,8 @@ pub enum Reply {
     Failure(u8, String),
     /// A script reply to an LLM call: a host that got its wires crossed.
     Mismatched,
+    /// A reply cut at the output limit.
+    Truncated(String, Option<u8>),
 }
 
 #[derive(Arbitrary, Debug, Clone)]
@@ -188,6 +190,12 @@ impl Scripted {
                 subtask_request: Some(s.request()),
                 context_files: vec!["a.txt".into()],
                 warnings: vec!["capped".into()],
+                ..LlmReply::default()
+            })),
+            Reply::Truncated(content, limit) => HostReply::Llm(Ok(LlmReply {
+                content,
+                truncated: true,
+                max_tokens: limit.map(u64::from),
                 ..LlmReply::default()
             })),
             Reply::Subtask(s) => {

@@ -92,6 +92,8 @@ pub enum OpSpec {
     Atomic(u8),
     AtomicAccumulated(u8, u8, bool),
     Script(u8),
+    Evaluation,
+    EndLoop(u8),
     /// `Gather` of well-formed calls (raw: of whatever is on the stack).
     Gather(u8, u8),
 }
@@ -310,6 +312,8 @@ fn raw(s: OpSpec) -> Op {
         OpSpec::Atomic(t) => Op::Atomic(t.into()),
         OpSpec::AtomicAccumulated(t, i, full) => Op::AtomicAccumulated(t.into(), i.into(), full),
         OpSpec::Script(t) => Op::Script(t.into()),
+        OpSpec::Evaluation => Op::Evaluation,
+        OpSpec::EndLoop(mode) => Op::EndLoop(mode),
         OpSpec::Gather(n, _) => Op::Gather(n.into()),
     }
 }
@@ -402,6 +406,7 @@ impl Shape<'_> {
             }
             OpSpec::Script(t) => Op::Script((t as usize % self.tasks) as u32),
             OpSpec::FailSequence(s, t) => Op::FailSequence(s.into(), t.into()),
+            OpSpec::EndLoop(mode) => Op::EndLoop(mode % 3),
             other => raw(other),
         }
     }
