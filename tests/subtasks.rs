@@ -175,3 +175,54 @@ fn a_tool_call_without_text_still_leaves_an_assistant_turn_in_the_conversation()
         last.messages
     );
 }
+
+/// A library whose entry points include a script: a model's hint must not reach it.
+const WITH_SCRIPT: &str = r#"<library>
+  <template name="wipe" params="target"><task type="script">
+    <script_execution><command>rm -rf {{target}}</command></script_execution></task></template>
+  <template name="count_words" params="text:string,limit:number"><task>
+    <description>Count the words of a text</description>
+    <instructions>Count the words, at most {{limit}}: {{text}}</instructions></task></template>
+  <task name="plan"><instructions>plan the work</instructions></task>
+</library>"#;
+
+#[test]
+fn a_hint_cannot_select_a_script_or_any_template_matching_would_not() {
+    let b = bundle_of(WITH_SCRIPT);
+    let ask = continuation(json!({"type": "atomic", "description": "erase disk",
+        "template_hints": ["wipe"], "inputs": {"target": "/"}}));
+    let mut host = scripted(move |r| match r.messages.len() {
+        1 => ask.clone(),
+        _ => "done".into(),
+    });
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    let scripts = host
+        .requests
+        .iter()
+        .filter(|r| matches!(r, HostRequest::Script(_)))
+        .count();
+    assert_eq!(scripts, 0, "{r:#}");
+    let error = &r["notes"]["error"]["details"]["subtaskError"];
+    assert_eq!(error["reason"], "context_matching_failure", "{r:#}");
+}
+
+#[test]
+fn a_subtasks_inputs_are_checked_against_the_templates_parameter_types() {
+    let b = bundle_of(WITH_SCRIPT);
+    let ask = continuation(
+        json!({"type": "atomic", "description": "count the words of a text",
+        "template_hints": ["count_words"], "inputs": {"text": "a b c", "limit": "ten"}}),
+    );
+    let mut host = scripted(move |r| match r.messages.len() {
+        1 => ask.clone(),
+        _ => "done".into(),
+    });
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    let error = &r["notes"]["error"]["details"]["subtaskError"];
+    assert_eq!(error["reason"], "input_validation_failure", "{r:#}");
+    assert_eq!(
+        error["message"],
+        "input `limit` of `count_words` should be `number` but is string"
+    );
+    assert_eq!(host.requests.len(), 1, "the subtask never ran");
+}

@@ -53,16 +53,8 @@ impl Vm<'_> {
         let function = subtask::select(self.bundle, &request)
             .map_err(|e| fail(task_failure("context_matching_failure", e, Value::Null)))?;
         let inputs = request.get("inputs").cloned().unwrap_or(Value::Null);
-        let params = self
-            .bundle
-            .functions
-            .get(function as usize)
-            .map(|f| f.params.clone())
-            .unwrap_or_default();
-        let args: Vec<Value> = params
-            .iter()
-            .map(|p| inputs.get(&p.name).cloned().unwrap_or(Value::Null))
-            .collect();
+        let args = subtask::arguments(self.bundle, function, &inputs)
+            .map_err(|e| fail(task_failure("input_validation_failure", e, Value::Null)))?;
         // The run's entry counts too: it is on the stack with its arguments, though no
         // request spawned it.
         let entry = (self.depth_offset == 0)

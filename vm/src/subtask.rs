@@ -2,9 +2,11 @@
 //! failure shape when it cannot run.
 
 use crate::bundle::Bundle;
+use crate::outcome::{fits, kind_of};
 use crate::result::task_failure;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+use tv_stdlib::types::Type;
 
 /// Below this Jaccard score no template is a match for a description.
 pub const MIN_MATCH: f64 = 0.1;
@@ -60,11 +62,19 @@ pub fn jaccard(a: &str, b: &str) -> f64 {
 }
 
 /// The function a request runs: a hinted template by name, else the registered
-/// template of that type (and subtype) whose description matches best.
+/// template of that type (and subtype) whose description matches best. A hint names
+/// only what matching could select (atomic templates): the model chooses among the
+/// author's subtasks, never an arbitrary entry point such as a script.
 pub fn select(bundle: &Bundle, req: &Value) -> Result<u32, String> {
     let hints = req.get("template_hints").and_then(Value::as_array);
     for hint in hints.into_iter().flatten().filter_map(Value::as_str) {
-        if let Some(e) = bundle.entry(hint) {
+        let selectable = bundle.entry(hint).filter(|e| {
+            bundle
+                .functions
+                .get(e.function as usize)
+                .is_some_and(|f| f.matchable.is_some())
+        });
+        if let Some(e) = selectable {
             return Ok(e.function);
         }
     }
@@ -90,6 +100,32 @@ pub fn select(bundle: &Bundle, req: &Value) -> Result<u32, String> {
             "no registered {kind} template matches \"{description}\""
         )),
     }
+}
+
+/// The arguments of `function` from a request's `inputs`, by parameter name, each
+/// checked against its parameter's type: the model's values are untrusted.
+pub fn arguments(bundle: &Bundle, function: u32, inputs: &Value) -> Result<Vec<Value>, String> {
+    let Some(f) = bundle.functions.get(function as usize) else {
+        return Err("the selected template does not exist".into());
+    };
+    f.params
+        .iter()
+        .map(|p| {
+            let v = inputs.get(&p.name).cloned().unwrap_or(Value::Null);
+            let ty = Type::parse(&p.ty).unwrap_or(Type::Any);
+            if fits(&v, &ty) {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "input `{}` of `{}` should be `{}` but is {}",
+                    p.name,
+                    f.name,
+                    p.ty,
+                    kind_of(&v)
+                ))
+            }
+        })
+        .collect()
 }
 
 /// The parent's result when its subtask could not run or failed.
