@@ -311,6 +311,11 @@ fn the_verifier_refuses_what_would_break_the_machine() {
             "constant 9 does not exist",
         ),
         (vec![Op::Load(3), Op::Return], 1, "local 3 does not exist"),
+        (
+            vec![Op::Const(0), Op::Return],
+            u16::MAX,
+            "65535 locals, more than the 4096 a frame may have",
+        ),
         (vec![Op::Const(0)], 1, "runs past the end"),
         (
             vec![Op::Const(0), Op::Call(5, 0), Op::Return],
@@ -357,4 +362,44 @@ fn the_verifier_refuses_what_would_break_the_machine() {
         assert!(err.contains(expected), "{code:?}: {err}");
         assert!(Bundle::from_bytes(&b.to_bytes()).is_err());
     }
+}
+
+/// A function that gathers eight branches of itself in a loop, each frame with the most
+/// locals a frame may have: under the async driver every branch is alive at once, so
+/// without a shared memory budget it grew past gigabytes.
+#[test]
+fn branches_that_multiply_their_frames_hit_the_shared_memory_budget() {
+    let mut b = bundle_of(r#"<task name="t"><instructions>x</instructions></task>"#);
+    b.constants = vec![Const::Num(0.0)];
+    let mut code = Vec::new();
+    for _ in 0..8 {
+        code.extend([Op::Const(0), Op::MakeArray(1)]);
+    }
+    code.extend([Op::Gather(8), Op::Pop, Op::Jump(0)]);
+    b.functions = vec![Function {
+        name: "f".into(),
+        params: Vec::new(),
+        locals: tv_vm::limits::MAX_LOCALS,
+        lines: vec![Loc::default(); code.len()],
+        code,
+        returns: "any".into(),
+        matchable: None,
+    }];
+    b.entries = vec![tv_vm::bundle::Entry {
+        name: "f".into(),
+        function: 0,
+    }];
+    let b = Bundle::from_bytes(&b.to_bytes()).expect("verifies");
+    let limits = Limits {
+        memory: 32 << 20,
+        ..Limits::default()
+    };
+    let host = tv_vm::driver::Blocking(Mutex::new(tv_vm::host::EchoHost));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let (r, _) = rt.block_on(tv_vm::driver::run(&b, 0, Vec::new(), limits, &host));
+    let error = &r["notes"]["error"];
+    assert_eq!(error["resource"], "memory", "{r:#}");
+    assert_eq!(error["metrics"]["limit"], 32 << 20);
 }

@@ -143,3 +143,59 @@ fn the_wall_time_limit_is_enforced_by_the_async_driver() {
     let (r, usage) = rt.block_on(run(&b, 0, vec![], limits, &Blocking(Mutex::new(EchoHost))));
     assert_eq!((status(&r), usage.turns), ("COMPLETE", 1));
 }
+
+#[test]
+fn a_replacement_that_would_take_gigabytes_is_refused_before_it_is_built() {
+    let b = bundle_of(
+        r#"<task name="blow"><inputs><input name="q">text</input></inputs>
+             <instructions>{{replace(q, "a", q)}}</instructions></task>"#,
+    );
+    let q = "a".repeat(100_000);
+    let mut host = scripted(|_| "never".into());
+    let r = run_with(&b, "blow", json!({"q": q}), Limits::default(), &mut host);
+    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "memory"));
+    let metrics = &r["notes"]["error"]["metrics"];
+    assert!(
+        metrics["used"].as_u64().unwrap() > 10_000_000_000,
+        "{metrics}"
+    );
+    assert_eq!(metrics["limit"], 512 << 20);
+    assert!(host.requests.is_empty());
+}
+
+#[test]
+fn nested_replacements_are_refused_at_the_first_that_cannot_fit() {
+    let b = bundle_of(
+        r#"<task name="blow"><inputs><input name="q">text</input></inputs>
+             <instructions>{{replace(replace(replace(q, "a", q), "a", q), "a", q)}}</instructions></task>"#,
+    );
+    let limits = Limits {
+        memory: 64 << 20,
+        ..Limits::default()
+    };
+    let mut host = scripted(|_| "never".into());
+    let q = "a".repeat(5_000);
+    let r = run_with(&b, "blow", json!({"q": q}), limits.clone(), &mut host);
+    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "memory"));
+    // Small values fit: the budget refuses only what would not.
+    let r = run_with(&b, "blow", json!({"q": "ab"}), limits, &mut host);
+    assert_eq!(status(&r), "COMPLETE");
+}
+
+#[test]
+fn values_copied_again_and_again_hit_the_memory_budget_not_the_machine() {
+    // Each call passes on its text twice over.
+    let b = bundle_of(
+        r#"<template name="grow" params="t"><task type="sequential"><steps>
+             <call template="grow"><arg name="t">{{t}}{{t}}</arg></call>
+           </steps></task></template>"#,
+    );
+    let limits = Limits {
+        memory: 8 << 20,
+        call_depth: 64,
+        ..Limits::default()
+    };
+    let mut host = scripted(|_| "x".into());
+    let r = run_with(&b, "grow", json!({"t": "0123456789"}), limits, &mut host);
+    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "memory"), "{r:#}");
+}

@@ -1,6 +1,7 @@
 //! What the compiler and the VM share: value types, built-in function signatures and
 //! model identifiers. Nothing here does I/O.
 
+pub mod bounds;
 pub mod builtins;
 pub mod functions;
 pub mod models;

@@ -137,6 +137,37 @@ fn split_label(inner: &str) -> (&str, &str) {
     }
 }
 
+/// About how many bytes a value takes: what copying it costs.
+pub fn weight(v: &serde_json::Value) -> u64 {
+    use serde_json::Value;
+    // Every value takes this much besides its text, which for deeply copied arrays
+    // and objects is most of what they take.
+    const NODE: u64 = std::mem::size_of::<Value>() as u64;
+    // Most values the machine copies are text: no walk, no allocation.
+    match v {
+        Value::String(s) => return NODE + s.len() as u64,
+        Value::Null | Value::Bool(_) | Value::Number(_) => return NODE,
+        Value::Array(_) | Value::Object(_) => {}
+    }
+    let mut total = 0;
+    let mut todo = vec![v];
+    while let Some(v) = todo.pop() {
+        total += NODE;
+        match v {
+            Value::String(s) => total += s.len() as u64,
+            Value::Array(items) => todo.extend(items),
+            Value::Object(fields) => {
+                for (k, v) in fields {
+                    total += k.len() as u64;
+                    todo.push(v);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

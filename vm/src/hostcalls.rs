@@ -139,6 +139,12 @@ impl<'b> Vm<'b> {
         let r = match (self.waiting.take(), reply) {
             (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
                 self.budget.spend(reply.input_tokens, reply.output_tokens);
+                // The reply is here already (the host caps its size); what the machine
+                // keeps of it counts from now on.
+                if let Err(fault) = self.reserve(reply.content.len() as u64) {
+                    self.stack.push(fault);
+                    return;
+                }
                 let bundle = self.bundle;
                 let output = bundle
                     .tasks
@@ -155,7 +161,13 @@ impl<'b> Vm<'b> {
                     }
                 }
             }
-            (Some(Waiting::Script), HostReply::Script(Ok(reply))) => script_result(reply),
+            (Some(Waiting::Script), HostReply::Script(Ok(reply))) => {
+                let size = reply.stdout.len() + reply.stderr.len();
+                match self.reserve(2 * size as u64) {
+                    Ok(()) => script_result(reply),
+                    Err(fault) => fault,
+                }
+            }
             (Some(_), HostReply::Llm(Err(e)) | HostReply::Script(Err(e))) => {
                 task_failure(&e.reason, e.message, Value::Null)
             }

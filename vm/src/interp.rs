@@ -1,6 +1,7 @@
 //! The interpreter: explicit call frames, a synchronous dispatch loop that halts on
 //! host calls, and the limits checked before any further host call is made.
 
+mod memory;
 mod stack;
 
 use crate::bundle::{Bundle, Const};
@@ -15,8 +16,8 @@ use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
 use crate::shared::SharedText;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use tv_stdlib::bounds::{result_bound, text_bound};
 use tv_stdlib::builtins::BUILTINS;
-use tv_stdlib::functions as f;
 use tv_stdlib::values::{into_text, push_text, to_text, truthy};
 
 /// Why [`Vm::run`] stopped.
@@ -42,6 +43,8 @@ pub(crate) struct Frame {
     /// The accumulated context of each sequence running in this frame, by the local
     /// that holds its results.
     accumulators: Vec<(u16, Accumulator)>,
+    /// Bytes charged to the memory budget for what this frame built.
+    pub(crate) charged: u64,
 }
 
 /// One handler session: the conversation of an atomic task so far.
@@ -167,6 +170,7 @@ impl<'b> Vm<'b> {
     }
 
     fn finish(&mut self, r: Value) -> Step {
+        self.release_all();
         self.frames.clear();
         self.stack.clear();
         self.done = Some(r.clone());
@@ -229,6 +233,9 @@ impl<'b> Vm<'b> {
     /// instruction limit: one instruction per [`BYTES_PER_INSTRUCTION`] bytes.
     pub(crate) fn charge(&mut self, bytes: u64) -> Result<(), Fault> {
         self.instructions += bytes / BYTES_PER_INSTRUCTION;
+        if let Some(held) = self.budget.refused() {
+            return Err(self.out_of_memory(held));
+        }
         if self.instructions > self.limits.instructions {
             return Err(exhausted(
                 "instructions",
@@ -254,14 +261,16 @@ impl<'b> Vm<'b> {
                 self.stack.push(const_value(c));
             }
             Op::Load(i) => {
-                let v = self
-                    .frame()?
-                    .locals
-                    .get(i as usize)
-                    .cloned()
-                    .ok_or_else(|| fault("no such local"))?;
-                self.charge(weight(&v))?;
-                self.stack.push(v);
+                let w = weight(
+                    self.frame()?
+                        .locals
+                        .get(i as usize)
+                        .ok_or_else(|| fault("no such local"))?,
+                );
+                self.charge(w)?;
+                self.reserve(w)?;
+                let v = self.frame()?.locals.get(i as usize).cloned();
+                self.stack.push(v.unwrap_or_default());
             }
             Op::Store(i) => {
                 let v = self.pop()?;
@@ -271,8 +280,10 @@ impl<'b> Vm<'b> {
                 self.pop()?;
             }
             Op::Dup => {
+                let w = weight(self.peek()?);
+                self.charge(w)?;
+                self.reserve(w)?;
                 let v = self.peek()?.clone();
-                self.charge(weight(&v))?;
                 self.stack.push(v);
             }
             Op::Field(i) => {
@@ -323,6 +334,7 @@ impl<'b> Vm<'b> {
             }
             Op::Concat(n) => {
                 let parts = self.pop_n(n as usize)?;
+                self.reserve(parts.iter().map(text_bound).sum())?;
                 let size = parts.iter().map(|p| p.as_str().map_or(8, str::len)).sum();
                 let mut text = String::with_capacity(size);
                 parts.iter().for_each(|p| push_text(&mut text, p));
@@ -331,6 +343,8 @@ impl<'b> Vm<'b> {
             }
             Op::ShellQuote => {
                 let v = self.pop()?;
+                // Each `'` becomes four bytes, and two quotes go around.
+                self.reserve(4 * text_bound(&v) + 2)?;
                 let text = shell_quote(&to_text(&v));
                 self.charge(text.len() as u64)?;
                 self.stack.push(Value::String(text));
@@ -340,7 +354,7 @@ impl<'b> Vm<'b> {
                 let b = BUILTINS
                     .get(id as usize)
                     .ok_or_else(|| fault("no such built-in"))?;
-                let v = f::call(b.name, &args).map_err(|e| self.located(e.to_string()))?;
+                let v = self.builtin_call(b.name, &args)?;
                 self.charge(weight(&v))?;
                 self.stack.push(v);
             }
@@ -360,12 +374,20 @@ impl<'b> Vm<'b> {
             }
             Op::TextConst(_) | Op::TextLocal(_) | Op::TextValue => self.text(op)?,
             Op::KeepValue(i) => {
+                let top = self.top()?;
+                let w = weight(
+                    top.get("parsedContent")
+                        .or(top.get("content"))
+                        .unwrap_or_default(),
+                );
+                self.charge(w)?;
+                self.reserve(w)?;
                 let v = value_of(self.top()?);
-                self.charge(weight(&v))?;
                 *self.local(i)? = v;
             }
             Op::Complete => {
                 let v = self.pop()?;
+                self.reserve(text_bound(&v))?;
                 let text = to_text(&v);
                 self.charge(text.len() as u64)?;
                 let mut r = complete(text);
@@ -460,6 +482,8 @@ impl<'b> Vm<'b> {
             Op::Script(t) => return self.script(t).map(Some),
             Op::Evaluation => {
                 let r = self.pop()?;
+                let content = r.get("content").cloned().unwrap_or_default();
+                self.reserve(result_bound("parse_json", &[content]))?;
                 let r = evaluation(r);
                 self.charge(weight(&r))?;
                 self.stack.push(r);

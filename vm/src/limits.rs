@@ -22,7 +22,21 @@ pub struct Limits {
     /// per [`BYTES_PER_INSTRUCTION`] bytes, so this bounds the memory a run can fill
     /// too. Default 10,000,000.
     pub instructions: u64,
+    /// Bytes the run's values may take, its concurrent branches included (DESIGN §18).
+    /// Every value is charged before it is built (a built-in's result at its largest
+    /// possible size), and what a frame built is released when it returns. Default
+    /// 512 MiB.
+    #[serde(default = "default_memory")]
+    pub memory: u64,
 }
+
+fn default_memory() -> u64 {
+    512 << 20
+}
+
+/// Locals a function may have: a frame's slots are allocated when it is pushed, so the
+/// verifier refuses more (a crafted bundle could ask for 65,535 per frame).
+pub const MAX_LOCALS: u16 = 4096;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -34,6 +48,7 @@ impl Default for Limits {
             tokens: 1_000_000,
             wall_time: Duration::from_secs(30 * 60),
             instructions: 10_000_000,
+            memory: default_memory(),
         }
     }
 }
@@ -41,36 +56,7 @@ impl Default for Limits {
 /// What copying or building this many bytes of a value costs, in instructions.
 pub const BYTES_PER_INSTRUCTION: u64 = 64;
 
-/// About how many bytes a value takes: what copying it costs.
-pub fn weight(v: &serde_json::Value) -> u64 {
-    use serde_json::Value;
-    // Every value takes this much besides its text, which for deeply copied arrays
-    // and objects is most of what they take.
-    const NODE: u64 = std::mem::size_of::<Value>() as u64;
-    // Most values the machine copies are text: no walk, no allocation.
-    match v {
-        Value::String(s) => return NODE + s.len() as u64,
-        Value::Null | Value::Bool(_) | Value::Number(_) => return NODE,
-        Value::Array(_) | Value::Object(_) => {}
-    }
-    let mut total = 0;
-    let mut todo = vec![v];
-    while let Some(v) = todo.pop() {
-        total += NODE;
-        match v {
-            Value::String(s) => total += s.len() as u64,
-            Value::Array(items) => todo.extend(items),
-            Value::Object(fields) => {
-                for (k, v) in fields {
-                    total += k.len() as u64;
-                    todo.push(v);
-                }
-            }
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
-        }
-    }
-    total
-}
+pub use tv_stdlib::values::weight;
 
 /// How deeply a value the machine builds may nest arrays and objects: deeper values
 /// could overflow the stack where they are copied, written out or dropped.
@@ -105,6 +91,12 @@ pub struct Budget {
     tokens: AtomicU64,
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
+    /// Bytes charged to the memory budget and not yet released.
+    memory: AtomicU64,
+    /// What a refused charge would have made the run hold (0: none refused). Once the
+    /// budget refused anything, the whole run stops, branches included, rather than
+    /// going on without what it could not build.
+    refused: AtomicU64,
 }
 
 impl Budget {
@@ -139,6 +131,39 @@ impl Budget {
             self.input_tokens.load(Ordering::SeqCst),
             self.output_tokens.load(Ordering::SeqCst),
         )
+    }
+
+    /// Charges `bytes` to the memory budget, unless that would pass `limit`: then
+    /// nothing is charged and the bytes that would have been held are returned.
+    pub fn reserve(&self, bytes: u64, limit: u64) -> Result<(), u64> {
+        let held = self
+            .memory
+            .fetch_add(bytes, Ordering::SeqCst)
+            .saturating_add(bytes);
+        if held > limit {
+            self.memory.fetch_sub(bytes, Ordering::SeqCst);
+            self.refused.fetch_max(held, Ordering::SeqCst);
+            return Err(held);
+        }
+        Ok(())
+    }
+
+    /// What the refused charge would have held, once the budget refused one.
+    pub fn refused(&self) -> Option<u64> {
+        Some(self.refused.load(Ordering::Relaxed)).filter(|&h| h > 0)
+    }
+
+    /// Gives back bytes charged earlier.
+    pub fn release(&self, bytes: u64) {
+        let _ = self
+            .memory
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| {
+                Some(m.saturating_sub(bytes))
+            });
+    }
+
+    pub fn memory(&self) -> u64 {
+        self.memory.load(Ordering::SeqCst)
     }
 
     /// Counts one answered call (an assistant turn) and its tokens.

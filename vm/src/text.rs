@@ -6,11 +6,13 @@ use crate::bundle::Const;
 use crate::interp::{const_value, fault, Fault, Vm};
 use crate::isa::Op;
 use serde_json::Value;
+use tv_stdlib::bounds::text_bound;
 use tv_stdlib::values::{push_text, to_text};
 
 impl Vm<'_> {
     /// Runs `TextConst`, `TextLocal` or `TextValue`, charging the bytes appended.
     pub(crate) fn text(&mut self, op: Op) -> Result<(), Fault> {
+        self.reserve(self.part_bound(op)?)?;
         let base = self.frame_base()?;
         let appended = match op {
             Op::TextConst(c) => {
@@ -47,6 +49,23 @@ impl Vm<'_> {
             }
         };
         self.charge(appended as u64)
+    }
+}
+
+impl Vm<'_> {
+    /// The most bytes appending the part of `op` can add, known before appending.
+    fn part_bound(&self, op: Op) -> Result<u64, Fault> {
+        Ok(match op {
+            Op::TextConst(c) => match self.bundle.constants.get(c as usize) {
+                Some(Const::Str(s)) => s.len() as u64,
+                _ => 32,
+            },
+            Op::TextLocal(i) => {
+                let frame = self.frames.last().ok_or_else(|| fault("no frame"))?;
+                frame.locals.get(i as usize).map_or(0, text_bound)
+            }
+            _ => self.stack.last().map_or(0, text_bound),
+        })
     }
 }
 

@@ -37,6 +37,13 @@ fn verify_function(b: &Bundle, f: &Function) -> Result<(), String> {
     if f.code.is_empty() {
         return Err("no code".into());
     }
+    if f.locals > crate::limits::MAX_LOCALS {
+        return Err(format!(
+            "{} locals, more than the {} a frame may have",
+            f.locals,
+            crate::limits::MAX_LOCALS
+        ));
+    }
     if f.lines.len() != f.code.len() {
         return Err("the source map does not cover every instruction".into());
     }

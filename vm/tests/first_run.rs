@@ -137,7 +137,12 @@ fn run_defaults_and_a_forced_model_reach_the_request_and_the_trace_shows_what_wa
 #[test]
 fn a_range_the_flags_cannot_take_is_refused() {
     let bundle = path("scripts_only");
-    for (flag, value) in [("--temperature", "2.5"), ("--max-output-tokens", "0")] {
+    for (flag, value) in [
+        ("--temperature", "2.5"),
+        ("--max-output-tokens", "0"),
+        ("--max-memory", "12XB"),
+        ("--max-memory", "0"),
+    ] {
         let (code, _, stderr) = run(&["run", &bundle, "--arg", "who=a", flag, value], &[]);
         assert_eq!(code, 2, "{flag}: {stderr}");
         assert!(stderr.contains(flag), "{stderr}");
@@ -200,4 +205,32 @@ fn closed_stdout_and_stderr_end_tvm_without_a_panic() {
         let expected = if args[0] == "disasm" { 0 } else { 2 };
         assert_eq!(code, Some(expected), "{args:?}");
     }
+}
+
+#[test]
+fn a_run_whose_values_outgrow_max_memory_fails_with_resource_memory() {
+    let dir = files::scratch("first-run", "memory");
+    let diff = dir.join("big.diff");
+    std::fs::write(&diff, "+ a line of a large change\n".repeat(10_000)).unwrap();
+    let bundle = path("code_review");
+    let arg = format!("diff=@{}", diff.display());
+    let args = [
+        "run",
+        &bundle,
+        "--entry",
+        "summarize_change",
+        "--arg",
+        &arg,
+        "--arg",
+        "audience=ops",
+        "--provider",
+        "echo",
+        "--max-memory",
+        "64KiB",
+    ];
+    let (code, stdout, stderr) = run(&args, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let r: Value = serde_json::from_str(&stdout).expect("a result");
+    assert_eq!(r["notes"]["error"]["resource"], "memory", "{r:#}");
+    assert_eq!(r["notes"]["error"]["metrics"]["limit"], 64 << 10);
 }

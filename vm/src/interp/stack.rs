@@ -8,6 +8,7 @@ use crate::result::{exhausted, task_failure};
 use crate::shared::SharedText;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use tv_stdlib::values::weight;
 
 impl Vm<'_> {
     pub(crate) fn push_frame(
@@ -32,6 +33,12 @@ impl Vm<'_> {
             .functions
             .get(function)
             .ok_or_else(|| fault("no such function"))?;
+        let bytes = Vm::frame_bytes(f.locals as usize);
+        // Charged before the slots exist; the new frame holds the charge.
+        self.reserve(bytes)?;
+        if let Some(caller) = self.frames.last_mut() {
+            caller.charged -= bytes.min(caller.charged);
+        }
         args.resize(f.locals as usize, Value::Null);
         self.frames.push(Frame {
             function,
@@ -40,6 +47,7 @@ impl Vm<'_> {
             locals: args,
             spawned: None,
             accumulators: Vec::new(),
+            charged: bytes,
         });
         Ok(())
     }
@@ -50,7 +58,12 @@ impl Vm<'_> {
             .frames
             .pop()
             .ok_or_else(|| fault("return without a frame"))?;
+        self.release_frame(&frame);
         self.stack.truncate(frame.base);
+        if !self.frames.is_empty() {
+            // The result outlives the frame that built it: the caller holds it now.
+            self.reserve(weight(&r))?;
+        }
         if let Some(spawn) = frame.spawned {
             return self.subtask_returned(*spawn, r);
         }

@@ -181,6 +181,29 @@ struct LimitArgs {
     /// Instructions executed.
     #[arg(long, default_value_t = Limits::default().instructions)]
     max_instructions: u64,
+    /// Memory the run's values may take: bytes, or with a unit (KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "512MiB", value_parser = size)]
+    max_memory: u64,
+}
+
+/// `512MiB`, `64KiB`, `1GiB` (also `K`, `M`, `G`, binary multiples), or plain bytes.
+fn size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        other => return Err(format!("unknown unit `{other}` (use KiB, MiB or GiB)")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{s}` is not a positive size"))
 }
 
 impl LimitArgs {
@@ -193,6 +216,7 @@ impl LimitArgs {
             tokens: self.max_tokens,
             wall_time: Duration::from_secs(self.timeout),
             instructions: self.max_instructions,
+            memory: self.max_memory,
         }
     }
 }
