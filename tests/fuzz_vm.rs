@@ -224,6 +224,7 @@ fn small_limits() -> Limits {
         loop_iterations: 10,
         turns: 16,
         instructions: 2_000,
+        memory: 16 << 20,
         ..Limits::default()
     }
 }

@@ -23,6 +23,7 @@ pub fn small_limits() -> Limits {
         turns: 24,
         tokens: 50_000,
         instructions: 2_000,
+        memory: 16 << 20,
         ..Limits::default()
     }
 }
