@@ -48,6 +48,9 @@ pub struct Header {
     pub retries: Option<u32>,
     /// Seconds one attempt of an LLM call may take.
     pub request_timeout: Option<u64>,
+    /// `--max-reply-bytes`, when it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reply_bytes: Option<u64>,
     /// The run's default sampling settings (`--temperature`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<crate::bundle::ModelSettings>,
@@ -344,6 +347,7 @@ mod tests {
             concurrency: Some(4),
             retries: Some(0),
             request_timeout: Some(30),
+            max_reply_bytes: Some(1 << 20),
             sampling: Some(crate::bundle::ModelSettings {
                 temperature: Some(0.5),
                 ..Default::default()

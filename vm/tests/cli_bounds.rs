@@ -1,0 +1,80 @@
+//! The bounds as `tvm` users meet them, with real `tvm` processes and a model server on
+//! 127.0.0.1: `--max-reply-bytes` fails a call whose reply is too large and is kept by the
+//! journal for `tvm resume`.
+
+#[path = "support/files.rs"]
+mod files;
+#[path = "support/http.rs"]
+mod http;
+
+use files::{golden, runtime, scratch};
+use http::{Reply, Server};
+use serde_json::Value;
+use std::process::Command;
+
+fn tvm(args: &[&str], server: &Server) -> Command {
+    let mut cmd = files::tvm(args);
+    cmd.env("OPENAI_BASE_URL", server.url())
+        .env("OPENAI_API_KEY", "sk-cli-bounds-key");
+    cmd
+}
+
+fn finish(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().expect("run tvm");
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        text(out.stdout),
+        text(out.stderr),
+    )
+}
+
+fn error_message(stdout: &str) -> String {
+    let result: Value = serde_json::from_str(stdout).expect("a TaskResult");
+    result["notes"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn an_endless_reply_fails_the_run_at_max_reply_bytes_and_a_resume_keeps_the_cap() {
+    let rt = runtime();
+    let server = rt.block_on(Server::scripted(vec![Reply::Endless { status: 200 }]));
+    let dir = scratch("cli_bounds", "reply");
+    let journal = dir.join("run.jsonl");
+    let (bundle, path) = (golden("incident_digest"), journal.to_str().expect("path"));
+    let run = [
+        "run",
+        bundle.to_str().expect("path"),
+        "--arg",
+        "service=payments",
+        "--provider",
+        "openai",
+        "--max-reply-bytes",
+        "4096",
+        "--journal",
+        path,
+    ];
+    let (code, out, err) = finish(&mut tvm(&run, &server));
+    assert_eq!(code, 1, "{err}");
+    let message = error_message(&out);
+    assert!(
+        message.contains("4096 bytes") && message.contains("--max-reply-bytes"),
+        "{out}"
+    );
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&journal)
+            .expect("journal")
+            .lines()
+            .next()
+            .expect("header"),
+    )
+    .expect("JSON");
+    assert_eq!(header["max_reply_bytes"], 4096);
+
+    let (code, out, err) = finish(&mut tvm(&["resume", path], &server));
+    assert_eq!(code, 1, "{err}");
+    assert!(error_message(&out).contains("4096 bytes"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
