@@ -1,6 +1,8 @@
 //! The bounds as `tvm` users meet them, with real `tvm` processes and a model server on
 //! 127.0.0.1: `--max-reply-bytes` fails a call whose reply is too large and is kept by the
-//! journal for `tvm resume`.
+//! journal for `tvm resume`; and one process at a time on a journal (DESIGN §18): while a
+//! run is under way, a second `run --journal` or `resume` on the same file exits 2 naming
+//! the holder, makes no call, and leaves a journal that resumes to the run's own result.
 
 #[path = "support/files.rs"]
 mod files;
@@ -9,8 +11,9 @@ mod http;
 
 use files::{golden, runtime, scratch};
 use http::{Reply, Server};
-use serde_json::Value;
-use std::process::Command;
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn tvm(args: &[&str], server: &Server) -> Command {
     let mut cmd = files::tvm(args);
@@ -76,5 +79,65 @@ fn an_endless_reply_fails_the_run_at_max_reply_bytes_and_a_resume_keeps_the_cap(
     let (code, out, err) = finish(&mut tvm(&["resume", path], &server));
     assert_eq!(code, 1, "{err}");
     assert!(error_message(&out).contains("4096 bytes"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_second_process_on_a_journal_in_use_exits_2_naming_the_holder_and_makes_no_call() {
+    let rt = runtime();
+    // Slow replies keep the first run inside its calls while the others try.
+    let server = rt.block_on(Server::start(|_, _| {
+        let body = json!({"choices": [{"message": {"role": "assistant", "content": "fine"}}],
+                          "usage": {"prompt_tokens": 3, "completion_tokens": 2}});
+        Reply::json(200, body).after(Duration::from_millis(700))
+    }));
+    let dir = scratch("journal_lock", "held");
+    let journal = dir.join("run.jsonl");
+    let (bundle, path) = (golden("incident_digest"), journal.to_str().expect("path"));
+    let run = [
+        "run",
+        bundle.to_str().expect("path"),
+        "--arg",
+        "service=payments",
+        "--provider",
+        "openai",
+        "--journal",
+        path,
+    ];
+    let first = tvm(&run, &server)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("first tvm");
+    let started = Instant::now();
+    while server.hits() == 0 {
+        assert!(started.elapsed() < Duration::from_secs(20), "no call came");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let holder = format!("pid {}", first.id());
+    for second in [&run[..], &["resume", path][..]] {
+        let hits = server.hits();
+        let (code, out, err) = finish(&mut tvm(second, &server));
+        assert_eq!(code, 2, "{second:?}: {err}");
+        assert!(
+            err.contains("is in use by") && err.contains(&holder),
+            "{err}"
+        );
+        assert!(out.is_empty(), "{out}");
+        assert!(server.hits() <= hits + 1, "{second:?} made a call");
+    }
+    let output = first.wait_with_output().expect("first tvm ends");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let calls = server.hits();
+
+    // The journal is whole: a resume answers everything from it and calls nothing.
+    let (code, out, err) = finish(&mut tvm(&["resume", path], &server));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.as_bytes(), output.stdout, "the run's own result");
+    assert!(
+        err.contains("made now") && err.contains(" 0 made now"),
+        "{err}"
+    );
+    assert_eq!(server.hits(), calls);
     let _ = std::fs::remove_dir_all(&dir);
 }
