@@ -44,6 +44,9 @@ pub struct Header {
     pub model: Option<String>,
     pub cassette: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
+    /// `--allow-read` paths, resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_read: Vec<PathBuf>,
     pub limits: Limits,
     /// How the run made its LLM calls; absent (read as `None`) from journals written
     /// before they were kept, whose resumes use the defaults.
@@ -413,6 +416,7 @@ mod tests {
             model: None,
             cassette: None,
             workspace: None,
+            allow_read: vec![PathBuf::from("/srv/notes")],
             limits: Limits::default(),
             concurrency: Some(4),
             retries: Some(0),

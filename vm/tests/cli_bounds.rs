@@ -1,8 +1,9 @@
 //! The bounds as `tvm` users meet them, with real `tvm` processes and a model server on
 //! 127.0.0.1: `--max-reply-bytes` fails a call whose reply is too large and is kept by the
-//! journal for `tvm resume`; and one process at a time on a journal (DESIGN §18): while a
-//! run is under way, a second `run --journal` or `resume` on the same file exits 2 naming
-//! the holder, makes no call, and leaves a journal that resumes to the run's own result.
+//! journal for `tvm resume`; `--allow-read` names paths that must exist and is kept by
+//! the journal too; and one process at a time on a journal (DESIGN §18): while a run is
+//! under way, a second `run --journal` or `resume` on the same file exits 2 naming the
+//! holder, makes no call, and leaves a journal that resumes to the run's own result.
 
 #[path = "support/files.rs"]
 mod files;
@@ -79,6 +80,49 @@ fn an_endless_reply_fails_the_run_at_max_reply_bytes_and_a_resume_keeps_the_cap(
     let (code, out, err) = finish(&mut tvm(&["resume", path], &server));
     assert_eq!(code, 1, "{err}");
     assert!(error_message(&out).contains("4096 bytes"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn allow_read_names_a_path_that_must_exist_and_the_journal_keeps_it_resolved() {
+    let rt = runtime();
+    let server = rt.block_on(Server::scripted(vec![Reply::Drop]));
+    let dir = scratch("cli_bounds", "allow");
+    let bundle = golden("incident_digest");
+    let mut run = vec![
+        "run",
+        bundle.to_str().expect("path"),
+        "--arg",
+        "service=payments",
+        "--provider",
+        "echo",
+    ];
+    let (code, _, err) = finish(&mut tvm(
+        &[&run[..], &["--allow-read", "/no/such/folder"]].concat(),
+        &server,
+    ));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--allow-read /no/such/folder"), "{err}");
+
+    let journal = dir.join("run.jsonl");
+    let allowed = dir.join("notes");
+    std::fs::create_dir_all(&allowed).expect("folder");
+    let linked = dir.join("link");
+    std::os::unix::fs::symlink(&allowed, &linked).expect("link");
+    run.extend(["--allow-read", linked.to_str().expect("path"), "--journal"]);
+    run.push(journal.to_str().expect("path"));
+    let (code, _, err) = finish(&mut tvm(&run, &server));
+    assert_eq!(code, 0, "{err}");
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&journal)
+            .expect("journal")
+            .lines()
+            .next()
+            .expect("header"),
+    )
+    .expect("JSON");
+    let kept = allowed.canonicalize().expect("resolved");
+    assert_eq!(header["allow_read"][0], kept.to_str().expect("path"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -101,8 +101,9 @@ fn load(path: &Path) -> Result<(Bundle, String), String> {
     Ok((bundle, journal::sha256(&bytes)))
 }
 
-fn run(args: RunArgs) -> Result<ExitCode, String> {
+fn run(mut args: RunArgs) -> Result<ExitCode, String> {
     let (bundle, hash) = load(&args.bundle)?;
+    args.host.resolve_allow_read()?;
     let provider = args
         .host
         .provider
@@ -141,6 +142,7 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
                 model: args.host.model.clone(),
                 cassette: args.host.cassette.clone(),
                 workspace: args.host.workspace.clone(),
+                allow_read: args.host.allow_read.clone(),
                 limits: limits.clone(),
                 concurrency: Some(concurrency),
                 retries: Some(retries),
@@ -197,6 +199,10 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     args.host.model = args.host.model.take().or(header.model);
     args.host.cassette = args.host.cassette.take().or(header.cassette);
     args.host.workspace = args.host.workspace.take().or(header.workspace);
+    args.host.resolve_allow_read()?;
+    if args.host.allow_read.is_empty() {
+        args.host.allow_read = header.allow_read;
+    }
     args.host.concurrency = args.host.concurrency.or(header.concurrency);
     args.host.retries = args.host.retries.or(header.retries);
     args.host.request_timeout = args.host.request_timeout.or(header.request_timeout);
@@ -351,7 +357,7 @@ mod tests {
                     "`tvm {sub} --help` does not show the default {default}:\n{help}"
                 );
             }
-            for flag in ["--max-reply-bytes <BYTES>", "--request-timeout <SECS>"] {
+            for flag in ["--max-reply-bytes <BYTES>", "--allow-read <PATH>"] {
                 assert!(
                     help.contains(flag),
                     "`tvm {sub} --help` lacks {flag}:\n{help}"

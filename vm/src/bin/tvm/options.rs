@@ -29,6 +29,11 @@ pub struct HostArgs {
     /// named, none searched.
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// A file or folder outside the workspace (or, without one, outside the current
+    /// directory) that a task may name in its `file_paths`; repeatable. Without it such
+    /// paths (absolute, with `..`, or through a link) are skipped with a warning.
+    #[arg(long, value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
     /// Write one JSON line per host call: what was asked, how long, tokens, outcome.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -81,6 +86,16 @@ impl HostArgs {
             seed: self.seed,
             ..ModelSettings::default()
         }
+    }
+
+    /// Resolves every `--allow-read` path (links, `..`, the current directory), so that
+    /// the journal keeps what was meant whatever folder a resume starts from.
+    pub fn resolve_allow_read(&mut self) -> Result<(), String> {
+        for p in &mut self.allow_read {
+            *p = std::fs::canonicalize(&*p)
+                .map_err(|e| format!("--allow-read {}: {e}", p.display()))?;
+        }
+        Ok(())
     }
 
     /// `--max-reply-bytes`, else the default; more than the address space means no cap.
@@ -185,5 +200,6 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
     }
     host.progress = Some(Progress::new());
     host.context.workspace = a.workspace.clone();
+    host.context.allow_read = a.allow_read.clone();
     Ok(host)
 }
