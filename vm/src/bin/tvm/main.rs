@@ -77,6 +77,7 @@ struct ResumeArgs {
 }
 
 fn main() -> ExitCode {
+    protect_keys();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Disasm { bundle } => {
@@ -92,6 +93,19 @@ fn main() -> ExitCode {
         output::say(&format!("tvm: error: {e}\n"));
         ExitCode::from(2)
     })
+}
+
+/// Puts the API keys in this process's environment out of reach of the scripts it runs:
+/// a process that is not dumpable has its `/proc/PID/environ` and `mem` readable by root
+/// (CAP_SYS_PTRACE) only, not by other processes of the same user. (Scripts are started
+/// without the keys; this closes the way back to them through the parent.)
+fn protect_keys() {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        output::say(&format!(
+            "tvm: warning: cannot mark the process non-dumpable ({e}); scripts run as this \
+             user could read the API keys from /proc\n"
+        ));
+    }
 }
 
 /// A bundle and the SHA-256 of its bytes.
