@@ -2,11 +2,15 @@
 //! a workspace, every entry must resolve inside it, links followed; without one, only
 //! literal entries are read, and absolute paths, `..` and links out of the current
 //! directory need `--allow-read` (real files, folders and symlinks; cargo runs these
-//! tests in the crate's folder).
+//! tests in the crate's folder). And fresh context with a huge prompt: the query keeps a
+//! fixed number of terms and each file's weights are sparse, so memory does not grow
+//! with the prompt's size times the files, and the file the prompt is about still comes
+//! first.
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use tv_vm::bundle::{FilePaths, TaskMeta};
+use std::time::Instant;
+use tv_vm::bundle::{ContextSettings, FilePaths, TaskMeta};
 use tv_vm::context::{Assembled, Assembler};
 use tv_vm::host::{LlmRequest, Message};
 
@@ -193,4 +197,126 @@ async fn without_a_workspace_a_file_paths_command_is_not_run() {
         "{out:?}"
     );
     assert!(!marker.exists(), "the command ran");
+}
+
+/// A folder under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A cheap deterministic generator, so that workspaces and prompts are the same each run.
+fn next(state: &mut u64) -> u64 {
+    *state = state
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *state >> 33
+}
+
+/// `files` files of `words` words each, drawn from `vocabulary` words `w0`, `w1`, ...,
+/// plus `src/frobnicator.rs`, the one file about the frobnicator.
+fn workspace(name: &str, files: usize, words: usize, vocabulary: u64) -> TempDir {
+    let dir = std::env::temp_dir().join(format!("tv-fresh-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("notes")).expect("workspace");
+    let mut state = 7;
+    for f in 0..files {
+        let text: Vec<String> = (0..words)
+            .map(|_| format!("w{}", next(&mut state) % vocabulary))
+            .collect();
+        std::fs::write(dir.join(format!("notes/n{f}.txt")), text.join(" ")).expect("write");
+    }
+    std::fs::create_dir_all(dir.join("src")).expect("src");
+    std::fs::write(
+        dir.join("src/frobnicator.rs"),
+        "/// The frobnicator tunes the flux capacitor.\npub fn frobnicator_tune() {}\n",
+    )
+    .expect("write");
+    TempDir(dir)
+}
+
+/// A prompt of about `bytes` bytes: vocabulary words, each once at most (a pasted log
+/// of distinct lines, say), then a question that names the frobnicator a few times.
+fn huge_prompt(bytes: usize, vocabulary: u64) -> String {
+    let mut prompt = String::with_capacity(bytes + 200);
+    let mut i = 0;
+    while prompt.len() < bytes {
+        prompt.push_str(&format!("w{} ", i % vocabulary));
+        i += 1;
+    }
+    prompt.push_str(
+        "\nWhy does the frobnicator fail? The frobnicator log and frobnicator tests say little.",
+    );
+    prompt
+}
+
+async fn search(ws: &Path, prompt: String) -> Assembled {
+    let request = LlmRequest {
+        task: TaskMeta {
+            file_paths: FilePaths::None,
+            context: ContextSettings {
+                fresh: true,
+                ..TaskMeta::named("ask#1").context
+            },
+            ..TaskMeta::named("ask#1")
+        }
+        .into(),
+        system_prompt: String::new(),
+        messages: vec![Message {
+            role: "user".into(),
+            content: prompt,
+        }]
+        .into(),
+        context: Default::default(),
+        model: None,
+        settings: Default::default(),
+    };
+    let assembler = Assembler {
+        workspace: Some(ws.to_path_buf()),
+        ..Assembler::default()
+    };
+    assembler.assemble(&request).await
+}
+
+fn peak_memory_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"));
+    let kib = line.and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok());
+    kib.unwrap_or(0) / 1024
+}
+
+#[tokio::test]
+async fn a_huge_prompt_still_brings_the_file_it_is_about_first() {
+    let ws = workspace("huge", 400, 100, 80_000);
+    let started = Instant::now();
+    let out = search(&ws.0, huge_prompt(540_000, 80_000)).await;
+    let took = started.elapsed();
+    assert_eq!(
+        out.files.first().map(String::as_str),
+        Some("src/frobnicator.rs"),
+        "{:?}",
+        out.files
+    );
+    assert!(took.as_secs() < 20, "took {took:?}");
+    assert!(peak_memory_mib() < 400, "peak {} MiB", peak_memory_mib());
+}
+
+/// The figure for the record: a 540 KB prompt of about 77,000 distinct words against
+/// 6,000 files whose words are drawn from them. `cargo test -p tv-vm --test context_bounds -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn a_540_kb_prompt_against_6000_files_reports_its_peak_memory() {
+    let ws = workspace("measure", 6_000, 200, 80_000);
+    let before = peak_memory_mib();
+    let started = Instant::now();
+    let out = search(&ws.0, huge_prompt(540_000, 80_000)).await;
+    println!(
+        "files {:?}; peak resident memory {before} MiB before the search, {} MiB after; {:?}",
+        &out.files[..out.files.len().min(3)],
+        peak_memory_mib(),
+        started.elapsed()
+    );
 }
