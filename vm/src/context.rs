@@ -16,7 +16,7 @@ use search::{excerpt, rank, walk, Query, MAX_CANDIDATES};
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 /// Caps that keep one request's context within what any model accepts.
@@ -48,6 +48,9 @@ impl Default for Limits {
 pub struct Assembler {
     /// The folder the user named; fresh context and descriptions search only here.
     pub workspace: Option<PathBuf>,
+    /// Folders outside the workspace (or the current directory) whose files a task may
+    /// name literally (`tvm run --allow-read PATH`); see [`Scope`].
+    pub allow_read: Vec<PathBuf>,
     pub limits: Limits,
 }
 
@@ -63,17 +66,27 @@ pub struct Assembled {
 
 const NO_WORKSPACE: &str = "fresh context was requested but no workspace was given \
      (tvm run --workspace DIR); no files were searched";
+const NO_WORKSPACE_COMMAND: &str = "file_paths: a command's paths are read only with \
+     --workspace DIR; the command was not run";
 /// Bytes kept of a `file_paths` command's output: plenty for a list of paths.
 const COMMAND_OUTPUT: usize = 256 << 10;
 
 impl Assembler {
     pub async fn assemble(&self, req: &LlmRequest) -> Assembled {
         let mut warnings = Vec::new();
-        let (paths, description) = match &req.task.file_paths {
-            FilePaths::None => (Vec::new(), None),
-            FilePaths::Literal(p) => (p.clone(), None),
-            FilePaths::Command(c) => (self.command_paths(req, c, &mut warnings).await, None),
-            FilePaths::Description(d) => (Vec::new(), Some(d.as_str())),
+        let (paths, source, description) = match &req.task.file_paths {
+            FilePaths::None => (Vec::new(), Source::Literal, None),
+            FilePaths::Literal(p) => (p.clone(), Source::Literal, None),
+            // Its paths could not be read: the command is not run at all.
+            FilePaths::Command(_) if self.workspace.is_none() => {
+                warnings.push(NO_WORKSPACE_COMMAND.into());
+                (Vec::new(), Source::Command, None)
+            }
+            FilePaths::Command(c) => {
+                let listed = self.command_paths(req, c, &mut warnings).await;
+                (listed, Source::Command, None)
+            }
+            FilePaths::Description(d) => (Vec::new(), Source::Literal, Some(d.as_str())),
         };
         let search = self.search_for(req, description, &mut warnings);
         if paths.is_empty() && (search.is_none() || self.workspace.is_none()) {
@@ -85,7 +98,7 @@ impl Assembler {
         }
         let this = self.clone();
         // Walking a workspace is blocking file I/O: keep it off the async threads.
-        let mut out = tokio::task::spawn_blocking(move || this.collect(&paths, search))
+        let mut out = tokio::task::spawn_blocking(move || this.collect(&paths, source, search))
             .await
             .unwrap_or_else(|e| Assembled {
                 warnings: vec![format!("the context look-up failed: {e}")],
@@ -172,29 +185,37 @@ impl Assembler {
         Vec::new()
     }
 
-    fn collect(&self, paths: &[String], search: Option<(String, &str)>) -> Assembled {
+    fn collect(
+        &self,
+        paths: &[String],
+        source: Source,
+        search: Option<(String, &str)>,
+    ) -> Assembled {
         let mut b = Builder {
             limits: &self.limits,
             out: Assembled::default(),
             seen: HashSet::new(),
         };
-        self.add_named(paths, &mut b);
+        let scope = Scope::new(self.workspace.as_deref(), &self.allow_read);
+        self.add_named(paths, source, &scope, &mut b);
         if let (Some(ws), Some((text, label))) = (&self.workspace, search) {
-            self.add_found(ws, &text, label, &mut b);
+            self.add_found(ws, &scope, &text, label, &mut b);
         }
         b.out
     }
 
-    fn add_named(&self, paths: &[String], b: &mut Builder) {
+    fn add_named(&self, paths: &[String], source: Source, scope: &Scope, b: &mut Builder) {
         let ws = self.workspace.as_deref();
         for (i, written) in paths.iter().map(|p| p.trim()).enumerate() {
             if written.is_empty() {
                 continue;
             }
             // Relative to the workspace when there is one, else to the current directory.
-            let path = ws.map_or_else(|| PathBuf::from(written), |ws| ws.join(written));
-            let text = match read_text(&path, self.limits.max_file_bytes) {
-                Ok(text) => text,
+            let text = scope
+                .resolve(written, source)
+                .and_then(|path| Ok((read_text(&path, self.limits.max_file_bytes)?, path)));
+            let (text, path) = match text {
+                Ok(read) => read,
                 Err(why) => {
                     b.warn(format!("file_paths: `{written}` {why}"));
                     continue;
@@ -209,7 +230,7 @@ impl Assembler {
         }
     }
 
-    fn add_found(&self, ws: &Path, text: &str, label: &str, b: &mut Builder) {
+    fn add_found(&self, ws: &Path, scope: &Scope, text: &str, label: &str, b: &mut Builder) {
         let Some(query) = Query::new(text) else {
             return b.warn(format!("{label}: the request has no words to search for"));
         };
@@ -228,7 +249,11 @@ impl Assembler {
         let top = &hits[..hits.len().min(self.limits.max_files)];
         let best = top.first().map_or(1.0, |h| h.score);
         for (i, hit) in top.iter().enumerate() {
-            let Ok(text) = read_text(&hit.path, cap) else {
+            // The walk follows no link, but a folder on the way may have become one.
+            let Ok(path) = scope.resolve(&hit.display, Source::Matched) else {
+                continue;
+            };
+            let Ok(text) = read_text(&path, cap) else {
                 continue;
             };
             let header = format!("{} (relevance {:.2})", hit.display, hit.score / best);
@@ -338,4 +363,89 @@ fn relative(ws: &Path, path: &Path) -> Option<String> {
         .or_else(|_| path_c.strip_prefix(&ws_c))
         .ok()?;
     rel.to_str().filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// Where a `file_paths` entry came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    Literal,
+    Command,
+    Matched,
+}
+
+/// The folders reads may happen in, each resolved once per look-up.
+///
+/// Which files `file_paths` may read (DESIGN §18). A bundle is untrusted code: its
+/// `file_paths` (or a command it runs, or a link someone left in a folder) must not carry
+/// `/etc/passwd` or `~/.ssh/id_rsa` to a model. A path is read only once resolved, links
+/// followed, and found inside a folder the user named:
+/// - with `--workspace DIR`, every entry (literal, command-listed or matched) must stay
+///   inside DIR; a literal one may also lie inside an `--allow-read PATH`;
+/// - without a workspace, only literal entries are read: a relative one must stay inside
+///   the current directory, and one that is absolute, uses `..` or leads out through a
+///   link must lie inside an `--allow-read PATH`.
+///
+/// The file read is the resolved path, not the written one, so that a link swapped in
+/// after the check does not change what is read.
+struct Scope {
+    /// The workspace as given (relative entries are joined to it) and resolved.
+    workspace: Option<(PathBuf, PathBuf)>,
+    /// The resolved current directory, when there is no workspace.
+    current: Option<PathBuf>,
+    allowed: Vec<PathBuf>,
+}
+
+impl Scope {
+    fn new(workspace: Option<&Path>, allow_read: &[PathBuf]) -> Scope {
+        let workspace = workspace.map(|w| (w.to_path_buf(), resolved(w)));
+        let current = match workspace {
+            Some(_) => None,
+            None => std::env::current_dir().ok().map(|d| resolved(&d)),
+        };
+        Scope {
+            workspace,
+            current,
+            allowed: allow_read.iter().map(|p| resolved(p)).collect(),
+        }
+    }
+
+    /// The path to read for `written`, or why it is not read.
+    fn resolve(&self, written: &str, source: Source) -> Result<PathBuf, String> {
+        let given = Path::new(written);
+        let (path, inside) = match (&self.workspace, source) {
+            (Some((ws, ws_real)), _) => (ws.join(given), Some(ws_real)),
+            (None, Source::Literal) => (given.to_path_buf(), None),
+            (None, _) => return Err("is read only with --workspace DIR".into()),
+        };
+        let real = path.canonicalize().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+            _ => format!("cannot be read: {e}"),
+        })?;
+        if inside.is_some_and(|ws| real.starts_with(ws)) {
+            return Ok(real);
+        }
+        let granted = source == Source::Literal && self.allowed.iter().any(|a| real.starts_with(a));
+        if granted {
+            return Ok(real);
+        }
+        if inside.is_some() {
+            return Err("leads outside the workspace; skipped".into());
+        }
+        let escapes = given.is_absolute() || given.components().any(|c| c == Component::ParentDir);
+        let here = self.current.as_ref().is_some_and(|d| real.starts_with(d));
+        if here && !escapes {
+            return Ok(real);
+        }
+        Err(
+            "is outside the current directory (absolute, `..` or a link); \
+             skipped: pass --allow-read PATH to let it be read"
+                .into(),
+        )
+    }
+}
+
+/// `path` with links and `..` resolved; as given when it cannot be (it then matches
+/// nothing it should not: a resolved path never contains `..`).
+fn resolved(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }

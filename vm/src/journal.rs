@@ -13,12 +13,15 @@
 use crate::driver::AsyncHost;
 use crate::host::{HostError, HostReply, HostRequest, LlmReply, ScriptReply};
 use crate::limits::Limits;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -41,6 +44,9 @@ pub struct Header {
     pub model: Option<String>,
     pub cassette: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
+    /// `--allow-read` paths, resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_read: Vec<PathBuf>,
     pub limits: Limits,
     /// How the run made its LLM calls; absent (read as `None`) from journals written
     /// before they were kept, whose resumes use the defaults.
@@ -48,6 +54,9 @@ pub struct Header {
     pub retries: Option<u32>,
     /// Seconds one attempt of an LLM call may take.
     pub request_timeout: Option<u64>,
+    /// `--max-reply-bytes`, when it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reply_bytes: Option<u64>,
     /// The run's default sampling settings (`--temperature`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<crate::bundle::ModelSettings>,
@@ -93,7 +102,8 @@ pub struct Interrupted {
 /// An open journal: what it already holds, and the file new events go to.
 pub struct Journal {
     path: PathBuf,
-    file: Mutex<File>,
+    /// Locked for as long as the journal is open (see [`lock_exclusive`]); opened to append.
+    file: Mutex<Flock<File>>,
     answers: HashMap<String, (String, Answer)>,
     started: HashMap<String, Interrupted>,
     /// Calls answered from the journal, and calls made, in this process.
@@ -115,18 +125,27 @@ fn request_hash(r: &HostRequest) -> String {
 }
 
 impl Journal {
-    /// Starts a journal for a new run: refuses a file that already holds one, and
-    /// writes and syncs the header, so an unwritable path or a full disk is reported
-    /// before any host call is made.
+    /// Starts a journal for a new run: creates the file (an empty one left by a run that
+    /// stopped before its header may be taken over), locks it, refuses one that holds a
+    /// run already, and writes and syncs the header, so an unwritable path or a full disk
+    /// is reported before any host call is made.
     pub fn create(path: &Path, header: &Header) -> Result<Journal, String> {
         let shown = path.display();
-        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0) {
+        let mut options = OpenOptions::new();
+        options.read(true).append(true);
+        // create-new: two runs starting at once cannot both create it.
+        let file = match options.clone().create_new(true).open(path) {
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => options.open(path),
+            opened => opened,
+        };
+        let file = file.map_err(|e| format!("cannot create the journal {shown}: {e}"))?;
+        let file = lock_exclusive(path, file)?;
+        // Checked under the lock: a run that held it may have written its header since.
+        if file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
             return Err(format!(
                 "the journal {shown} already exists: resume it with `tvm resume {shown}`, or remove it to start afresh"
             ));
         }
-        let file =
-            File::create(path).map_err(|e| format!("cannot create the journal {shown}: {e}"))?;
         let journal = Journal::over(path, file, HashMap::new(), HashMap::new());
         journal.append_line(&serde_json::to_string(header).map_err(|e| e.to_string())?)?;
         sync_parent(path);
@@ -137,8 +156,16 @@ impl Journal {
     /// holds. A last line cut short by the crash is dropped; any other damage is refused.
     pub fn open(path: &Path) -> Result<(Header, Journal), String> {
         let shown = path.display();
-        let text =
-            std::fs::read(path).map_err(|e| format!("cannot read the journal {shown}: {e}"))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot open the journal {shown}: {e}"))?;
+        // Locked before it is read, so that what it holds cannot change underneath.
+        let mut file = lock_exclusive(path, file)?;
+        let mut text = Vec::new();
+        file.read_to_end(&mut text)
+            .map_err(|e| format!("cannot read the journal {shown}: {e}"))?;
         let complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let lines = std::str::from_utf8(&text[..complete])
             .map_err(|_| format!("the journal {shown} is damaged: it is not UTF-8"))?;
@@ -189,11 +216,8 @@ impl Journal {
                 }
             }
         }
-        let mut file = OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|e| format!("cannot write the journal {shown}: {e}"))?;
-        // Drop a torn last line, so new events start on a line of their own.
+        // Drop a torn last line, so new events start on a line of their own; appends
+        // then go to the new end.
         file.set_len(complete as u64)
             .and_then(|()| file.seek(SeekFrom::End(0)).map(|_| ()))
             .map_err(|e| format!("cannot write the journal {shown}: {e}"))?;
@@ -202,7 +226,7 @@ impl Journal {
 
     fn over(
         path: &Path,
-        file: File,
+        file: Flock<File>,
         answers: HashMap<String, (String, Answer)>,
         started: HashMap<String, Interrupted>,
     ) -> Journal {
@@ -325,6 +349,58 @@ fn sync_parent(path: &Path) {
     }
 }
 
+/// Locks `file` (the journal at `path`) for this process, or says who holds it.
+///
+/// The journal's lock (DESIGN §18): one process at a time writes a journal. Two resumes
+/// of one journal would each pay for the calls it lacks, run its scripts twice and
+/// interleave their records into a journal neither could resume.
+///
+/// The lock is `flock(LOCK_EX | LOCK_NB)` on the journal's own open file, held for as
+/// long as the run has the file open. The kernel drops it when the process ends, however
+/// it ends, so a crash never leaves a stale lock behind, and nothing besides the journal
+/// is written. Who holds it is read from `/proc/locks`, where the kernel lists each
+/// lock with the holder's pid and the file's device and inode: always the true holder,
+/// never a stale record.
+fn lock_exclusive(path: &Path, file: File) -> Result<Flock<File>, String> {
+    let shown = path.display();
+    let (file, errno) = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => return Ok(locked),
+        Err(refused) => refused,
+    };
+    if errno != Errno::EWOULDBLOCK {
+        return Err(format!("cannot lock the journal {shown}: {errno}"));
+    }
+    let holder = file
+        .metadata()
+        .ok()
+        .and_then(|m| holder(m.dev(), m.ino()))
+        .map_or_else(
+            || "another process".to_owned(),
+            |pid| format!("another process (pid {pid})"),
+        );
+    Err(format!(
+        "the journal {shown} is in use by {holder}: a second run on it would repeat its \
+         calls and scripts; wait for that run to end, or stop it, then resume"
+    ))
+}
+
+/// The pid that holds a `flock` on the file with device `dev` and inode `ino`.
+fn holder(dev: u64, ino: u64) -> Option<u32> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    // Linux's encoding of a device number into its major and minor parts.
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let id = format!("{major:02x}:{minor:02x}:{ino}");
+    // `1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF`; waiters are marked `->`.
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [_, "FLOCK", _, _, pid, file, ..] if *file == id => pid.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,10 +416,12 @@ mod tests {
             model: None,
             cassette: None,
             workspace: None,
+            allow_read: vec![PathBuf::from("/srv/notes")],
             limits: Limits::default(),
             concurrency: Some(4),
             retries: Some(0),
             request_timeout: Some(30),
+            max_reply_bytes: Some(1 << 20),
             sampling: Some(crate::bundle::ModelSettings {
                 temperature: Some(0.5),
                 ..Default::default()
@@ -370,5 +448,22 @@ mod tests {
             (back.concurrency, back.retries, back.request_timeout),
             (None, None, None)
         );
+    }
+
+    #[test]
+    fn a_second_lock_on_a_locked_journal_is_refused_naming_the_holder() {
+        let path = std::env::temp_dir().join(format!("tvm-lock-{}.jsonl", std::process::id()));
+        let first = lock_exclusive(&path, File::create(&path).expect("created")).expect("locked");
+        let again = File::open(&path).expect("opened");
+        let err = lock_exclusive(&path, again).expect_err("held by the first");
+        let me = format!("(pid {})", std::process::id());
+        assert!(err.contains("is in use by") && err.contains(&me), "{err}");
+        drop(first);
+        let third = File::open(&path).expect("opened");
+        assert!(
+            lock_exclusive(&path, third).is_ok(),
+            "free once the first is dropped"
+        );
+        let _ = std::fs::remove_file(&path);
     }
 }

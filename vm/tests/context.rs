@@ -73,6 +73,7 @@ fn in_workspace(dir: &TempDir) -> Assembler {
     Assembler {
         workspace: Some(dir.path().to_path_buf()),
         limits: Limits::default(),
+        allow_read: Vec::new(),
     }
 }
 

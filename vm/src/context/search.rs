@@ -3,7 +3,7 @@
 //! an excerpt of the best files around their matching lines.
 
 use super::read_text;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Lines of one file shown by fresh context, and lines kept around each matching line.
@@ -13,6 +13,10 @@ const EXCERPT_CONTEXT: usize = 3;
 const PATH_BONUS: f64 = 2.0;
 /// Files read by one search, so that a huge workspace costs bounded time.
 pub(super) const MAX_CANDIDATES: usize = 10_000;
+/// Terms of one query at most. A prompt of any size searches with its most frequent
+/// words, so that the work per file and the weights kept per matching file stay bounded
+/// (a 540 KB prompt had 40,000 distinct words; kept for each of 6,000 files, 2.8 GB).
+pub(super) const MAX_QUERY_TERMS: usize = 256;
 /// Words too common to say what a request is about.
 const STOP_WORDS: &[&str] = &[
     "about", "all", "also", "and", "any", "are", "been", "but", "can", "could", "did", "does",
@@ -50,19 +54,33 @@ pub(super) fn emit(word: &mut String, f: &mut impl FnMut(&str)) {
     word.clear();
 }
 
-/// The distinct terms of a search, in sorted order so that sums are reproducible.
+/// The terms of a search: the request's MAX_QUERY_TERMS most frequent words (ties: the
+/// earlier first), each with its place in the per-term vectors, in sorted order so that
+/// sums are reproducible.
 pub(super) struct Query {
-    /// Each term and its place in the per-term vectors.
     pub(super) index: HashMap<String, usize>,
 }
 
 impl Query {
     pub(super) fn new(text: &str) -> Option<Query> {
-        let mut set = BTreeSet::new();
+        // Per distinct word: how often, and where it first appeared.
+        let mut seen: HashMap<String, (u32, usize)> = HashMap::new();
+        let mut at = 0;
         for_each_token(text, |t| {
-            set.insert(t.to_owned());
+            match seen.get_mut(t) {
+                Some((n, _)) => *n += 1,
+                None => {
+                    seen.insert(t.to_owned(), (1, at));
+                }
+            }
+            at += 1;
         });
-        let index: HashMap<String, usize> = set.into_iter().zip(0..).collect();
+        let mut ranked: Vec<(String, (u32, usize))> = seen.into_iter().collect();
+        ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
+        ranked.truncate(MAX_QUERY_TERMS);
+        let mut terms: Vec<String> = ranked.into_iter().map(|(t, _)| t).collect();
+        terms.sort();
+        let index: HashMap<String, usize> = terms.into_iter().zip(0..).collect();
         (!index.is_empty()).then_some(Query { index })
     }
 
@@ -82,8 +100,9 @@ impl Query {
 pub(super) struct Hit {
     pub(super) path: PathBuf,
     pub(super) display: String,
-    /// Per query term: w(tf) + PATH_BONUS if the term is in the path (see [`rank`]).
-    weights: Vec<f64>,
+    /// The query terms the file holds, each with w(tf) + PATH_BONUS if the term is in
+    /// the path (see [`rank`]); sparse, since most files hold few of the terms.
+    weights: Vec<(u16, f64)>,
     pub(super) score: f64,
 }
 
@@ -118,10 +137,13 @@ pub(super) fn walk(ws: &Path, q: &Query, cap: usize) -> (Vec<Hit>, usize, bool) 
         total += 1;
         let in_path = q.counts(display);
         let tf_weight = |n: u32| if n == 0 { 0.0 } else { 1.0 + f64::from(n).ln() };
-        let weights: Vec<f64> = (q.counts(&text).into_iter().zip(in_path))
+        let weights: Vec<(u16, f64)> = (q.counts(&text).into_iter().zip(in_path))
             .map(|(n, p)| tf_weight(n) + if p > 0 { PATH_BONUS } else { 0.0 })
+            .zip(0u16..)
+            .filter(|&(w, _)| w > 0.0)
+            .map(|(w, i)| (i, w))
             .collect();
-        if weights.iter().any(|&w| w > 0.0) {
+        if !weights.is_empty() {
             let (path, display) = (entry.path().to_path_buf(), display.to_owned());
             hits.push(Hit {
                 path,
@@ -139,14 +161,18 @@ pub(super) fn walk(ws: &Path, q: &Query, cap: usize) -> (Vec<Hit>, usize, bool) 
 /// idf(t) = ln(1 + N / df(t)), score(f) = Σ_t idf(t) · (w(tf(t, f)) + PATH_BONUS · [t in
 /// f's path]), where w(0) = 0 and w(n) = 1 + ln n, so that repetition alone does not win.
 pub(super) fn rank(hits: &mut [Hit], total: usize, terms: usize) -> Vec<f64> {
-    let idf: Vec<f64> = (0..terms)
-        .map(|i| {
-            let df = hits.iter().filter(|h| h.weights[i] > 0.0).count();
-            (1.0 + total as f64 / df.max(1) as f64).ln()
-        })
+    let mut df = vec![0usize; terms];
+    for h in hits.iter() {
+        for &(i, _) in &h.weights {
+            df[usize::from(i)] += 1;
+        }
+    }
+    let idf: Vec<f64> = (df.iter())
+        .map(|&df| (1.0 + total as f64 / df.max(1) as f64).ln())
         .collect();
     for h in hits.iter_mut() {
-        h.score = h.weights.iter().zip(&idf).map(|(w, idf)| w * idf).sum();
+        let weighted = h.weights.iter().map(|&(i, w)| w * idf[usize::from(i)]);
+        h.score = weighted.sum();
     }
     hits.sort_by(|a, b| {
         b.score

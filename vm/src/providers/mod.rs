@@ -46,6 +46,8 @@ pub struct Settings {
     pub backoff_base: Duration,
     /// Attempts in flight at once, over all requests to this provider (default 16).
     pub concurrency: usize,
+    /// Bytes one reply may have (default 8 MiB); a longer one fails its call, unretried.
+    pub max_reply_bytes: usize,
 }
 
 /// Retries after a call's first attempt, unless told otherwise (`tvm run --retries`).
@@ -67,6 +69,7 @@ impl Settings {
             max_retry_wait: Duration::from_secs(30),
             backoff_base: Duration::from_millis(500),
             concurrency: DEFAULT_CONCURRENCY,
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
         }
     }
 
@@ -146,6 +149,7 @@ impl fmt::Debug for Settings {
             .field("max_retry_wait", &self.max_retry_wait)
             .field("backoff_base", &self.backoff_base)
             .field("concurrency", &self.concurrency)
+            .field("max_reply_bytes", &self.max_reply_bytes)
             .finish()
     }
 }
@@ -307,10 +311,30 @@ impl Transport {
             .map_err(|e| self.transport_failure(e))?;
         let status = response.status();
         let wait = retry::retry_after(response.headers());
-        let bytes = response
-            .bytes()
+        // An error reply is only excerpted, so little of it is read.
+        let cap = if status.is_success() {
+            self.settings.max_reply_bytes
+        } else {
+            ERROR_BODY_BYTES.min(self.settings.max_reply_bytes)
+        };
+        let bytes = match read_body(response, cap)
             .await
-            .map_err(|e| self.transport_failure(e))?;
+            .map_err(|e| self.transport_failure(e))?
+        {
+            Body::Whole(bytes) => bytes,
+            Body::Cut(bytes) if !status.is_success() => bytes,
+            // The same request would get the same reply: not retried.
+            Body::Cut(_) => {
+                return Err(Failure::Fatal(self.error(
+                    "unexpected_error",
+                    format!(
+                        "the reply is larger than the limit of {} bytes (--max-reply-bytes); \
+                         reading stopped there",
+                        self.settings.max_reply_bytes
+                    ),
+                )))
+            }
+        };
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|e| {
                 Failure::Fatal(self.error(
@@ -417,4 +441,40 @@ fn tokens(usage: Option<&Value>, field: &str) -> u64 {
         .and_then(|u| u.get(field))
         .and_then(Value::as_u64)
         .unwrap_or(0)
+}
+
+// Reading a reply's body within a cap (DESIGN §18): a server, or anything between tvm
+// and it, can send an endless body; reading it whole would take all the memory there is
+// within seconds. Bodies are read chunk by chunk and the reading stops past the cap.
+
+/// Bytes a reply may have, unless told otherwise (`tvm run --max-reply-bytes`).
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 8 << 20;
+/// Bytes read of an error reply: its excerpt shows 200 characters, the rest is noise.
+const ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// What reading a body gave.
+enum Body {
+    /// The whole body.
+    Whole(Vec<u8>),
+    /// The body passed the cap; what was read of it, up to the cap.
+    Cut(Vec<u8>),
+}
+
+/// Reads `response`'s body, stopping once it has more than `cap` bytes. A declared
+/// length over the cap is refused before anything is read.
+async fn read_body(mut response: reqwest::Response, cap: usize) -> Result<Body, reqwest::Error> {
+    if response.content_length().is_some_and(|n| n > cap as u64) {
+        return Ok(Body::Cut(Vec::new()));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap - bytes.len();
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            // Dropping the response closes the connection: nothing more is read.
+            return Ok(Body::Cut(bytes));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Body::Whole(bytes))
 }

@@ -1,6 +1,7 @@
 //! The provider adapters against a real HTTP server on 127.0.0.1 (nothing else is ever
 //! contacted). Most tests run the same scenario against both adapters at once.
 
+mod bounds;
 mod faults;
 #[path = "../support/http.rs"]
 mod http;

@@ -25,6 +25,9 @@ pub enum Reply {
     },
     /// Close the connection after reading the request, answering nothing.
     Drop,
+    /// A chunked body that never ends: 64 KiB chunks written as fast as the client
+    /// reads them, until it closes the connection.
+    Endless { status: u16 },
 }
 
 impl Reply {
@@ -182,6 +185,7 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
     };
     let (status, headers, body, delay) = match (state.responder)(index, &request) {
         Reply::Drop => return,
+        Reply::Endless { status } => return endless(stream, status).await,
         Reply::Send {
             status,
             headers,
@@ -203,6 +207,23 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(body.as_bytes()).await;
     let _ = stream.shutdown().await;
+}
+
+/// Sends `status` and a chunked JSON-looking body until the client goes away.
+async fn endless(mut stream: TcpStream, status: u16) {
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+        reason(status)
+    );
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    let mut chunk = format!("{:x}\r\n", 64 << 10).into_bytes();
+    chunk.extend(std::iter::repeat_n(b' ', 64 << 10));
+    chunk.extend_from_slice(b"\r\n");
+    // The opening of a JSON object, so that only the size can fail the reply.
+    let _ = stream.write_all(b"1\r\n{\r\n").await;
+    while stream.write_all(&chunk).await.is_ok() {}
 }
 
 /// Reads one request with a `content-length` body; `None` if the client went away.

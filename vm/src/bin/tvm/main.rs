@@ -1,22 +1,19 @@
 //! `tvm`: loads, verifies and runs task-template bundles.
 
 use clap::{Args, Parser, Subcommand};
+use options::{host, HostArgs, LimitArgs};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+mod options;
 mod output;
 
 use tv_vm::args;
-use tv_vm::bundle::{Bundle, ModelSettings};
-use tv_vm::cassette::{Cassette, Recorder};
+use tv_vm::bundle::Bundle;
 use tv_vm::driver;
 use tv_vm::journal::{self, Header, Journal};
 use tv_vm::limits::Limits;
-use tv_vm::observe::{Progress, Trace};
-use tv_vm::providers::{self, Settings};
 use tv_vm::runhost::{Choice, RunHost};
-use tv_vm::script::ScriptRunner;
 
 /// mimalloc, as in every binary of the workspace (see the workspace manifest).
 #[global_allocator]
@@ -79,149 +76,8 @@ struct ResumeArgs {
     host: HostArgs,
 }
 
-/// Who answers host calls, and what is written down about them.
-#[derive(Args)]
-struct HostArgs {
-    /// Who answers LLM calls: openai, anthropic, replay or echo (default: $TVM_PROVIDER,
-    /// else the provider whose key is set).
-    #[arg(long)]
-    provider: Option<String>,
-    /// The model for tasks that name none (default: $TVM_MODEL, else the provider's).
-    #[arg(long)]
-    model: Option<String>,
-    /// The recorded replies `--provider replay` answers from.
-    #[arg(long, value_name = "FILE")]
-    cassette: Option<PathBuf>,
-    /// The folder whose files fresh context may search (honouring .gitignore); none
-    /// named, none searched.
-    #[arg(long, value_name = "DIR")]
-    workspace: Option<PathBuf>,
-    /// Write one JSON line per host call: what was asked, how long, tokens, outcome.
-    #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
-    /// Write every LLM reply of this run to a cassette.
-    #[arg(long, value_name = "FILE")]
-    record: Option<PathBuf>,
-    /// LLM calls in flight at once, per provider [default: 16].
-    #[arg(long, value_name = "N")]
-    concurrency: Option<usize>,
-    /// Retries of an LLM call that met a rate limit, a server error, a timeout or a
-    /// dropped connection, before its task fails [default: 4].
-    #[arg(long, value_name = "N")]
-    retries: Option<u32>,
-    /// Seconds one attempt of an LLM call may take, reply included [default: 120].
-    #[arg(long, value_name = "SECS")]
-    request_timeout: Option<u64>,
-    /// Sampling temperature (0 to 2) for tasks whose `<model>` sets none.
-    #[arg(long, value_name = "T", value_parser = temperature)]
-    temperature: Option<f64>,
-    /// The most tokens a reply may have, for tasks whose `<model>` sets no `max_tokens`;
-    /// a reply cut there fails its task (Anthropic's default: 4096).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_output_tokens: Option<u64>,
-    /// Sampling seed for tasks whose `<model>` sets none.
-    #[arg(long, value_name = "N")]
-    seed: Option<i64>,
-    /// Run every task on this model, whatever its `<model>` says (`provider:model` or a
-    /// known name), e.g. to run a library written for one provider on a local server.
-    #[arg(long, value_name = "M")]
-    force_model: Option<String>,
-}
-
-fn temperature(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
-        _ => Err(format!("`{s}` is not a number from 0 to 2")),
-    }
-}
-
-impl HostArgs {
-    /// The run's default sampling settings.
-    fn sampling(&self) -> ModelSettings {
-        ModelSettings {
-            temperature: self.temperature,
-            max_tokens: self.max_output_tokens,
-            seed: self.seed,
-            ..ModelSettings::default()
-        }
-    }
-
-    /// The LLM call settings: those given, else the defaults.
-    fn calls(&self) -> (usize, u32, u64) {
-        (
-            self.concurrency.unwrap_or(providers::DEFAULT_CONCURRENCY),
-            self.retries.unwrap_or(providers::DEFAULT_RETRIES),
-            self.request_timeout
-                .unwrap_or(providers::DEFAULT_REQUEST_TIMEOUT_SECS),
-        )
-    }
-}
-
-/// Limits; defaults are those of `Limits::default()`.
-#[derive(Args)]
-struct LimitArgs {
-    /// Nested template calls.
-    #[arg(long, default_value_t = Limits::default().call_depth)]
-    max_call_depth: usize,
-    /// Nested subtasks.
-    #[arg(long, default_value_t = Limits::default().subtask_depth)]
-    max_subtask_depth: usize,
-    /// Director-evaluator iterations over the run.
-    #[arg(long, default_value_t = Limits::default().loop_iterations)]
-    max_iterations: u64,
-    /// Assistant turns over the run.
-    #[arg(long, default_value_t = Limits::default().turns)]
-    max_turns: u64,
-    /// Tokens over the run.
-    #[arg(long, default_value_t = Limits::default().tokens)]
-    max_tokens: u64,
-    /// Wall-clock seconds for the run.
-    #[arg(long, default_value_t = Limits::default().wall_time.as_secs())]
-    timeout: u64,
-    /// Instructions executed.
-    #[arg(long, default_value_t = Limits::default().instructions)]
-    max_instructions: u64,
-    /// Memory the run's values may take: bytes, or with a unit (KiB, MiB, GiB).
-    #[arg(long, value_name = "SIZE", default_value = "512MiB", value_parser = size)]
-    max_memory: u64,
-}
-
-/// `512MiB`, `64KiB`, `1GiB` (also `K`, `M`, `G`, binary multiples), or plain bytes.
-fn size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let shift = match unit.trim() {
-        "" | "B" => 0,
-        "K" | "KiB" => 10,
-        "M" | "MiB" => 20,
-        "G" | "GiB" => 30,
-        other => return Err(format!("unknown unit `{other}` (use KiB, MiB or GiB)")),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1 << shift))
-        .filter(|n| *n > 0)
-        .ok_or_else(|| format!("`{s}` is not a positive size"))
-}
-
-impl LimitArgs {
-    fn limits(&self) -> Limits {
-        Limits {
-            call_depth: self.max_call_depth,
-            subtask_depth: self.max_subtask_depth,
-            loop_iterations: self.max_iterations,
-            turns: self.max_turns,
-            tokens: self.max_tokens,
-            wall_time: Duration::from_secs(self.timeout),
-            instructions: self.max_instructions,
-            memory: self.max_memory,
-        }
-    }
-}
-
 fn main() -> ExitCode {
+    protect_keys();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Disasm { bundle } => {
@@ -239,6 +95,19 @@ fn main() -> ExitCode {
     })
 }
 
+/// Puts the API keys in this process's environment out of reach of the scripts it runs:
+/// a process that is not dumpable has its `/proc/PID/environ` and `mem` readable by root
+/// (CAP_SYS_PTRACE) only, not by other processes of the same user. (Scripts are started
+/// without the keys; this closes the way back to them through the parent.)
+fn protect_keys() {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        output::say(&format!(
+            "tvm: warning: cannot mark the process non-dumpable ({e}); scripts run as this \
+             user could read the API keys from /proc\n"
+        ));
+    }
+}
+
 /// A bundle and the SHA-256 of its bytes.
 fn load(path: &Path) -> Result<(Bundle, String), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -246,8 +115,9 @@ fn load(path: &Path) -> Result<(Bundle, String), String> {
     Ok((bundle, journal::sha256(&bytes)))
 }
 
-fn run(args: RunArgs) -> Result<ExitCode, String> {
+fn run(mut args: RunArgs) -> Result<ExitCode, String> {
     let (bundle, hash) = load(&args.bundle)?;
+    args.host.resolve_allow_read()?;
     let provider = args
         .host
         .provider
@@ -286,10 +156,12 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
                 model: args.host.model.clone(),
                 cassette: args.host.cassette.clone(),
                 workspace: args.host.workspace.clone(),
+                allow_read: args.host.allow_read.clone(),
                 limits: limits.clone(),
                 concurrency: Some(concurrency),
                 retries: Some(retries),
                 request_timeout: Some(request_timeout),
+                max_reply_bytes: args.host.max_reply_bytes,
                 sampling: Some(args.host.sampling()),
                 force_model: args.host.force_model.clone(),
             };
@@ -341,9 +213,14 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     args.host.model = args.host.model.take().or(header.model);
     args.host.cassette = args.host.cassette.take().or(header.cassette);
     args.host.workspace = args.host.workspace.take().or(header.workspace);
+    args.host.resolve_allow_read()?;
+    if args.host.allow_read.is_empty() {
+        args.host.allow_read = header.allow_read;
+    }
     args.host.concurrency = args.host.concurrency.or(header.concurrency);
     args.host.retries = args.host.retries.or(header.retries);
     args.host.request_timeout = args.host.request_timeout.or(header.request_timeout);
+    args.host.max_reply_bytes = args.host.max_reply_bytes.or(header.max_reply_bytes);
     let sampling = header.sampling.unwrap_or_default();
     args.host.temperature = args.host.temperature.or(sampling.temperature);
     args.host.max_output_tokens = args.host.max_output_tokens.or(sampling.max_tokens);
@@ -356,50 +233,6 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
         "tvm: resumed: {replayed} answered from the journal, {made} made now\n"
     ));
     Ok(code)
-}
-
-/// The host for a run: provider adapters, cassette, recorder, trace, workspace.
-fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
-    if let Some(w) = &a.workspace {
-        if !w.is_dir() {
-            return Err(format!("--workspace {}: no such directory", w.display()));
-        }
-    }
-    let model = a.model.clone();
-    let (concurrency, retries, timeout) = a.calls();
-    let timeout = Duration::from_secs(timeout.max(1));
-    let tune = move |s: &mut Settings| {
-        if let Some(m) = &model {
-            s.default_model = m.clone();
-        }
-        s.concurrency = concurrency;
-        s.max_retries = retries;
-        s.request_timeout = timeout;
-    };
-    let mut host = RunHost::new(choice, tune, ScriptRunner::default())?;
-    host.defaults = a.sampling();
-    if let Some(m) = &a.force_model {
-        tv_stdlib::models::parse_model(m)
-            .map_err(|e| format!("--force-model `{m}` is not a model identifier: {e}"))?;
-        host.force_model = Some(m.clone());
-    }
-    match (&a.cassette, choice) {
-        (Some(path), Some(Choice::Replay)) => host.cassette = Some(Cassette::load(path)?),
-        (None, Some(Choice::Replay)) => {
-            return Err("--provider replay needs --cassette FILE".into())
-        }
-        (Some(_), _) => return Err("--cassette is read by --provider replay only".into()),
-        (None, _) => {}
-    }
-    if let Some(path) = &a.record {
-        host.recorder = Some(Recorder::create(path)?);
-    }
-    if let Some(path) = &a.trace {
-        host.trace = Some(Trace::create(path)?);
-    }
-    host.progress = Some(Progress::new());
-    host.context.workspace = a.workspace.clone();
-    Ok(host)
 }
 
 /// Runs the entry to its end, prints the result and chooses the exit code.
@@ -516,6 +349,7 @@ fn bind_args(
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use tv_vm::providers;
 
     #[test]
     fn the_help_of_run_and_resume_shows_the_defaults_the_host_uses() {
@@ -530,10 +364,17 @@ mod tests {
                 providers::DEFAULT_CONCURRENCY as u64,
                 u64::from(providers::DEFAULT_RETRIES),
                 providers::DEFAULT_REQUEST_TIMEOUT_SECS,
+                providers::DEFAULT_MAX_REPLY_BYTES as u64,
             ] {
                 assert!(
                     help.contains(&format!("[default: {default}]")),
                     "`tvm {sub} --help` does not show the default {default}:\n{help}"
+                );
+            }
+            for flag in ["--max-reply-bytes <BYTES>", "--allow-read <PATH>"] {
+                assert!(
+                    help.contains(flag),
+                    "`tvm {sub} --help` lacks {flag}:\n{help}"
                 );
             }
         }
