@@ -403,3 +403,27 @@ fn branches_that_multiply_their_frames_hit_the_shared_memory_budget() {
     assert_eq!(error["resource"], "memory", "{r:#}");
     assert_eq!(error["metrics"]["limit"], 32 << 20);
 }
+
+/// A loop that ends a director-evaluator loop again and again on its own result: each
+/// failure carries the last one in its details, so without a nesting check the value
+/// grew until dropping it overflowed the stack.
+#[test]
+fn a_loop_end_wrapped_in_itself_stops_at_the_nesting_limit() {
+    let code = vec![
+        Op::Const(0),
+        Op::Complete,
+        Op::Const(0),
+        Op::Const(0),
+        Op::EndLoop(tv_vm::isa::LOOP_EXHAUSTED),
+        Op::Jump(2),
+    ];
+    let b = one_function(code, 1);
+    let b = Bundle::from_bytes(&b.to_bytes()).expect("verifies");
+    let mut vm = tv_vm::interp::Vm::new(&b, 0, vec![serde_json::Value::Null], Limits::default());
+    let r = vm.run_with(&mut tv_vm::host::EchoHost);
+    assert_eq!(
+        r["notes"]["error"]["resource"], "depth",
+        "{}",
+        r["notes"]["error"]
+    );
+}

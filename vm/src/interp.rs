@@ -207,7 +207,9 @@ impl<'b> Vm<'b> {
             | Op::Complete
             | Op::FailSequence(..)
             | Op::FailReduce
-            | Op::CheckReturn(_) => self.stack.last().map_or(0, nesting),
+            | Op::CheckReturn(_)
+            | Op::Evaluation
+            | Op::EndLoop(_) => self.stack.last().map_or(0, nesting),
             Op::Append(i) => {
                 let items = self
                     .frame()?
