@@ -5,11 +5,11 @@ mod stack;
 
 use crate::bundle::{Bundle, Const};
 use crate::host::{HostRequest, Message};
-use crate::isa::Op;
+use crate::isa::{Op, Quote};
 use crate::limits::{nesting, weight, Budget, Limits, BYTES_PER_INSTRUCTION, MAX_NESTING};
 use crate::outcome::{
     accumulate, check_return, compare, end_loop, evaluation, fail_reduce, fail_sequence,
-    shell_quote, Accumulator,
+    shell_quote_in, Accumulator,
 };
 use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
 use crate::shared::SharedText;
@@ -329,9 +329,13 @@ impl<'b> Vm<'b> {
                 self.charge(text.len() as u64)?;
                 self.stack.push(Value::String(text));
             }
-            Op::ShellQuote => {
+            Op::ShellQuote | Op::ShellQuoteIn(_) => {
+                let quote = match op {
+                    Op::ShellQuoteIn(q) => q,
+                    _ => Quote::Bare,
+                };
                 let v = self.pop()?;
-                let text = shell_quote(&to_text(&v));
+                let text = shell_quote_in(&to_text(&v), quote);
                 self.charge(text.len() as u64)?;
                 self.stack.push(Value::String(text));
             }
