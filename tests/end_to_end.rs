@@ -130,6 +130,48 @@ fn a_script_runs_as_a_process_with_its_inputs() {
     );
 }
 
+/// A fresh folder for files a hostile value would create.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tv-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+#[test]
+fn a_model_reply_inside_the_authors_double_quotes_is_printed_and_never_run() {
+    let dir = scratch("double-quoted-reply");
+    let pwned = dir.join("PWNED");
+    let reply = format!("x $(touch {}) `touch {}`", pwned.display(), pwned.display());
+    let src = format!(
+        r#"<task name="s" type="sequential"><steps>
+          <task><instructions>json: {reply}</instructions></task>
+          <task type="script"><script_execution><command>echo "label {{{{output}}}}"</command></script_execution></task>
+        </steps></task>"#
+    );
+    let (r, _) = run(&src, "s", vec![]);
+    assert_eq!(
+        r["content"].as_str().map(str::trim_end),
+        Some(&*format!("label {reply}"))
+    );
+    assert!(!pwned.exists(), "the reply ran as shell code");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_value_inside_the_authors_single_quotes_cannot_close_them() {
+    let dir = scratch("single-quoted-arg");
+    let pwned = dir.join("PWNED");
+    let value = format!("a'; touch {}; echo 'b", pwned.display());
+    let src = r#"<task name="s" type="script"><inputs><input name="v">a value</input></inputs>
+      <script_execution><command>printf '%s|' 'before {{v}} after' "in {{v}}" {{v}}</command></script_execution></task>"#;
+    let (r, _) = run(src, "s", vec![json!(value)]);
+    let expected = format!("before {value} after|in {value}|{value}|");
+    assert_eq!(r["content"].as_str(), Some(&*expected));
+    assert!(!pwned.exists(), "the value ran as shell code");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn a_director_evaluator_loop_stops_when_the_evaluator_approves() {
     let src = r#"<task name="l" type="director_evaluator_loop"><max_iterations>4</max_iterations>

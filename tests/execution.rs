@@ -259,6 +259,25 @@ fn script_commands_shell_quote_every_interpolated_value() {
 }
 
 #[test]
+fn script_commands_quote_each_value_for_the_shell_context_it_stands_in() {
+    let b = bundle_of(
+        r#"<task name="s" type="script"><inputs><input name="v">a value</input></inputs>
+             <script_execution><command>echo {{v}} "in $HOME {{v}}" 'lit {{v}}'</command></script_execution></task>"#,
+    );
+    let r = run_with(
+        &b,
+        "s",
+        json!({"v": r#"x'"$(id)`id`\"#}),
+        Limits::default(),
+        &mut EchoHost,
+    );
+    assert_eq!(
+        r["content"],
+        r#"echo 'x'\''"$(id)`id`\' "in $HOME x'\"\$(id)\`id\`\\" 'lit x'\''"$(id)`id`\'"#
+    );
+}
+
+#[test]
 fn the_director_evaluator_loop_stops_when_the_evaluator_succeeds() {
     let b = bundle_of(
         r#"<task name="l" type="director_evaluator_loop"><max_iterations>5</max_iterations>

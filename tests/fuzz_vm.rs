@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tv_stdlib::builtins::BUILTINS;
 use tv_tests::{run_with, scripted};
 use tv_vm::bundle::{Bundle, Const, Entry, Function, Loc, Output, Param, TaskMeta};
-use tv_vm::isa::{CmpOp, Op};
+use tv_vm::isa::{CmpOp, Op, Quote};
 use tv_vm::limits::Limits;
 
 /// Function `i` takes `i` parameters and has `LOCALS` locals.
@@ -80,6 +80,8 @@ fn piece() -> BoxedStrategy<Piece> {
         (0u16..3, 0u16..3).prop_map(|(s, t)| Op::FailSequence(s, t)),
         any::<bool>().prop_map(Op::Accumulate),
         (0u8..3).prop_map(Op::EndLoop),
+        prop::sample::select(vec![Quote::Bare, Quote::Double, Quote::Single])
+            .prop_map(Op::ShellQuoteIn),
         prop::sample::select(vec![
             Op::Evaluation,
             Op::Pop,

@@ -10,7 +10,7 @@ use tv_vm::bundle::{
     Bundle, Const, ContextSettings, Entry, FilePaths, Function, Loc, MatchInfo, Output, Param,
     TaskMeta,
 };
-use tv_vm::isa::{CmpOp, Op};
+use tv_vm::isa::{CmpOp, Op, Quote};
 
 /// A program for the `vm` target: functions of op choices, tasks, replies, arguments.
 #[derive(Arbitrary, Debug)]
@@ -94,6 +94,8 @@ pub enum OpSpec {
     Script(u8),
     Evaluation,
     EndLoop(u8),
+    /// `ShellQuoteIn`, the context chosen by the operand (any value picks one).
+    ShellQuoteIn(u8),
     /// `Gather` of well-formed calls (raw: of whatever is on the stack).
     Gather(u8, u8),
 }
@@ -259,6 +261,14 @@ fn task(t: &TaskSpec) -> TaskMeta {
     meta
 }
 
+fn quote(q: u8) -> Quote {
+    match q % 3 {
+        0 => Quote::Bare,
+        1 => Quote::Double,
+        _ => Quote::Single,
+    }
+}
+
 fn cmp(i: u8) -> CmpOp {
     [
         CmpOp::Eq,
@@ -314,6 +324,7 @@ fn raw(s: OpSpec) -> Op {
         OpSpec::Script(t) => Op::Script(t.into()),
         OpSpec::Evaluation => Op::Evaluation,
         OpSpec::EndLoop(mode) => Op::EndLoop(mode),
+        OpSpec::ShellQuoteIn(q) => Op::ShellQuoteIn(quote(q)),
         OpSpec::Gather(n, _) => Op::Gather(n.into()),
     }
 }

@@ -6,11 +6,11 @@ mod stack;
 
 use crate::bundle::{Bundle, Const};
 use crate::host::{HostRequest, Message};
-use crate::isa::Op;
+use crate::isa::{Op, Quote};
 use crate::limits::{nesting, weight, Budget, Limits, BYTES_PER_INSTRUCTION, MAX_NESTING};
 use crate::outcome::{
     accumulate, check_return, compare, end_loop, evaluation, fail_reduce, fail_sequence,
-    shell_quote, Accumulator,
+    shell_quote_in, Accumulator,
 };
 use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
 use crate::shared::SharedText;
@@ -343,11 +343,15 @@ impl<'b> Vm<'b> {
                 self.charge(text.len() as u64)?;
                 self.stack.push(Value::String(text));
             }
-            Op::ShellQuote => {
+            Op::ShellQuote | Op::ShellQuoteIn(_) => {
+                let quote = match op {
+                    Op::ShellQuoteIn(q) => q,
+                    _ => Quote::Bare,
+                };
                 let v = self.pop()?;
-                // Each `'` becomes four bytes, and two quotes go around.
+                // Each `'` becomes four bytes (a `\` two), and two quotes go around.
                 self.reserve(4 * text_bound(&v) + 2)?;
-                let text = shell_quote(&to_text(&v));
+                let text = shell_quote_in(&to_text(&v), quote);
                 self.charge(text.len() as u64)?;
                 self.stack.push(Value::String(text));
             }

@@ -104,6 +104,33 @@ pub enum Op {
     /// director result and evaluation) or [`LOOP_ACCEPTED`] (complete, with
     /// `notes.iterationsExhausted`)
     EndLoop(u8),
+    /// `[v] -> [text]`: the text of `v` quoted for where it stands in a shell command
+    /// (see [`Quote`]). [`Op::ShellQuote`] is this with [`Quote::Bare`], which the
+    /// compiler still emits for bare words, so such bundles stay readable by older
+    /// machines.
+    ShellQuoteIn(Quote),
+}
+
+/// Where a value stands in a script command, which decides how it is quoted so that
+/// it stays one piece of text and never becomes shell code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Quote {
+    /// A word of its own or part of one, outside quotes: `'...'` around the value.
+    Bare,
+    /// Inside the author's `"..."`: `\`, `"`, `$` and `` ` `` get a backslash.
+    Double,
+    /// Inside the author's `'...'`: each `'` of the value becomes `'\''`.
+    Single,
+}
+
+impl Quote {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quote::Bare => "bare",
+            Quote::Double => "double",
+            Quote::Single => "single",
+        }
+    }
 }
 
 /// [`Op::EndLoop`]: the loop stopped because its evaluator or condition said so.
@@ -145,7 +172,8 @@ impl Op {
             Store(_) | Pop | JumpIfFalse(_) | JumpIfTrue(_) | Append(_) => (1, 0),
             Dup => (1, 2),
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn(_) | ReturnIfFailed
-            | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) | Evaluation => (1, 1),
+            | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) | Evaluation
+            | ShellQuoteIn(_) => (1, 1),
             Compare(_) | IndexDyn | Script(_) | TextValue => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
             Concat(n) | MakeArray(n) | MakeObject(_, n) | Gather(n) => (n as usize, 1),
@@ -212,7 +240,8 @@ impl Op {
             | TextValue
             | AtomicAccumulated(..)
             | Evaluation
-            | EndLoop(_) => None,
+            | EndLoop(_)
+            | ShellQuoteIn(_) => None,
         }
     }
 

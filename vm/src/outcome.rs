@@ -3,7 +3,7 @@
 
 use crate::bundle::Output;
 use crate::host::{LlmReply, ScriptReply};
-use crate::isa::CmpOp;
+use crate::isa::{CmpOp, Quote};
 use crate::result::{complete, complete_with, exhausted, is_failed, set_note, task_failure};
 use crate::shared::SharedText;
 use serde_json::{json, Map, Value};
@@ -26,6 +26,29 @@ pub fn compare(op: CmpOp, a: &Value, b: &Value) -> bool {
 /// POSIX single quoting: no value can end the quote and inject a command.
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// `s` quoted for where it stands in a command (DESIGN §18): as a quoted word of its
+/// own, as text inside the author's `"..."`, or as text inside the author's `'...'`.
+/// In each case the shell reads back exactly `s`, and nothing of it as code.
+pub fn shell_quote_in(s: &str, quote: Quote) -> String {
+    match quote {
+        Quote::Bare => shell_quote(s),
+        // Inside double quotes only these four keep a meaning, and a backslash takes
+        // it away; a newline is plain text there.
+        Quote::Double => {
+            let mut out = String::with_capacity(s.len() + 8);
+            for c in s.chars() {
+                if matches!(c, '\\' | '"' | '$' | '`') {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            out
+        }
+        // Close the author's quote, write an escaped `'`, open it again.
+        Quote::Single => s.replace('\'', r"'\''"),
+    }
 }
 
 /// Accumulated context is kept to the most recent steps that fit in this many bytes,

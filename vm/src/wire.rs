@@ -5,7 +5,7 @@
 //! tests below compare the two encodings on every opcode at every operand width.
 
 use crate::bundle::{Function, Loc, MatchInfo, Param};
-use crate::isa::{CmpOp, Op};
+use crate::isa::{CmpOp, Op, Quote};
 
 /// Appends the encoding of `f`.
 pub(crate) fn function(f: &Function, out: &mut Vec<u8>) {
@@ -148,6 +148,7 @@ fn op(o: Op, out: &mut Vec<u8>) {
         }
         Evaluation => out.push(40),
         EndLoop(mode) => out.extend_from_slice(&[41, mode]),
+        ShellQuoteIn(q) => out.extend_from_slice(&[42, quote(q)]),
     }
 }
 
@@ -155,6 +156,14 @@ fn op(o: Op, out: &mut Vec<u8>) {
 fn with(index: u8, operand: u64, out: &mut Vec<u8>) {
     out.push(index);
     uint(operand, out);
+}
+
+fn quote(q: Quote) -> u8 {
+    match q {
+        Quote::Bare => 0,
+        Quote::Double => 1,
+        Quote::Single => 2,
+    }
 }
 
 fn cmp(c: CmpOp) -> u64 {

@@ -8,6 +8,9 @@ mod expr;
 mod graph;
 mod infer;
 mod scope;
+pub mod shell;
+#[cfg(test)]
+mod shell_tests;
 mod task;
 
 pub use infer::output_type as infer_output_type;

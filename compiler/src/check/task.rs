@@ -4,8 +4,8 @@
 use super::scope::Scope;
 use super::Checker;
 use crate::ast::{
-    Body, Cond, ContextManagement, FilePaths, FreshContext, InheritContext, Input, InputValue,
-    Task, TaskType,
+    Body, Cond, ContextManagement, ExprKind, FilePaths, FreshContext, InheritContext, Input,
+    InputValue, Task, TaskType, TextTemplate,
 };
 use crate::diag::Diagnostic;
 use crate::source::Span;
@@ -389,11 +389,54 @@ impl<'p> Checker<'p, '_, '_> {
             Some(c) if c.as_literal().is_some_and(|l| l.trim().is_empty()) => {
                 self.diags.error(c.span, "the script command is empty");
             }
-            Some(c) => self.check_text(c, &s),
+            Some(c) => {
+                self.check_text(c, &s);
+                self.check_command_quoting(c, task, &script.inputs);
+            }
             None => self
                 .diags
                 .error(script.span, "`<script_execution>` needs a `<command>`"),
         }
+    }
+
+    /// Every hole of a command must stand where its value can be quoted (DESIGN §18);
+    /// elsewhere the value belongs in the environment.
+    fn check_command_quoting(&mut self, c: &TextTemplate, task: &Task, inputs: &[Input]) {
+        let Err(refusal) = super::shell::template_contexts(c) else {
+            return;
+        };
+        let Some(hole) = c.exprs().nth(refusal.hole) else {
+            return;
+        };
+        let input = match &hole.kind {
+            ExprKind::Var(name) => task
+                .inputs
+                .iter()
+                .chain(inputs)
+                .find(|i| i.name.node == *name),
+            _ => None,
+        };
+        let help = match input {
+            Some(i) => format!(
+                "use \"$TVM_INPUT_{}\" (scripts receive every input in the environment)",
+                i.name.node.to_uppercase()
+            ),
+            None => "pass the value as an `<input>` of `<script_execution>` and use \
+                     \"$TVM_INPUT_NAME\" (scripts receive every input in the environment)"
+                .to_string(),
+        };
+        self.diags.push(
+            Diagnostic::error(
+                hole.span,
+                format!(
+                    "this `{{{{...}}}}` stands {} in the script command, where the \
+                     compiler cannot quote its value safely",
+                    refusal.reason
+                ),
+            )
+            .with_label("cannot be quoted here")
+            .with_help(help),
+        );
     }
 
     fn check_loop(&mut self, task: &'p Task, scope: &Scope) {

@@ -8,7 +8,7 @@ use crate::ir::{self, Expr, ExprKind};
 use crate::source::{FileId, LineCursor, SourceMap, Span};
 use pool::{Pool, Use, Uses};
 use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
-use tv_vm::isa::Op;
+use tv_vm::isa::{Op, Quote};
 
 pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
     // Functions are generated on the workers, each listing its own constants; the
@@ -252,21 +252,28 @@ impl<'ir> Gen<'_, 'ir> {
 
     /// Text built in place: literal and variable parts are appended where they are,
     /// other parts are computed (and shell-quoted when asked) and then appended.
-    fn text(&mut self, parts: &'ir [(Expr, bool)]) {
+    fn text(&mut self, parts: &'ir [(Expr, Option<Quote>)]) {
         self.constant(Const::Str(String::new()));
         for (p, quote) in parts {
-            self.at(p.span, |g| match (&p.kind, quote) {
-                (ExprKind::Str(s), false) => {
+            self.at(p.span, |g| match (&p.kind, *quote) {
+                (ExprKind::Str(s), None) => {
                     let c = g.consts.add(Use::Str(s));
                     g.emit(Op::TextConst(c));
                 }
-                (ExprKind::Local(l), false) => {
+                (ExprKind::Local(l), None) => {
                     g.emit(Op::TextLocal(*l));
                 }
                 _ => {
                     g.expr_kind(&p.kind);
-                    if *quote {
-                        g.emit(Op::ShellQuote);
+                    match *quote {
+                        None => {}
+                        // The opcode older machines know, for the common case.
+                        Some(Quote::Bare) => {
+                            g.emit(Op::ShellQuote);
+                        }
+                        Some(q) => {
+                            g.emit(Op::ShellQuoteIn(q));
+                        }
                     }
                     g.emit(Op::TextValue);
                 }

@@ -217,12 +217,9 @@ impl Dumper<'_> {
             ExprKind::Concat(parts) => {
                 let ps: Vec<String> = parts
                     .iter()
-                    .map(|(p, q)| {
-                        if *q {
-                            format!("shell({})", self.expr(p))
-                        } else {
-                            self.expr(p)
-                        }
+                    .map(|(p, q)| match q {
+                        Some(q) => format!("shell:{}({})", q.as_str(), self.expr(p)),
+                        None => self.expr(p),
                     })
                     .collect();
                 format!("concat({})", ps.join(", "))

@@ -6,7 +6,7 @@ use crate::source::Span;
 use std::sync::Arc;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::TaskMeta;
-use tv_vm::isa::CmpOp;
+use tv_vm::isa::{CmpOp, Quote};
 
 #[derive(Clone, Debug, Default)]
 pub struct Program {
@@ -157,7 +157,8 @@ pub enum ExprKind {
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     /// Text from parts; `true` parts are shell-quoted.
-    Concat(Vec<(Expr, bool)>),
+    /// Text parts; a part with a quoting context is shell-quoted for it.
+    Concat(Vec<(Expr, Option<Quote>)>),
     Builtin(u16, Vec<Expr>),
     /// The value of a template call.
     Call(u32, Vec<Expr>),

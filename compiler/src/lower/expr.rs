@@ -7,21 +7,34 @@ use crate::ir::{Expr, ExprKind, Node, NodeKind};
 use crate::source::Span;
 use tv_stdlib::builtins::{self, Ret};
 use tv_stdlib::types::Type;
+use tv_vm::isa::Quote;
 
 impl<'a> Lowerer<'a> {
-    /// A text template as one string expression; `quote` shell-quotes every hole.
-    pub(super) fn text(&mut self, t: &ast::TextTemplate, frame: &mut Frame, quote: bool) -> Expr {
-        let mut parts: Vec<(Expr, bool)> = t
+    /// A text template as one string expression; `shell` quotes every hole for the
+    /// shell context it stands in (the checker has refused holes without one).
+    pub(super) fn text(&mut self, t: &ast::TextTemplate, frame: &mut Frame, shell: bool) -> Expr {
+        let quotes = if shell {
+            crate::check::shell::template_contexts(t).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut holes = 0;
+        let mut parts: Vec<(Expr, Option<Quote>)> = t
             .parts
             .iter()
             .map(|p| match p {
-                TextPart::Lit(s, span) => (Expr::str(s.clone(), *span), false),
-                TextPart::Expr(e) => (self.expr(e, frame), quote),
+                TextPart::Lit(s, span) => (Expr::str(s.clone(), *span), None),
+                TextPart::Expr(e) => {
+                    holes += 1;
+                    // Bare-word quoting is the safe default should a context be missing.
+                    let quote = shell.then(|| quotes.get(holes - 1).copied());
+                    (self.expr(e, frame), quote.map(|q| q.unwrap_or(Quote::Bare)))
+                }
             })
             .collect();
         match parts.as_slice() {
             [] => Expr::str("", t.span),
-            [(only, false)] if only.ty == Type::String => parts.swap_remove(0).0,
+            [(only, None)] if only.ty == Type::String => parts.swap_remove(0).0,
             _ => Expr::new(ExprKind::Concat(parts), Type::String, t.span),
         }
     }

@@ -207,11 +207,11 @@ impl Lowerer<'_> {
     /// The prompt followed by a `name:` section for each input it does not name.
     fn with_sections(&mut self, prompt: Expr, inputs: &[&ast::Input], frame: &mut Frame) -> Expr {
         let span = prompt.span;
-        let mut parts = vec![(prompt, false)];
+        let mut parts = vec![(prompt, None)];
         for input in inputs {
             let label = format!("\n\n{}:\n", input.name.node);
-            parts.push((Expr::str(label, input.span), false));
-            parts.push((self.var(&input.name.node, input.span, frame), false));
+            parts.push((Expr::str(label, input.span), None));
+            parts.push((self.var(&input.name.node, input.span, frame), None));
         }
         Expr::new(ExprKind::Concat(parts), Type::String, span)
     }

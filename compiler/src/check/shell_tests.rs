@@ -1,0 +1,133 @@
+//! The shell lexer's decisions on commands written with `{}` for each hole.
+
+use super::shell::{contexts, Lexer, Piece, Quote, Refusal};
+
+fn pieces(command: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    for (i, text) in command.split("{}").enumerate() {
+        if i > 0 {
+            out.push(Piece::Hole);
+        }
+        out.push(Piece::Text(text));
+    }
+    out
+}
+
+fn quotes(command: &str) -> Vec<Quote> {
+    contexts(&pieces(command)).unwrap_or_else(|r| panic!("{command:?} refused: {r:?}"))
+}
+
+fn refusal(command: &str) -> Refusal {
+    match contexts(&pieces(command)) {
+        Ok(q) => panic!("{command:?} accepted as {q:?}"),
+        Err(r) => r,
+    }
+}
+
+#[test]
+fn holes_in_bare_words_double_quotes_and_single_quotes_get_their_context() {
+    use Quote::*;
+    let cases: &[(&str, &[Quote])] = &[
+        ("wc -l {}", &[Bare]),
+        ("echo \"label {}\"", &[Double]),
+        ("echo 'label {} end'", &[Single]),
+        (
+            "echo pre{}post x={} \"{}\"'{}'",
+            &[Bare, Bare, Double, Single],
+        ),
+        ("echo \"it's {}\" '\"{}\"'", &[Double, Single]),
+        ("echo \"$(date) {}\" `date` {}", &[Double, Bare]),
+        ("echo $(echo \")\") {}", &[Bare]),
+        ("echo \"${HOME:-x}\" {} ${#x}", &[Bare]),
+        ("a#b {}", &[Bare]),
+        ("echo $# {}", &[Bare]),
+        ("# a comment\necho {}", &[Bare]),
+        ("cat <<EOF\nbody $(x)\nEOF\necho {}", &[Bare]),
+        ("cat <<-'E F'\n\tbody\n\tE F\necho \"{}\"", &[Double]),
+        ("cat <<< {}", &[Bare]),
+        ("echo \\\\{}", &[Bare]),
+        ("echo \"\\\\{}\"", &[Double]),
+        ("echo $((1 + 2)) {}", &[Bare]),
+        ("echo '\\' {}", &[Bare]),
+    ];
+    for (command, expected) in cases {
+        assert_eq!(quotes(command), *expected, "{command:?}");
+    }
+}
+
+#[test]
+fn holes_the_compiler_cannot_quote_safely_are_refused_with_their_place() {
+    let cases = [
+        ("cat <<EOF\n{}\nEOF", "inside a heredoc"),
+        ("cat <<{}\nx", "as a heredoc delimiter"),
+        ("echo $(cat {})", "inside `$(...)`"),
+        ("echo \"$(cat {})\"", "inside `$(...)`"),
+        ("echo `cat {}`", "inside backticks"),
+        ("echo ${x:-{}}", "inside `${...}`"),
+        ("echo hi # {}", "inside a comment"),
+        ("echo $'{}'", "inside `$'...'`"),
+        ("echo $\"{}\"", "inside `$\"...\"`"),
+        ("echo ${}", "right after `$`"),
+        ("echo \"${}\"", "right after `$`"),
+        ("echo \\{}", "right after a backslash"),
+        ("echo \"\\{}\"", "right after a backslash"),
+        (
+            "echo \"{}",
+            "after a quote or expansion that is never closed",
+        ),
+        (
+            "echo '{} x",
+            "after a quote or expansion that is never closed",
+        ),
+        (
+            "echo $(case a in a) x;; esac) {}",
+            "after a `case` inside `$(...)`",
+        ),
+        ("echo ${x-'a'} {}", "after a quote inside `${...}`"),
+    ];
+    for (command, reason) in cases {
+        assert_eq!(refusal(command).reason, reason, "{command:?}");
+    }
+}
+
+#[test]
+fn the_first_refused_hole_is_the_one_reported() {
+    let r = refusal("echo {} \"{}\" $(x {}) {}");
+    assert_eq!(r.hole, 2);
+}
+
+#[test]
+fn a_quote_left_open_after_the_last_hole_does_not_refuse_it() {
+    assert_eq!(quotes("echo {} \"unclosed"), [Quote::Bare]);
+}
+
+#[test]
+fn a_quoted_value_leaves_the_lexer_as_a_hole_leaves_it() {
+    let values = [
+        "",
+        "a'b",
+        "x $(touch P)",
+        "`id`",
+        "\\",
+        "\"",
+        "#c\n<<E\n${x}",
+    ];
+    for (command, quote) in [
+        ("echo a{}b", Quote::Bare),
+        ("echo \"a{}b\"", Quote::Double),
+        ("echo 'a{}b'", Quote::Single),
+    ] {
+        let (before, after) = command.split_once("{}").unwrap_or_default();
+        for value in values {
+            let (mut hole, mut spliced) = (Lexer::default(), Lexer::default());
+            hole.text(before);
+            spliced.text(before);
+            assert_eq!(hole.hole(), Ok(quote));
+            spliced.text(&tv_vm::outcome::shell_quote_in(value, quote));
+            assert!(hole.same_shape(&spliced), "{command:?} with {value:?}");
+            hole.text(after);
+            spliced.text(after);
+            assert!(hole.same_shape(&spliced), "{command:?} with {value:?}");
+        }
+    }
+}
