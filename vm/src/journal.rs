@@ -361,11 +361,22 @@ fn sync_parent(path: &Path) {
 /// is written. Who holds it is read from `/proc/locks`, where the kernel lists each
 /// lock with the holder's pid and the file's device and inode: always the true holder,
 /// never a stale record.
-fn lock_exclusive(path: &Path, file: File) -> Result<Flock<File>, String> {
+fn lock_exclusive(path: &Path, mut file: File) -> Result<Flock<File>, String> {
     let shown = path.display();
-    let (file, errno) = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(locked) => return Ok(locked),
-        Err(refused) => refused,
+    // A killed run's lock can outlive it by a moment: a script it was starting holds
+    // the file until its `exec` closes it. So a busy lock is tried again for a second
+    // before it is taken to be another run's.
+    let mut tries = 0;
+    let (file, errno) = loop {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(locked) => return Ok(locked),
+            Err((back, Errno::EWOULDBLOCK)) if tries < 20 => {
+                tries += 1;
+                file = back;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(refused) => break refused,
+        }
     };
     if errno != Errno::EWOULDBLOCK {
         return Err(format!("cannot lock the journal {shown}: {errno}"));
