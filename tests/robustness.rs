@@ -220,3 +220,72 @@ fn non_utf8_bytes_are_reported_at_their_line_and_column() {
         "latin1.xml:2:20: error: the file is not valid UTF-8 (template files are UTF-8 text)\n"
     );
 }
+
+/// A test of one `<case>` whose expression is `test`, in a file of its own.
+fn case_test(test: &str) -> String {
+    format!(
+        "<task type=\"sequential\"><steps><cond><case test=\"{test}\"><task><instructions>x</instructions></task></case></cond></steps></task>"
+    )
+}
+
+#[test]
+fn long_runs_of_operators_are_reported_once_without_overflowing_the_stack() {
+    // Each of these builds a tree as deep as it is long, though nothing in it is
+    // bracketed; 100k levels overflowed every stack the compiler ran on.
+    let n = 100_000;
+    let chain = |op: &str| vec!["true"; n].join(op);
+    let path = format!("a.{}", vec!["b"; n].join("."));
+    let cases = [
+        ("bang", case_test(&format!("{}true", "!".repeat(n)))),
+        ("not", case_test(&format!("{}true", "not ".repeat(n)))),
+        ("and", case_test(&chain(" &amp;&amp; "))),
+        ("or", case_test(&chain(" or "))),
+        ("cmp", case_test(&chain(" == "))),
+        (
+            "path",
+            format!("<task><inputs><input name=\"a\">x</input></inputs><instructions>{{{{{path}}}}}</instructions></task>"),
+        ),
+        ("index", case_test(&format!("a{}", ".1.2".repeat(n / 2)))),
+    ];
+    for (name, src) in cases {
+        let c = driver::check_texts([(name, src.as_str())]);
+        let short = c.diags.render_short(&c.sources);
+        assert_eq!(c.diags.error_count(), 1, "{name}: {short}");
+        assert!(
+            short.contains("expression nests more than 256 operations deep"),
+            "{name}: {short}"
+        );
+    }
+}
+
+#[test]
+fn operators_up_to_the_limit_compile_to_a_bundle() {
+    // 255 operators and a bracket: the deepest tree the limit lets through goes
+    // through every stage and the verifier.
+    let chain = vec!["x"; 256].join(" &amp;&amp; ");
+    let src = format!(
+        "<task type=\"sequential\"><inputs><input name=\"x\">v</input></inputs><steps><cond><case test=\"({chain})\"><task><instructions>{{{{x}}}}</instructions></task></case></cond></steps></task>"
+    );
+    let c = driver::check_texts([("limit.xml", src.as_str())]);
+    let short = c.diags.render_short(&c.sources);
+    assert_eq!(c.diags.error_count(), 0, "{short}");
+    let (_, bundle) = driver::compile(&c).expect("a bundle");
+    let bytes = driver::bundle_bytes(&bundle);
+    tv_vm::bundle::Bundle::from_bytes(&bytes).expect("the machine accepts the bundle");
+}
+
+#[test]
+fn a_task_with_thirty_thousand_inputs_compiles_without_overflowing_the_stack() {
+    // Each input used to wrap the task in one more `let` node of the IR, and the
+    // bytecode generator recursed through all of them.
+    let inputs: String = (0..30_000)
+        .map(|i| format!("<input name=\"i{i}\">v</input>"))
+        .collect();
+    let src = format!(
+        "<task type=\"sequential\"><inputs>{inputs}</inputs><steps><task><instructions>x</instructions></task></steps></task>"
+    );
+    let c = driver::check_texts([("inputs.xml", src.as_str())]);
+    assert_eq!(c.diags.error_count(), 0);
+    let (_, bundle) = driver::compile(&c).expect("a bundle");
+    tv_vm::bundle::Bundle::from_bytes(&driver::bundle_bytes(&bundle)).expect("accepted");
+}

@@ -45,9 +45,11 @@ impl<'ir> Gen<'_, 'ir> {
                 args.iter().for_each(|a| self.expr(a));
                 self.emit(Op::Call(*function, args.len() as u8));
             }
-            NodeKind::Let { local, value, body } => {
-                self.expr(value);
-                self.emit(Op::Store(*local));
+            NodeKind::Let { bindings, body } => {
+                for (local, value) in bindings {
+                    self.expr(value);
+                    self.emit(Op::Store(*local));
+                }
                 self.node(body);
             }
             NodeKind::Gather {
