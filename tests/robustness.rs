@@ -289,3 +289,48 @@ fn a_task_with_thirty_thousand_inputs_compiles_without_overflowing_the_stack() {
     let (_, bundle) = driver::compile(&c).expect("a bundle");
     tv_vm::bundle::Bundle::from_bytes(&driver::bundle_bytes(&bundle)).expect("accepted");
 }
+
+/// The errors `driver::compile` gives for `src`, as `tvc` prints them.
+fn compile_errors(src: &str) -> String {
+    let c = driver::check_texts([("big.xml", src)]);
+    assert_eq!(
+        c.diags.error_count(),
+        0,
+        "{}",
+        c.diags.render_short(&c.sources)
+    );
+    match driver::compile_timed(&c, &mut Default::default()) {
+        Ok(_) => panic!("compiled a bundle whose operands cannot hold its counts"),
+        Err(diags) => diags.render_short(&c.sources),
+    }
+}
+
+#[test]
+fn a_call_with_more_arguments_than_an_operand_holds_is_a_compile_error() {
+    // `Call` counts its arguments in a byte: 300 used to be written as 44.
+    let params: Vec<String> = (0..300).map(|i| format!("p{i}")).collect();
+    let args: String = (0..300).map(|i| format!("<arg>v{i}</arg>")).collect();
+    let src = format!(
+        "<library><template name=\"f\" params=\"{}\"><task><instructions>{{{{p0}}}}</instructions></task></template>\n<template name=\"g\" params=\"y\"><call template=\"f\">{args}</call></template></library>",
+        params.join(",")
+    );
+    assert_eq!(
+        compile_errors(&src),
+        "big.xml:2:31: error: 300 arguments to one template call: the bytecode allows at most 255\n"
+    );
+}
+
+#[test]
+fn a_function_with_more_locals_than_an_operand_holds_is_a_compile_error() {
+    let inputs: String = (0..70_000)
+        .map(|i| format!("<input name=\"i{i}\">v</input>"))
+        .collect();
+    let src = format!(
+        "<task type=\"sequential\"><inputs>{inputs}</inputs><steps><task><instructions>x</instructions></task></steps></task>"
+    );
+    let errors = compile_errors(&src);
+    assert!(
+        errors.starts_with("big.xml:1:1: error: 70003 locals (inputs and variables) in one function: the bytecode allows at most 65535"),
+        "{errors}"
+    );
+}

@@ -314,18 +314,19 @@ pub fn bundle_bytes(bundle: &tv_vm::bundle::Bundle) -> Vec<u8> {
     })
 }
 
-/// The typed IR and the bundle of a program that checked without errors.
+/// The typed IR and the bundle of a program that checked without errors, if every
+/// count in it fits the bytecode.
 pub fn compile(c: &Compilation) -> Option<(crate::ir::Program, tv_vm::bundle::Bundle)> {
-    compile_timed(c, &mut Timings::default())
+    compile_timed(c, &mut Timings::default()).ok()
 }
 
 /// [`compile`], adding the time of lowering and of code generation to `timings`.
 pub fn compile_timed(
     c: &Compilation,
     timings: &mut Timings,
-) -> Option<(crate::ir::Program, tv_vm::bundle::Bundle)> {
+) -> Result<(crate::ir::Program, tv_vm::bundle::Bundle), Diagnostics> {
     if c.diags.has_errors() {
-        return None;
+        return Err(Diagnostics::new());
     }
     let ir = timings.time("lower to IR", || {
         crate::lower::lower(&c.program, &c.symbols, &c.sources)
@@ -333,5 +334,12 @@ pub fn compile_timed(
     let bundle = timings.time("generate bytecode", || {
         crate::codegen::generate(&ir, &c.sources)
     });
-    Some((ir, bundle))
+    match bundle {
+        Ok(bundle) => Ok((ir, bundle)),
+        Err(errors) => {
+            let mut diags = Diagnostics::new();
+            errors.into_iter().for_each(|d| diags.push(d));
+            Err(diags)
+        }
+    }
 }
