@@ -334,3 +334,36 @@ fn a_function_with_more_locals_than_an_operand_holds_is_a_compile_error() {
         "{errors}"
     );
 }
+
+/// The instructions of the program `src` compiles to.
+fn code_size(src: &str) -> usize {
+    let c = driver::check_texts([("reduce.xml", src)]);
+    assert_eq!(
+        c.diags.error_count(),
+        0,
+        "{}",
+        c.diags.render_short(&c.sources)
+    );
+    let (_, bundle) = driver::compile(&c).expect("a bundle");
+    bundle.functions.iter().map(|f| f.code.len()).sum()
+}
+
+#[test]
+fn a_reduce_over_literal_inputs_compiles_to_code_linear_in_their_number() {
+    // Each inner branch used to take every variable in scope, every input included:
+    // N branch calls of N + 2 arguments.
+    let reduce = |n: usize| {
+        let inputs: String = (0..n)
+            .map(|i| format!("<input name=\"i{i}\">v{i}</input>"))
+            .collect();
+        format!(
+            "<task type=\"reduce\"><inputs>{inputs}</inputs><inner_task><instructions>{{{{current_input}}}}</instructions></inner_task><reduction_task><instructions>{{{{current_result}}}} {{{{accumulator}}}}</instructions></reduction_task></task>"
+        )
+    };
+    let (small, large) = (code_size(&reduce(100)), code_size(&reduce(1000)));
+    assert!(
+        large <= 11 * small,
+        "10 times the inputs take {large} instructions, {} times {small}",
+        large as f64 / small as f64
+    );
+}
