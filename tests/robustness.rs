@@ -367,3 +367,41 @@ fn a_reduce_over_literal_inputs_compiles_to_code_linear_in_their_number() {
         large as f64 / small as f64
     );
 }
+
+#[test]
+fn each_duplicate_among_many_attributes_is_reported_with_both_places() {
+    // Attributes are `name` (known) and then `x0`..: every `xN` is unknown, and the
+    // last two repeat `name` and `x7`.
+    let attrs: String = (0..20_000).map(|i| format!(" x{i}=\"v\"")).collect();
+    let src = format!(
+        "<task name=\"t\"{attrs} name=\"u\" x7=\"w\"><instructions>x</instructions></task>"
+    );
+    let c = driver::check_texts([("attrs.xml", src.as_str())]);
+    let twice: Vec<_> = c
+        .diags
+        .iter()
+        .filter(|d| d.message.contains("is given twice"))
+        .collect();
+    let at = |s: tv_compiler::source::Span| c.sources.location(s);
+    let found: Vec<(String, String, String)> = twice
+        .iter()
+        .map(|d| (d.message.clone(), at(d.span), at(d.secondary[0].0)))
+        .collect();
+    let x7 = src.find(" x7=").expect("x7") + 2;
+    let end = src.find(" name=\"u\"").expect("second name") + 2;
+    assert_eq!(
+        found,
+        [
+            (
+                "attribute `name` is given twice".to_string(),
+                format!("attrs.xml:1:{end}"),
+                "attrs.xml:1:7".to_string()
+            ),
+            (
+                "attribute `x7` is given twice".to_string(),
+                format!("attrs.xml:1:{}", end + 9),
+                format!("attrs.xml:1:{x7}")
+            ),
+        ]
+    );
+}
