@@ -56,3 +56,64 @@ fn a_program_whose_counts_do_not_fit_the_bytecode_writes_no_bundle() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_device_named_on_the_command_line_is_refused_without_being_read() {
+    // `/dev/zero` never ends: reading it whole used to fill the memory.
+    let (code, _, stderr) = tvc(&["check", "/dev/zero"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.starts_with("/dev/zero:1:1: error: not a regular file (a device, FIFO or socket), so it is not read"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_fifo_below_a_directory_is_refused_without_waiting_for_a_writer() {
+    let dir = scratch("fifo");
+    std::fs::create_dir(dir.join("nested")).expect("nested directory");
+    let fifo = dir.join("nested/pipe.xml");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    std::fs::write(
+        dir.join("ok.xml"),
+        "<task><instructions>x</instructions></task>",
+    )
+    .expect("write a template");
+    // Opening the FIFO would block until something writes to it; nothing will.
+    let (code, _, stderr) = tvc(&["check", arg(&dir)]);
+    assert_eq!(code, 1, "{stderr}");
+    let expected = format!(
+        "{}:1:1: error: not a regular file (a device, FIFO or socket), so it is not read",
+        fifo.display()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_symbolic_link_back_to_a_parent_directory_is_refused_not_followed_forever() {
+    let dir = scratch("loop");
+    std::fs::create_dir(dir.join("sub")).expect("sub directory");
+    std::fs::write(
+        dir.join("ok.xml"),
+        "<task><instructions>x</instructions></task>",
+    )
+    .expect("write a template");
+    std::os::unix::fs::symlink("..", dir.join("sub/up")).expect("make the link");
+    let (code, _, stderr) = tvc(&["check", arg(&dir)]);
+    assert_eq!(code, 2, "{stderr}");
+    let real = std::fs::canonicalize(&dir).expect("real path");
+    assert_eq!(
+        stderr,
+        format!(
+            "tvc: error: {}: this directory is {} again, through a symbolic link: a directory loop is not followed\n",
+            dir.join("sub/up").display(),
+            real.display()
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
