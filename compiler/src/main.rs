@@ -158,7 +158,7 @@ fn build(
     if output.is_none() && !matches!(emit, Some(Emit::Ir | Emit::Bytecode)) {
         return Ok(ExitCode::SUCCESS);
     }
-    let (ir, bundle) = match driver::compile_timed(&comp, stages) {
+    let (ir, bundle) = match driver::compile_consuming(&mut comp, stages) {
         Ok(compiled) => compiled,
         Err(diags) => {
             say(&diags.render(&comp.sources, color));
