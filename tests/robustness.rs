@@ -220,3 +220,188 @@ fn non_utf8_bytes_are_reported_at_their_line_and_column() {
         "latin1.xml:2:20: error: the file is not valid UTF-8 (template files are UTF-8 text)\n"
     );
 }
+
+/// A test of one `<case>` whose expression is `test`, in a file of its own.
+fn case_test(test: &str) -> String {
+    format!(
+        "<task type=\"sequential\"><steps><cond><case test=\"{test}\"><task><instructions>x</instructions></task></case></cond></steps></task>"
+    )
+}
+
+#[test]
+fn long_runs_of_operators_are_reported_once_without_overflowing_the_stack() {
+    // Each of these builds a tree as deep as it is long, though nothing in it is
+    // bracketed; 100k levels overflowed every stack the compiler ran on.
+    let n = 100_000;
+    let chain = |op: &str| vec!["true"; n].join(op);
+    let path = format!("a.{}", vec!["b"; n].join("."));
+    let cases = [
+        ("bang", case_test(&format!("{}true", "!".repeat(n)))),
+        ("not", case_test(&format!("{}true", "not ".repeat(n)))),
+        ("and", case_test(&chain(" &amp;&amp; "))),
+        ("or", case_test(&chain(" or "))),
+        ("cmp", case_test(&chain(" == "))),
+        (
+            "path",
+            format!("<task><inputs><input name=\"a\">x</input></inputs><instructions>{{{{{path}}}}}</instructions></task>"),
+        ),
+        ("index", case_test(&format!("a{}", ".1.2".repeat(n / 2)))),
+    ];
+    for (name, src) in cases {
+        let c = driver::check_texts([(name, src.as_str())]);
+        let short = c.diags.render_short(&c.sources);
+        assert_eq!(c.diags.error_count(), 1, "{name}: {short}");
+        assert!(
+            short.contains("expression nests more than 256 operations deep"),
+            "{name}: {short}"
+        );
+    }
+}
+
+#[test]
+fn operators_up_to_the_limit_compile_to_a_bundle() {
+    // 255 operators and a bracket: the deepest tree the limit lets through goes
+    // through every stage and the verifier.
+    let chain = vec!["x"; 256].join(" &amp;&amp; ");
+    let src = format!(
+        "<task type=\"sequential\"><inputs><input name=\"x\">v</input></inputs><steps><cond><case test=\"({chain})\"><task><instructions>{{{{x}}}}</instructions></task></case></cond></steps></task>"
+    );
+    let c = driver::check_texts([("limit.xml", src.as_str())]);
+    let short = c.diags.render_short(&c.sources);
+    assert_eq!(c.diags.error_count(), 0, "{short}");
+    let (_, bundle) = driver::compile(&c).expect("a bundle");
+    let bytes = driver::bundle_bytes(&bundle);
+    tv_vm::bundle::Bundle::from_bytes(&bytes).expect("the machine accepts the bundle");
+}
+
+#[test]
+fn a_task_with_thirty_thousand_inputs_compiles_without_overflowing_the_stack() {
+    // Each input used to wrap the task in one more `let` node of the IR, and the
+    // bytecode generator recursed through all of them.
+    let inputs: String = (0..30_000)
+        .map(|i| format!("<input name=\"i{i}\">v</input>"))
+        .collect();
+    let src = format!(
+        "<task type=\"sequential\"><inputs>{inputs}</inputs><steps><task><instructions>x</instructions></task></steps></task>"
+    );
+    let c = driver::check_texts([("inputs.xml", src.as_str())]);
+    assert_eq!(c.diags.error_count(), 0);
+    let (_, bundle) = driver::compile(&c).expect("a bundle");
+    tv_vm::bundle::Bundle::from_bytes(&driver::bundle_bytes(&bundle)).expect("accepted");
+}
+
+/// The errors `driver::compile` gives for `src`, as `tvc` prints them.
+fn compile_errors(src: &str) -> String {
+    let c = driver::check_texts([("big.xml", src)]);
+    assert_eq!(
+        c.diags.error_count(),
+        0,
+        "{}",
+        c.diags.render_short(&c.sources)
+    );
+    match driver::compile_timed(&c, &mut Default::default()) {
+        Ok(_) => panic!("compiled a bundle whose operands cannot hold its counts"),
+        Err(diags) => diags.render_short(&c.sources),
+    }
+}
+
+#[test]
+fn a_call_with_more_arguments_than_an_operand_holds_is_a_compile_error() {
+    // `Call` counts its arguments in a byte: 300 used to be written as 44.
+    let params: Vec<String> = (0..300).map(|i| format!("p{i}")).collect();
+    let args: String = (0..300).map(|i| format!("<arg>v{i}</arg>")).collect();
+    let src = format!(
+        "<library><template name=\"f\" params=\"{}\"><task><instructions>{{{{p0}}}}</instructions></task></template>\n<template name=\"g\" params=\"y\"><call template=\"f\">{args}</call></template></library>",
+        params.join(",")
+    );
+    assert_eq!(
+        compile_errors(&src),
+        "big.xml:2:31: error: 300 arguments to one template call: the bytecode allows at most 255\n"
+    );
+}
+
+#[test]
+fn a_function_with_more_locals_than_an_operand_holds_is_a_compile_error() {
+    let inputs: String = (0..70_000)
+        .map(|i| format!("<input name=\"i{i}\">v</input>"))
+        .collect();
+    let src = format!(
+        "<task type=\"sequential\"><inputs>{inputs}</inputs><steps><task><instructions>x</instructions></task></steps></task>"
+    );
+    let errors = compile_errors(&src);
+    assert!(
+        errors.starts_with("big.xml:1:1: error: 70003 locals (inputs and variables) in one function: the bytecode allows at most 65535"),
+        "{errors}"
+    );
+}
+
+/// The instructions of the program `src` compiles to.
+fn code_size(src: &str) -> usize {
+    let c = driver::check_texts([("reduce.xml", src)]);
+    assert_eq!(
+        c.diags.error_count(),
+        0,
+        "{}",
+        c.diags.render_short(&c.sources)
+    );
+    let (_, bundle) = driver::compile(&c).expect("a bundle");
+    bundle.functions.iter().map(|f| f.code.len()).sum()
+}
+
+#[test]
+fn a_reduce_over_literal_inputs_compiles_to_code_linear_in_their_number() {
+    // Each inner branch used to take every variable in scope, every input included:
+    // N branch calls of N + 2 arguments.
+    let reduce = |n: usize| {
+        let inputs: String = (0..n)
+            .map(|i| format!("<input name=\"i{i}\">v{i}</input>"))
+            .collect();
+        format!(
+            "<task type=\"reduce\"><inputs>{inputs}</inputs><inner_task><instructions>{{{{current_input}}}}</instructions></inner_task><reduction_task><instructions>{{{{current_result}}}} {{{{accumulator}}}}</instructions></reduction_task></task>"
+        )
+    };
+    let (small, large) = (code_size(&reduce(100)), code_size(&reduce(1000)));
+    assert!(
+        large <= 11 * small,
+        "10 times the inputs take {large} instructions, {} times {small}",
+        large as f64 / small as f64
+    );
+}
+
+#[test]
+fn each_duplicate_among_many_attributes_is_reported_with_both_places() {
+    // Attributes are `name` (known) and then `x0`..: every `xN` is unknown, and the
+    // last two repeat `name` and `x7`.
+    let attrs: String = (0..20_000).map(|i| format!(" x{i}=\"v\"")).collect();
+    let src = format!(
+        "<task name=\"t\"{attrs} name=\"u\" x7=\"w\"><instructions>x</instructions></task>"
+    );
+    let c = driver::check_texts([("attrs.xml", src.as_str())]);
+    let twice: Vec<_> = c
+        .diags
+        .iter()
+        .filter(|d| d.message.contains("is given twice"))
+        .collect();
+    let at = |s: tv_compiler::source::Span| c.sources.location(s);
+    let found: Vec<(String, String, String)> = twice
+        .iter()
+        .map(|d| (d.message.clone(), at(d.span), at(d.secondary[0].0)))
+        .collect();
+    let x7 = src.find(" x7=").expect("x7") + 2;
+    let end = src.find(" name=\"u\"").expect("second name") + 2;
+    assert_eq!(
+        found,
+        [
+            (
+                "attribute `name` is given twice".to_string(),
+                format!("attrs.xml:1:{end}"),
+                "attrs.xml:1:7".to_string()
+            ),
+            (
+                "attribute `x7` is given twice".to_string(),
+                format!("attrs.xml:1:{}", end + 9),
+                format!("attrs.xml:1:{x7}")
+            ),
+        ]
+    );
+}

@@ -40,7 +40,7 @@ pub fn collect_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
         if meta.is_dir() {
             let mut found = Vec::new();
-            walk(p, &mut found).map_err(|e| format!("{}: {e}", p.display()))?;
+            walk(p, &mut Vec::new(), &mut found)?;
             found.sort();
             if found.is_empty() {
                 return Err(format!("{}: no *.xml files in this directory", p.display()));
@@ -53,15 +53,30 @@ pub fn collect_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
+/// The `*.xml` files below `dir`. Links are followed, as a user who links a folder in
+/// means its templates; a link back to a directory being walked (`above`, by its real
+/// path) would be followed forever, so it is refused. Files found that are not regular
+/// files are kept here and refused by [`read`], naming them.
+fn walk(dir: &Path, above: &mut Vec<PathBuf>, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("{}: {e}", dir.display());
+    let real = std::fs::canonicalize(dir).map_err(fail)?;
+    if let Some(first) = above.iter().find(|a| **a == real) {
+        return Err(format!(
+            "{}: this directory is {} again, through a symbolic link: a directory loop is not followed",
+            dir.display(),
+            first.display()
+        ));
+    }
+    above.push(real);
+    for entry in std::fs::read_dir(dir).map_err(fail)? {
+        let path = entry.map_err(fail)?.path();
         if path.is_dir() {
-            walk(&path, out)?;
+            walk(&path, above, out)?;
         } else if path.extension().is_some_and(|e| e == "xml") {
             out.push(path);
         }
     }
+    above.pop();
     Ok(())
 }
 
@@ -81,25 +96,31 @@ pub fn load(paths: &[PathBuf]) -> (SourceMap, Diagnostics, HashSet<FileId>) {
     (sources, diags, unusable)
 }
 
+/// A file's text, checked before it is read: only a regular file of at most
+/// [`MAX_FILE_BYTES`] is read. A device would be read forever (`/dev/zero`) and a FIFO
+/// would wait for a writer; a file that grows while it is read is cut off at the limit.
 fn read(path: &Path) -> (String, Option<(usize, String)>) {
-    match std::fs::metadata(path) {
-        Ok(m) if m.len() > MAX_FILE_BYTES => {
-            return (
-                String::new(),
-                Some((
-                    0,
-                    format!("file is larger than {} MiB", MAX_FILE_BYTES >> 20),
-                )),
-            )
-        }
-        _ => {}
+    let refuse = |msg: String| (String::new(), Some((0, msg)));
+    let too_large = || refuse(format!("file is larger than {} MiB", MAX_FILE_BYTES >> 20));
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return refuse(format!("cannot read the file: {e}")),
+    };
+    if !meta.is_file() {
+        return refuse("not a regular file (a device, FIFO or socket), so it is not read".into());
     }
-    match std::fs::read(path) {
-        Err(e) => (
-            String::new(),
-            Some((0, format!("cannot read the file: {e}"))),
-        ),
-        Ok(bytes) => from_bytes(bytes),
+    if meta.len() > MAX_FILE_BYTES {
+        return too_large();
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    let read = std::fs::File::open(path).and_then(|f| {
+        use std::io::Read;
+        f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)
+    });
+    match read {
+        Err(e) => refuse(format!("cannot read the file: {e}")),
+        Ok(n) if n as u64 > MAX_FILE_BYTES => too_large(),
+        Ok(_) => from_bytes(bytes),
     }
 }
 
@@ -314,24 +335,60 @@ pub fn bundle_bytes(bundle: &tv_vm::bundle::Bundle) -> Vec<u8> {
     })
 }
 
-/// The typed IR and the bundle of a program that checked without errors.
+/// The typed IR and the bundle of a program that checked without errors, if every
+/// count in it fits the bytecode.
 pub fn compile(c: &Compilation) -> Option<(crate::ir::Program, tv_vm::bundle::Bundle)> {
-    compile_timed(c, &mut Timings::default())
+    compile_timed(c, &mut Timings::default()).ok()
 }
 
 /// [`compile`], adding the time of lowering and of code generation to `timings`.
 pub fn compile_timed(
     c: &Compilation,
     timings: &mut Timings,
-) -> Option<(crate::ir::Program, tv_vm::bundle::Bundle)> {
+) -> Result<(crate::ir::Program, tv_vm::bundle::Bundle), Diagnostics> {
     if c.diags.has_errors() {
-        return None;
+        return Err(Diagnostics::new());
     }
     let ir = timings.time("lower to IR", || {
         crate::lower::lower(&c.program, &c.symbols, &c.sources)
     });
-    let bundle = timings.time("generate bytecode", || {
-        crate::codegen::generate(&ir, &c.sources)
+    generate(ir, &c.sources, timings)
+}
+
+/// [`compile_timed`] for a compilation that is used for nothing else afterwards, as on
+/// the command line: its syntax trees are freed once lowered, so that they and the
+/// bytecode are never in memory together. For a 50 MB library the trees take about
+/// 400 MB, the most of any stage's output.
+pub fn compile_consuming(
+    c: &mut Compilation,
+    timings: &mut Timings,
+) -> Result<(crate::ir::Program, tv_vm::bundle::Bundle), Diagnostics> {
+    if c.diags.has_errors() {
+        return Err(Diagnostics::new());
+    }
+    let ir = timings.time("lower to IR", || {
+        let ir = crate::lower::lower(&c.program, &c.symbols, &c.sources);
+        drop(std::mem::take(&mut c.program));
+        ir
     });
-    Some((ir, bundle))
+    generate(ir, &c.sources, timings)
+}
+
+/// The bytecode of `ir`, or the errors of counts too large for their operands.
+fn generate(
+    ir: crate::ir::Program,
+    sources: &SourceMap,
+    timings: &mut Timings,
+) -> Result<(crate::ir::Program, tv_vm::bundle::Bundle), Diagnostics> {
+    let bundle = timings.time("generate bytecode", || {
+        crate::codegen::generate(&ir, sources)
+    });
+    match bundle {
+        Ok(bundle) => Ok((ir, bundle)),
+        Err(errors) => {
+            let mut diags = Diagnostics::new();
+            errors.into_iter().for_each(|d| diags.push(d));
+            Err(diags)
+        }
+    }
 }

@@ -158,8 +158,13 @@ fn build(
     if output.is_none() && !matches!(emit, Some(Emit::Ir | Emit::Bytecode)) {
         return Ok(ExitCode::SUCCESS);
     }
-    let Some((ir, bundle)) = driver::compile_timed(&comp, stages) else {
-        return Ok(ExitCode::from(1));
+    let (ir, bundle) = match driver::compile_consuming(&mut comp, stages) {
+        Ok(compiled) => compiled,
+        Err(diags) => {
+            say(&diags.render(&comp.sources, color));
+            say(&format!("tvc: {}\n", plural(diags.error_count(), "error")));
+            return Ok(ExitCode::from(1));
+        }
     };
     let (ir, bundle) = (ManuallyDrop::new(ir), ManuallyDrop::new(bundle));
     match emit {
@@ -169,9 +174,20 @@ fn build(
     }
     .map_err(failed_output)?;
     if let Some(out) = output {
-        let written = stages.time("write the bundle", || {
-            std::fs::write(out, driver::bundle_bytes(&bundle))
+        let bytes = stages.time("encode the bundle", || driver::bundle_bytes(&bundle));
+        // The machine reads the bundle back exactly so: a bundle it would refuse is a
+        // bug of the compiler, reported here rather than written.
+        let verified = stages.time("verify the bundle", || {
+            tv_vm::bundle::Bundle::from_bytes(&bytes)
         });
+        if let Err(e) = verified {
+            say(&format!(
+                "tvc: error: the bundle for {} fails verification, so it is not written: {e}\n",
+                out.display()
+            ));
+            return Ok(ExitCode::from(1));
+        }
+        let written = stages.time("write the bundle", || std::fs::write(out, &bytes));
         if let Err(e) = written {
             say(&format!(
                 "tvc: error: cannot write {}: {e}\n",

@@ -101,6 +101,8 @@ fn timings_list_every_stage_that_ran_on_stderr_and_change_nothing_else() {
             "check",
             "lower to IR",
             "generate bytecode",
+            "encode the bundle",
+            "verify the bundle",
             "write the bundle",
             "total"
         ],

@@ -234,9 +234,10 @@ pub fn unreferenced_inputs(task: &Task) -> Vec<&Input> {
     for input in &task.inputs {
         input_variables(input, &mut named);
     }
+    let named: rustc_hash::FxHashSet<&str> = named.into_iter().collect();
     task.inputs
         .iter()
-        .filter(|i| !named.contains(&i.name.node.as_str()))
+        .filter(|i| !named.contains(i.name.node.as_str()))
         .collect()
 }
 

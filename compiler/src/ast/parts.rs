@@ -20,6 +20,8 @@ impl Builder<'_> {
         schema::check_attrs(el, &[], self.diags);
         schema::no_text(el, self.diags);
         let mut out: Vec<Input> = Vec::new();
+        // Where each name was first declared: a task may have thousands of inputs.
+        let mut seen: rustc_hash::FxHashMap<String, Span> = Default::default();
         for child in el.elements() {
             if child.name != "input" {
                 schema::unknown_element(child, "inputs", &["input"], self.diags);
@@ -28,17 +30,18 @@ impl Builder<'_> {
             let Some(input) = self.input(child) else {
                 continue;
             };
-            if let Some(prev) = out.iter().find(|p| p.name.node == input.name.node) {
+            if let Some(prev) = seen.get(&input.name.node) {
                 self.diags.push(
                     Diagnostic::error(
                         input.name.span,
                         format!("input `{}` is declared twice", input.name.node),
                     )
-                    .with_secondary(prev.name.span, "first declared here")
+                    .with_secondary(*prev, "first declared here")
                     .with_help("input names must be unique within a task"),
                 );
                 continue;
             }
+            seen.insert(input.name.node.clone(), input.name.span);
             out.push(input);
         }
         out

@@ -5,7 +5,7 @@ use super::scope::Scope;
 use super::Checker;
 use crate::ast::{
     Body, Cond, ContextManagement, ExprKind, FilePaths, FreshContext, InheritContext, Input,
-    InputValue, Task, TaskType, TextTemplate,
+    InputValue, Task, TaskType, TextPart, TextTemplate,
 };
 use crate::diag::Diagnostic;
 use crate::source::Span;
@@ -128,8 +128,9 @@ impl<'p> Checker<'p, '_, '_> {
     fn check_files(&mut self, task: &'p Task, scope: &Scope) {
         if let Some(fp) = &task.file_paths {
             match &fp.node {
-                FilePaths::Literal(paths) => paths.iter().for_each(|p| self.check_text(p, scope)),
-                FilePaths::Command(t) | FilePaths::Description(t) => self.check_text(t, scope),
+                FilePaths::Literal(paths) => paths.iter().for_each(|p| self.fixed_text(p, "path")),
+                FilePaths::Command(t) => self.fixed_text(t, "command"),
+                FilePaths::Description(t) => self.fixed_text(t, "description"),
             }
         }
         if let Some(ca) = &task.context_assembly {
@@ -457,6 +458,28 @@ impl<'p> Checker<'p, '_, '_> {
         self.check_script(task, &s, false);
         if let Some(t) = &task.termination {
             self.check_test(t, &s);
+        }
+    }
+}
+
+impl Checker<'_, '_, '_> {
+    /// Refuses every `{{...}}` in `text`, the `<element>` of a `<file_paths>`. The
+    /// bundle holds file paths as plain strings that the machine uses as they are, so a
+    /// hole would reach the file system or the shell as the characters `{{module}}`.
+    fn fixed_text(&mut self, text: &TextTemplate, element: &str) {
+        for part in &text.parts {
+            if let TextPart::Expr(e) = part {
+                self.diags.push(
+                    Diagnostic::error(
+                        e.span,
+                        format!("`{{{{...}}}}` cannot be used in a `<{element}>` of `<file_paths>`"),
+                    )
+                    .with_label("file paths are used as written, never filled in")
+                    .with_help(
+                        "write the path literally; a file chosen at run time can be read by a script step and passed on as an input",
+                    ),
+                );
+            }
         }
     }
 }

@@ -4,13 +4,16 @@
 mod node;
 mod pool;
 
+use crate::diag::Diagnostic;
 use crate::ir::{self, Expr, ExprKind};
 use crate::source::{FileId, LineCursor, SourceMap, Span};
 use pool::{Pool, Use, Uses};
 use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
 use tv_vm::isa::{Op, Quote};
 
-pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
+/// The bundle of `p`, or an error for each count that does not fit the operand that
+/// encodes it (more than 255 arguments, 65,535 locals, ...): `tvc` never cuts one.
+pub fn generate(p: &ir::Program, sources: &SourceMap) -> Result<Bundle, Vec<Diagnostic>> {
     // Functions are generated on the workers, each listing its own constants; the
     // lists are pooled here, in function order.
     let parts = crate::parallel::map_chunks(
@@ -27,15 +30,20 @@ pub fn generate(p: &ir::Program, sources: &SourceMap) -> Bundle {
     // Each function's constants are renamed right after they are pooled, while its
     // code is still in the cache: a separate pass on the workers measured slower.
     let mut pool = Pool::default();
+    let mut errors = Vec::new();
     let functions = parts
         .into_iter()
         .flatten()
-        .map(|(mut f, uses)| {
+        .map(|(mut f, uses, errs)| {
             pool.take(uses, &mut f.code);
+            errors.extend(errs);
             f
         })
         .collect();
-    finish(p, sources, pool.items, functions)
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(finish(p, sources, pool.items, functions))
 }
 
 /// Code and line tables are built here and copied out at their final size, so each
@@ -51,7 +59,7 @@ fn function<'ir>(
     f: &'ir ir::Function,
     sources: &SourceMap,
     scratch: &mut Scratch,
-) -> (Function, Uses<'ir>) {
+) -> (Function, Uses<'ir>, Vec<Diagnostic>) {
     scratch.code.clear();
     scratch.lines.clear();
     let mut g = Gen {
@@ -61,6 +69,7 @@ fn function<'ir>(
         lines: std::mem::take(&mut scratch.lines),
         span: f.span,
         cursor: (f.span.file, LineCursor::default()),
+        errors: Vec::new(),
     };
     g.node(&f.body);
     let returns = f.returns.as_ref().map_or("any".into(), |t| t.to_string());
@@ -79,14 +88,17 @@ fn function<'ir>(
                 ty: t.to_string(),
             })
             .collect(),
-        locals: f.locals.len() as u16,
+        locals: g.operand(
+            f.locals.len(),
+            "locals (inputs and variables) in one function",
+        ),
         code: g.code.to_vec(),
         lines: g.lines.to_vec(),
         returns,
         matchable: f.matchable.clone(),
     };
     (scratch.code, scratch.lines) = (g.code, g.lines);
-    (function, g.consts)
+    (function, g.consts, g.errors)
 }
 
 /// The bundle of the generated `functions`; `p` gives the tasks and entries.
@@ -125,6 +137,8 @@ struct Gen<'a, 'ir> {
     span: Span,
     /// Where the last instruction was, in the file of its span.
     cursor: (FileId, LineCursor),
+    /// Counts too large for their operands.
+    errors: Vec<Diagnostic>,
 }
 
 /// A jump whose target is patched once known.
@@ -157,6 +171,23 @@ impl<'ir> Gen<'_, 'ir> {
             line: line as u32,
             col: col as u32,
         }
+    }
+
+    /// `n` as an operand of type `T`. A count that does not fit is an error at the
+    /// node being generated: an operand cut to fit would make the machine refuse the
+    /// bundle, or worse, run something else than what was written.
+    fn operand<T: TryFrom<usize> + Default>(&mut self, n: usize, what: &str) -> T {
+        T::try_from(n).unwrap_or_else(|_| {
+            let max = (1u64 << (8 * std::mem::size_of::<T>())) - 1;
+            self.errors.push(
+                Diagnostic::error(
+                    self.span,
+                    format!("{n} {what}: the bytecode allows at most {max}"),
+                )
+                .with_help("split it into smaller templates"),
+            );
+            T::default()
+        })
     }
 
     fn here(&self) -> u32 {
@@ -225,11 +256,13 @@ impl<'ir> Gen<'_, 'ir> {
             ExprKind::Concat(parts) => self.text(parts),
             ExprKind::Builtin(id, args) => {
                 args.iter().for_each(|a| self.expr(a));
-                self.emit(Op::Builtin(*id, args.len() as u8));
+                let n = self.operand(args.len(), "arguments to one built-in call");
+                self.emit(Op::Builtin(*id, n));
             }
             ExprKind::Call(f, args) => {
                 args.iter().for_each(|a| self.expr(a));
-                self.emit(Op::Call(*f, args.len() as u8));
+                let n = self.operand(args.len(), "arguments to one template call");
+                self.emit(Op::Call(*f, n));
                 self.emit(Op::ReturnIfFailed);
                 self.emit(Op::Value);
             }
@@ -301,9 +334,11 @@ impl<'ir> Gen<'_, 'ir> {
         for (f, args) in calls {
             self.constant(Const::Num(f64::from(*f)));
             args.iter().for_each(|a| self.expr(a));
-            self.emit(Op::MakeArray(1 + args.len() as u16));
+            let n = self.operand(1 + args.len(), "values captured by one branch");
+            self.emit(Op::MakeArray(n));
         }
-        self.emit(Op::Gather(calls.len() as u16));
+        let n = self.operand(calls.len(), "branches run together");
+        self.emit(Op::Gather(n));
         self.emit(Op::Store(results));
     }
 
@@ -312,6 +347,7 @@ impl<'ir> Gen<'_, 'ir> {
             self.expr(e);
         }
         let first = self.consts.add(Use::Keys(fields));
-        self.emit(Op::MakeObject(first, fields.len() as u16));
+        let n = self.operand(fields.len(), "fields in one object");
+        self.emit(Op::MakeObject(first, n));
     }
 }

@@ -43,11 +43,14 @@ impl<'ir> Gen<'_, 'ir> {
             }
             NodeKind::Call { function, args } => {
                 args.iter().for_each(|a| self.expr(a));
-                self.emit(Op::Call(*function, args.len() as u8));
+                let n = self.operand(args.len(), "arguments to one template call");
+                self.emit(Op::Call(*function, n));
             }
-            NodeKind::Let { local, value, body } => {
-                self.expr(value);
-                self.emit(Op::Store(*local));
+            NodeKind::Let { bindings, body } => {
+                for (local, value) in bindings {
+                    self.expr(value);
+                    self.emit(Op::Store(*local));
+                }
                 self.node(body);
             }
             NodeKind::Gather {
@@ -86,10 +89,11 @@ impl<'ir> Gen<'_, 'ir> {
     fn sequence(&mut self, s: &'ir Sequence) {
         self.emit(Op::MakeArray(0));
         self.emit(Op::Store(s.results));
-        let total = s.steps.len() as u16;
+        let total = self.operand(s.steps.len(), "steps in one sequence");
         let mut failures: Vec<(Hole, u16)> = Vec::new();
         for (i, step) in s.steps.iter().enumerate() {
             self.node(step);
+            // Every index is below `total`, which fits (or is already an error).
             failures.push((self.jump(Op::JumpIfFailed), i as u16));
             if i + 1 < s.steps.len() {
                 self.emit(Op::KeepValue(s.output));

@@ -152,8 +152,10 @@ impl Dumper<'_> {
                     self.labelled(&format!("arg{i}"), a, d + 1);
                 }
             }
-            NodeKind::Let { local, value, body } => {
-                self.labelled(&format!("let %{local}"), value, d);
+            NodeKind::Let { bindings, body } => {
+                for (local, value) in bindings {
+                    self.labelled(&format!("let %{local}"), value, d);
+                }
                 self.node(body, d);
             }
             NodeKind::Gather {

@@ -81,10 +81,10 @@ pub enum NodeKind {
         results: Local,
         body: Box<Node>,
     },
-    /// Binds an input, then runs the body.
+    /// Binds a task's inputs in order, then runs the body. One node for all of them,
+    /// not one per input: a task may have thousands, and walks of the tree recurse.
     Let {
-        local: Local,
-        value: Expr,
+        bindings: Vec<(Local, Expr)>,
         body: Box<Node>,
     },
     /// A result made from a value (an empty `cond`).

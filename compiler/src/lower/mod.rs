@@ -4,6 +4,7 @@
 
 mod context;
 mod expr;
+mod prune;
 mod shift;
 mod task;
 
@@ -308,7 +309,7 @@ impl Lowerer<'_> {
         self.branches.push(placeholder(id, body.span()));
         let node = self.body(body, &mut inner, false);
         let slot = (id - self.items) as usize;
-        self.branches[slot] = ir::Function {
+        let mut function = ir::Function {
             name: inner.name,
             params,
             locals: inner.locals,
@@ -317,6 +318,9 @@ impl Lowerer<'_> {
             span: body.span(),
             matchable: None,
         };
+        let kept = prune::unused_params(&mut function);
+        self.branches[slot] = function;
+        let captured = kept.into_iter().map(|i| captured[i].clone()).collect();
         (id, captured)
     }
 

@@ -88,8 +88,8 @@ impl Shift {
                 self.calls(calls);
                 self.node(body);
             }
-            NodeKind::Let { value, body, .. } => {
-                self.expr(value);
+            NodeKind::Let { bindings, body } => {
+                bindings.iter_mut().for_each(|(_, value)| self.expr(value));
                 self.node(body);
             }
             NodeKind::Complete(e) => self.expr(e),

@@ -43,18 +43,18 @@ impl Lowerer<'_> {
             }
             let node = self.operator(task, frame);
             frame.context = inherited;
-            let node = lets
-                .into_iter()
-                .rev()
-                .fold(node, |body, (local, value)| Node {
-                    ty: body.ty.clone(),
-                    span: body.span,
+            let node = if lets.is_empty() {
+                node
+            } else {
+                Node {
+                    ty: node.ty.clone(),
+                    span: node.span,
                     kind: NodeKind::Let {
-                        local,
-                        value,
-                        body: Box::new(body),
+                        bindings: lets,
+                        body: Box::new(node),
                     },
-                });
+                }
+            };
             match gather {
                 Some((calls, results)) => Node {
                     ty: node.ty.clone(),

@@ -14,12 +14,17 @@ use chumsky::input::{Input as _, Stream, ValueInput};
 use chumsky::prelude::*;
 use logos::Logos;
 
+mod depth;
 mod descent;
 #[cfg(test)]
 mod tests;
 
 /// Parentheses, calls and `{{` nested deeper than this are refused before parsing.
 pub const MAX_EXPR_DEPTH: usize = 64;
+
+/// The tree an expression builds nests at most this deep, counting operators and
+/// path segments as well as brackets (see `TreeDepth`).
+pub const MAX_EXPR_TREE_DEPTH: usize = 256;
 
 impl chumsky::span::Span for Span {
     type Context = FileId;
@@ -169,7 +174,7 @@ fn parse_tokens<'s>(tokens: &mut Vec<Tok<'s>>, whole: Span, diags: &mut Diagnost
         );
         return error_expr(whole);
     }
-    if !tokens_are_sound(tokens, diags) {
+    if !depth::tokens_are_sound(tokens, diags) {
         return error_expr(whole);
     }
     // Well-formed holes, nearly all of them, are read without building the grammar.
@@ -191,44 +196,6 @@ fn grammar<'s>(tokens: Vec<Tok<'s>>, whole: Span, diags: &mut Diagnostics) -> Ex
         diags.push(describe(&e));
     }
     out.unwrap_or_else(|| error_expr(whole))
-}
-
-/// Reports bad characters, unclosed strings and excessive nesting; chumsky sees only
-/// token streams that pass.
-fn tokens_are_sound(tokens: &[Tok], diags: &mut Diagnostics) -> bool {
-    let mut ok = true;
-    let mut depth = 0usize;
-    for (tok, span) in tokens {
-        match tok {
-            Token::Bad(s) => {
-                diags.push(Diagnostic::error(
-                    *span,
-                    format!("unexpected character `{s}` in an expression"),
-                ));
-                ok = false;
-            }
-            Token::Unterminated(_) => {
-                diags.push(
-                    Diagnostic::error(*span, "string literal is never closed")
-                        .with_help("end it with the quote it starts with"),
-                );
-                ok = false;
-            }
-            Token::LParen | Token::Open => {
-                depth += 1;
-                if depth > MAX_EXPR_DEPTH {
-                    diags.push(Diagnostic::error(
-                        *span,
-                        format!("expression nested more than {MAX_EXPR_DEPTH} levels deep"),
-                    ));
-                    return false;
-                }
-            }
-            Token::RParen | Token::Close => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    ok
 }
 
 fn error_expr(span: Span) -> Expr {

@@ -2,7 +2,8 @@
 //! reads without an error the descent gives the same tree with the same spans, and it
 //! gives up on every stream the grammar reports an error in.
 
-use super::{descent, grammar, tokens_are_sound, Tok};
+use super::depth::tokens_are_sound;
+use super::{descent, grammar, Tok};
 use crate::diag::Diagnostics;
 use crate::source::{FileId, Span};
 use proptest::prelude::*;

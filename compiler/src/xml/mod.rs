@@ -219,7 +219,9 @@ impl<'a> Builder<'a, '_> {
         after: usize,
     ) -> Vec<Attr<'a>> {
         let mut out: Vec<Attr<'a>> = Vec::new();
-        // Duplicates are found below, where both places can be shown.
+        // Duplicates are found below, where both places can be shown: by name, in a
+        // hash map, as an element may have any number of attributes.
+        let mut seen: rustc_hash::FxHashMap<Cow<'a, str>, usize> = Default::default();
         for a in e.attributes().with_checks(false) {
             let a = match a {
                 Ok(a) => a,
@@ -253,16 +255,17 @@ impl<'a> Builder<'a, '_> {
                 name: key,
                 value: text,
             };
-            if let Some(prev) = out.iter().find(|p| p.name == attr.name) {
+            if let Some(&prev) = seen.get(&attr.name) {
                 self.diags.push(
                     Diagnostic::error(
                         attr.name_span,
                         format!("attribute `{}` is given twice", attr.name),
                     )
-                    .with_secondary(prev.name_span, "first given here"),
+                    .with_secondary(out[prev].name_span, "first given here"),
                 );
                 continue;
             }
+            seen.insert(attr.name.clone(), out.len());
             out.push(attr);
         }
         out
