@@ -286,6 +286,21 @@ fn a_task_with_thirty_thousand_inputs_compiles_without_overflowing_the_stack() {
     );
     let c = driver::check_texts([("inputs.xml", src.as_str())]);
     assert_eq!(c.diags.error_count(), 0);
+    // More locals than a frame may have: an error, never a bundle the machine refuses.
+    let errors = compile_errors(&src);
+    assert!(
+        errors.contains(
+            "30003 locals (inputs and variables) in one function: a function may have at most 4096"
+        ),
+        "{errors}"
+    );
+    let fewer: String = (0..4_000)
+        .map(|i| format!("<input name=\"i{i}\">v</input>"))
+        .collect();
+    let src = format!(
+        "<task type=\"sequential\"><inputs>{fewer}</inputs><steps><task><instructions>x</instructions></task></steps></task>"
+    );
+    let c = driver::check_texts([("inputs.xml", src.as_str())]);
     let (_, bundle) = driver::compile(&c).expect("a bundle");
     tv_vm::bundle::Bundle::from_bytes(&driver::bundle_bytes(&bundle)).expect("accepted");
 }
@@ -330,7 +345,7 @@ fn a_function_with_more_locals_than_an_operand_holds_is_a_compile_error() {
     );
     let errors = compile_errors(&src);
     assert!(
-        errors.starts_with("big.xml:1:1: error: 70003 locals (inputs and variables) in one function: the bytecode allows at most 65535"),
+        errors.starts_with("big.xml:1:1: error: 70003 locals (inputs and variables) in one function: a function may have at most 4096"),
         "{errors}"
     );
 }

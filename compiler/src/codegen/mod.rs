@@ -88,10 +88,7 @@ fn function<'ir>(
                 ty: t.to_string(),
             })
             .collect(),
-        locals: g.operand(
-            f.locals.len(),
-            "locals (inputs and variables) in one function",
-        ),
+        locals: g.locals(f.locals.len()),
         code: g.code.to_vec(),
         lines: g.lines.to_vec(),
         returns,
@@ -188,6 +185,23 @@ impl<'ir> Gen<'_, 'ir> {
             );
             T::default()
         })
+    }
+
+    /// A function's locals: the machine allocates them with its frame, so it takes at
+    /// most [`MAX_LOCALS`](tv_vm::limits::MAX_LOCALS), fewer than the operand holds.
+    fn locals(&mut self, n: usize) -> u16 {
+        let max = tv_vm::limits::MAX_LOCALS;
+        if n > usize::from(max) {
+            self.errors.push(
+                Diagnostic::error(
+                    self.span,
+                    format!("{n} locals (inputs and variables) in one function: a function may have at most {max}"),
+                )
+                .with_help("split it into smaller templates"),
+            );
+            return 0;
+        }
+        self.operand(n, "locals (inputs and variables) in one function")
     }
 
     fn here(&self) -> u32 {
