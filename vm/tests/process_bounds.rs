@@ -59,10 +59,10 @@ fn tvm_as_nobody(args: &[&str], url: &str) -> Command {
 
 #[test]
 fn a_script_of_the_same_user_cannot_read_the_keys_from_tvms_proc_environ() {
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("setpriv (util-linux) is not installed; the test cannot change user");
-        return;
-    }
+    assert!(
+        Command::new("setpriv").arg("--version").output().is_ok(),
+        "setpriv (util-linux) is needed to run tvm as another user; .ci/run installs it"
+    );
     let rt = runtime();
     let server = rt.block_on(Server::start(|_, _| {
         Reply::json(
