@@ -149,27 +149,26 @@ fn a_range_the_flags_cannot_take_is_refused() {
     }
 }
 
+/// `tvm run` of the code-review bundle's `summarize_change`, with the echo provider, on a
+/// diff of `lines` lines written into a scratch folder named `name`.
+fn big_change(name: &str, lines: usize) -> Vec<String> {
+    let diff = files::scratch("first-run", name).join("big.diff");
+    std::fs::write(&diff, "+ a line of a large change\n".repeat(lines)).unwrap();
+    let bundle = path("code_review");
+    let arg = format!("diff=@{}", diff.display());
+    ["run", &bundle, "--entry", "summarize_change", "--arg", &arg]
+        .into_iter()
+        .chain(["--arg", "audience=ops", "--provider", "echo"])
+        .map(str::to_string)
+        .collect()
+}
+
 /// A result larger than a pipe's buffer, read one line at a time by a reader that stops
 /// after the first (as `| head -1` does).
 #[test]
 fn a_reader_that_stops_early_ends_tvm_quietly_with_the_runs_exit_code() {
-    let dir = files::scratch("first-run", "pipe");
-    let diff = dir.join("big.diff");
-    std::fs::write(&diff, "+ a line of a large change\n".repeat(20_000)).unwrap();
-    let bundle = path("code_review");
-    let arg = format!("diff=@{}", diff.display());
-    let args = [
-        "run",
-        &bundle,
-        "--entry",
-        "summarize_change",
-        "--arg",
-        &arg,
-        "--arg",
-        "audience=ops",
-        "--provider",
-        "echo",
-    ];
+    let owned = big_change("pipe", 20_000);
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let mut child = files::tvm(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -209,25 +208,9 @@ fn closed_stdout_and_stderr_end_tvm_without_a_panic() {
 
 #[test]
 fn a_run_whose_values_outgrow_max_memory_fails_with_resource_memory() {
-    let dir = files::scratch("first-run", "memory");
-    let diff = dir.join("big.diff");
-    std::fs::write(&diff, "+ a line of a large change\n".repeat(10_000)).unwrap();
-    let bundle = path("code_review");
-    let arg = format!("diff=@{}", diff.display());
-    let args = [
-        "run",
-        &bundle,
-        "--entry",
-        "summarize_change",
-        "--arg",
-        &arg,
-        "--arg",
-        "audience=ops",
-        "--provider",
-        "echo",
-        "--max-memory",
-        "64KiB",
-    ];
+    let mut owned = big_change("memory", 10_000);
+    owned.extend(["--max-memory".to_string(), "64KiB".to_string()]);
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let (code, stdout, stderr) = run(&args, &[]);
     assert_eq!(code, 1, "{stderr}");
     let r: Value = serde_json::from_str(&stdout).expect("a result");
