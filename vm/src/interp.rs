@@ -134,13 +134,14 @@ impl<'b> Vm<'b> {
     }
 
     pub fn usage(&self) -> Usage {
+        let (input_tokens, output_tokens) = self.budget.tokens_by_kind();
         Usage {
             instructions: self.instructions,
             iterations: self.budget.iterations(),
             turns: self.budget.turns(),
             tokens: self.budget.tokens(),
-            input_tokens: self.budget.tokens_by_kind().0,
-            output_tokens: self.budget.tokens_by_kind().1,
+            input_tokens,
+            output_tokens,
         }
     }
 

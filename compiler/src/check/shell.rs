@@ -448,28 +448,33 @@ impl Lexer {
 
     /// Inside `"..."` (and `$"..."`): only `\`, `$`, `` ` `` and the closing `"` count.
     fn double(&mut self, c: char) {
+        if !self.escape_or_expansion(c) && c == '"' {
+            self.pop();
+        }
+    }
+
+    /// `\`, `$` and a backtick start the same things inside `"..."` and `${...}`;
+    /// whether `c` was one of them (or ended a `$` that was).
+    fn escape_or_expansion(&mut self, c: char) -> bool {
         if self.dollar && self.after_dollar(c, true) {
-            return;
+            return true;
         }
         match c {
             '\\' => self.escape = true,
             '$' => self.dollar = true,
             '`' => self.push(Frame::Backtick),
-            '"' => self.pop(),
-            _ => {}
+            _ => return false,
         }
+        true
     }
 
     /// Inside `${...}`: nested expansions and escapes count; quotes inside it are read
     /// differently by different shells, so this lexer stops trusting itself there.
     fn param(&mut self, c: char) {
-        if self.dollar && self.after_dollar(c, true) {
+        if self.escape_or_expansion(c) {
             return;
         }
         match c {
-            '\\' => self.escape = true,
-            '$' => self.dollar = true,
-            '`' => self.push(Frame::Backtick),
             '}' => self.pop(),
             '\'' | '"' => self.lost = Some("after a quote inside `${...}`"),
             _ => {}
