@@ -56,6 +56,11 @@ fn arguments_and_the_workspace_are_checked_before_anything_runs() {
         ),
         (
             &scripts,
+            &["--arg", "who=@/dev/zero"],
+            "--arg who=@/dev/zero: not a regular file",
+        ),
+        (
+            &scripts,
             &["--arg", "who=a", "--workspace", "/no/such/folder"],
             "--workspace /no/such/folder: no such directory",
         ),

@@ -292,6 +292,27 @@ fn pick_entry(bundle: &Bundle, name: Option<&str>) -> Result<u32, String> {
     }
 }
 
+/// The most an `--arg NAME=@FILE` may read: the size `tvc` reads a template to.
+const MAX_ARG_FILE: u64 = 64 << 20;
+
+/// The text of `--arg NAME=@FILE`: a regular file of at most [`MAX_ARG_FILE`] bytes,
+/// so `@/dev/zero` or a FIFO is refused instead of read without end.
+fn read_arg_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err("not a regular file (a device, FIFO or directory), so it is not read".into());
+    }
+    let mut text = String::new();
+    file.take(MAX_ARG_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_ARG_FILE {
+        return Err(format!("larger than {MAX_ARG_FILE} bytes"));
+    }
+    Ok(text)
+}
+
 /// Arguments by parameter name, in parameter order, each checked against its
 /// parameter's type before anything runs.
 fn bind_args(
@@ -329,7 +350,7 @@ fn bind_args(
         let from_file;
         let raw = match raw.strip_prefix('@') {
             Some(path) => {
-                from_file = std::fs::read_to_string(path)
+                from_file = read_arg_file(Path::new(path))
                     .map_err(|e| format!("--arg {name}=@{path}: {e}"))?;
                 from_file.as_str()
             }
