@@ -427,3 +427,20 @@ fn a_loop_end_wrapped_in_itself_stops_at_the_nesting_limit() {
         r["notes"]["error"]
     );
 }
+
+/// A format 2 bundle (before typed `inherit`, subtask settings and context assembly)
+/// still loads, with its settings read into today's types.
+#[test]
+fn a_format_2_bundle_still_loads_with_its_context_settings() {
+    let old = std::fs::read("tests/golden/compat/code_review.v2.bin").expect("old bundle");
+    assert_eq!(u16::from_le_bytes([old[4], old[5]]), 2);
+    let old = Bundle::from_bytes(&old).expect("the format 2 bundle loads");
+    assert!(old.entry(GOLDEN[0].2).is_some());
+    assert!(old
+        .tasks
+        .iter()
+        .all(|t| t.spawned.is_none() && t.assembly.is_empty()));
+    let new = Bundle::from_bytes(&compile_example()).expect("loads");
+    let inherits = |b: &Bundle| -> Vec<_> { b.tasks.iter().map(|t| t.context.inherit).collect() };
+    assert_eq!(inherits(&old)[..1], inherits(&new)[..1]);
+}

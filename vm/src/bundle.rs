@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 pub const MAGIC: &[u8; 4] = b"TVB\0";
 /// Bumped whenever an older reader would misread the bytes of a newer writer.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 const HEADER: usize = 4 + 2 + 4 + 4;
 /// The largest payload a reader accepts.
 pub const MAX_PAYLOAD: usize = 256 << 20;
@@ -93,6 +93,33 @@ pub struct TaskMeta {
     pub settings: ModelSettings,
     /// Whether the model is offered the `spawn_subtask` tool (`<subtasks>enabled</subtasks>`).
     pub subtasks: bool,
+    /// The context settings when the template this task is the body of runs as a
+    /// spawned subtask: the seeds' subtask defaults under what the task states. A
+    /// request's own `context_management` is merged over these at run time.
+    pub spawned: Option<ContextSettings>,
+    /// `context_assembly`: path globs that order and filter the files of the context.
+    pub assembly: Assembly,
+}
+
+/// A template that inherits its caller's context (it states `inherit_context` `full` or
+/// `subset`) takes that context as its last parameter, under this name, which no
+/// source parameter can have. Callers pass their context; a run's entry and a spawned
+/// subtask pass theirs (none, or the parent's).
+pub const CONTEXT_PARAM: &str = "(context)";
+
+/// `context_assembly` (DESIGN §19): comma-separated path globs, split. Primary files
+/// come first, secondary ones after the ranked rest, excluded ones never.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assembly {
+    pub primary: Vec<String>,
+    pub secondary: Vec<String>,
+    pub excluded: Vec<String>,
+}
+
+impl Assembly {
+    pub fn is_empty(&self) -> bool {
+        self.primary.is_empty() && self.secondary.is_empty() && self.excluded.is_empty()
+    }
 }
 
 /// Sampling settings of one LLM call (DESIGN §12). A field left `None` is not sent, so
@@ -158,7 +185,7 @@ impl TaskMeta {
             provider: None,
             output: Output::Text,
             context: ContextSettings {
-                inherit: "none".into(),
+                inherit: Inherit::None,
                 accumulate: false,
                 full_output: false,
                 fresh: false,
@@ -169,6 +196,8 @@ impl TaskMeta {
             loc: Loc::default(),
             settings: ModelSettings::default(),
             subtasks: false,
+            spawned: None,
+            assembly: Assembly::default(),
         }
     }
 }
@@ -183,10 +212,57 @@ pub enum Output {
 /// Context settings after defaults and explicit settings are merged (DESIGN §3).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextSettings {
-    pub inherit: String,
+    pub inherit: Inherit,
     pub accumulate: bool,
     pub full_output: bool,
     pub fresh: bool,
+}
+
+/// `inherit=full accumulate=false:minimal fresh=false`, for listings.
+impl fmt::Display for ContextSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let format = if self.full_output { "full" } else { "minimal" };
+        write!(
+            f,
+            "inherit={} accumulate={}:{format} fresh={}",
+            self.inherit, self.accumulate, self.fresh
+        )
+    }
+}
+
+/// What a task receives of the context around it (`inherit_context`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Inherit {
+    Full,
+    None,
+    /// The lines of the inherited context that share a word with the request.
+    Subset,
+}
+
+impl Inherit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Inherit::Full => "full",
+            Inherit::None => "none",
+            Inherit::Subset => "subset",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Inherit> {
+        match s {
+            "full" => Some(Inherit::Full),
+            "none" => Some(Inherit::None),
+            "subset" => Some(Inherit::Subset),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Inherit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -203,15 +279,25 @@ pub struct Entry {
     pub function: u32,
 }
 
-/// A version 1 bundle: its task metadata had no model settings and no subtask flag.
+/// A bundle of format 1 or 2, read into today's shape. Version 1 task metadata had no
+/// model settings and no subtask flag; both kept `inherit` as a string and had no
+/// subtask settings or context assembly.
 #[derive(Deserialize)]
-struct BundleV1 {
+struct BundleOld<T> {
     compiler_version: String,
     constants: Vec<Const>,
     functions: Vec<Function>,
-    tasks: Vec<TaskMetaV1>,
+    tasks: Vec<T>,
     entries: Vec<Entry>,
     files: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct ContextSettingsOld {
+    inherit: String,
+    accumulate: bool,
+    full_output: bool,
+    fresh: bool,
 }
 
 #[derive(Deserialize)]
@@ -220,36 +306,83 @@ struct TaskMetaV1 {
     model: Option<String>,
     provider: Option<String>,
     output: Output,
-    context: ContextSettings,
+    context: ContextSettingsOld,
     file_paths: FilePaths,
     criteria: Option<String>,
     timeout: Option<u64>,
     loc: Loc,
 }
 
-impl From<BundleV1> for Bundle {
-    fn from(b: BundleV1) -> Bundle {
-        let tasks = b.tasks.into_iter().map(|t| {
-            Arc::new(TaskMeta {
-                name: t.name,
-                model: t.model,
-                provider: t.provider,
-                output: t.output,
-                context: t.context,
-                file_paths: t.file_paths,
-                criteria: t.criteria,
-                timeout: t.timeout,
-                loc: t.loc,
-                settings: ModelSettings::default(),
-                // Version 1 offered the spawning tool to every task; it still does.
-                subtasks: true,
-            })
-        });
+/// Version 2: version 1's fields, then these two (bincode has no flattening).
+#[derive(Deserialize)]
+struct TaskMetaV2 {
+    name: String,
+    model: Option<String>,
+    provider: Option<String>,
+    output: Output,
+    context: ContextSettingsOld,
+    file_paths: FilePaths,
+    criteria: Option<String>,
+    timeout: Option<u64>,
+    loc: Loc,
+    settings: ModelSettings,
+    subtasks: bool,
+}
+
+impl From<TaskMetaV1> for TaskMeta {
+    fn from(t: TaskMetaV1) -> TaskMeta {
+        TaskMeta {
+            name: t.name,
+            model: t.model,
+            provider: t.provider,
+            output: t.output,
+            context: ContextSettings {
+                inherit: Inherit::parse(&t.context.inherit).unwrap_or(Inherit::None),
+                accumulate: t.context.accumulate,
+                full_output: t.context.full_output,
+                fresh: t.context.fresh,
+            },
+            file_paths: t.file_paths,
+            criteria: t.criteria,
+            timeout: t.timeout,
+            loc: t.loc,
+            settings: ModelSettings::default(),
+            // Version 1 offered the spawning tool to every task; it still does.
+            subtasks: true,
+            spawned: None,
+            assembly: Assembly::default(),
+        }
+    }
+}
+
+impl From<TaskMetaV2> for TaskMeta {
+    fn from(t: TaskMetaV2) -> TaskMeta {
+        let v1 = TaskMetaV1 {
+            name: t.name,
+            model: t.model,
+            provider: t.provider,
+            output: t.output,
+            context: t.context,
+            file_paths: t.file_paths,
+            criteria: t.criteria,
+            timeout: t.timeout,
+            loc: t.loc,
+        };
+        TaskMeta {
+            settings: t.settings,
+            subtasks: t.subtasks,
+            ..v1.into()
+        }
+    }
+}
+
+impl<T: Into<TaskMeta>> From<BundleOld<T>> for Bundle {
+    fn from(b: BundleOld<T>) -> Bundle {
         Bundle {
             compiler_version: b.compiler_version,
             constants: b.constants,
             functions: b.functions,
-            tasks: tasks.collect(),
+            tasks: b.tasks.into_iter().map(|t| Arc::new(t.into())).collect(),
             entries: b.entries,
             files: b.files,
         }
@@ -364,7 +497,7 @@ impl Bundle {
             return Err(BundleError::TooShort);
         }
         let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-        if version != VERSION && version != 1 {
+        if !(1..=VERSION).contains(&version) {
             return Err(BundleError::Version(version));
         }
         let declared = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]) as usize;
@@ -379,11 +512,12 @@ impl Bundle {
         if crc32fast::hash(payload) != sum {
             return Err(BundleError::Checksum);
         }
-        let decoded = if version == 1 {
-            bincode::serde::decode_from_slice::<BundleV1, _>(payload, config())
-                .map(|(b, used)| (b.into(), used))
-        } else {
-            bincode::serde::decode_from_slice(payload, config())
+        let decoded = match version {
+            1 => bincode::serde::decode_from_slice::<BundleOld<TaskMetaV1>, _>(payload, config())
+                .map(|(b, used)| (b.into(), used)),
+            2 => bincode::serde::decode_from_slice::<BundleOld<TaskMetaV2>, _>(payload, config())
+                .map(|(b, used)| (b.into(), used)),
+            _ => bincode::serde::decode_from_slice(payload, config()),
         };
         let (bundle, used): (Bundle, usize) =
             decoded.map_err(|e| BundleError::Decode(e.to_string()))?;

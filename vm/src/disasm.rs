@@ -46,10 +46,15 @@ pub fn disassemble(b: &Bundle) -> String {
     out
 }
 
-fn describe_task(t: &crate::bundle::TaskMeta) -> String {
+/// One line for a task's metadata: the settings that are not defaults. The IR listing
+/// uses it too.
+pub fn describe_task(t: &crate::bundle::TaskMeta) -> String {
     let mut s = t.name.clone();
     if let Some(m) = &t.model {
         let _ = write!(s, " model={m}");
+    }
+    if let Some(p) = &t.provider {
+        let _ = write!(s, " provider={p}");
     }
     let _ = write!(s, "{}", t.settings);
     if t.subtasks {
@@ -62,15 +67,10 @@ fn describe_task(t: &crate::bundle::TaskMeta) -> String {
             let _ = write!(s, " output=json:{ty}");
         }
     }
-    let c = &t.context;
-    let _ = write!(
-        s,
-        " inherit={} accumulate={}{} fresh={}",
-        c.inherit,
-        c.accumulate,
-        if c.full_output { ":full" } else { ":minimal" },
-        c.fresh
-    );
+    let _ = write!(s, " {}", t.context);
+    if let Some(c) = &t.spawned {
+        let _ = write!(s, " spawned=({c})");
+    }
     match &t.file_paths {
         FilePaths::None => {}
         FilePaths::Literal(p) => {
@@ -82,6 +82,19 @@ fn describe_task(t: &crate::bundle::TaskMeta) -> String {
         FilePaths::Description(d) => {
             let _ = write!(s, " files=description:{d:?}");
         }
+    }
+    let a = &t.assembly;
+    for (name, globs) in [
+        ("primary", &a.primary),
+        ("secondary", &a.secondary),
+        ("excluded", &a.excluded),
+    ] {
+        if !globs.is_empty() {
+            let _ = write!(s, " {name}={globs:?}");
+        }
+    }
+    if let Some(c) = &t.criteria {
+        let _ = write!(s, " criteria={c:?}");
     }
     if let Some(t) = t.timeout {
         let _ = write!(s, " timeout={t}s");
@@ -118,12 +131,13 @@ fn show(b: &Bundle, op: Op) -> String {
             format!("MakeObject {first} {n:<4} ; {{{}}}", keys.join(", "))
         }
         Op::Compare(c) => format!("Compare {}", c.as_str()),
-        Op::Atomic(t) | Op::Script(t) => {
+        Op::Atomic(t) | Op::Script(t) | Op::AtomicFocused(t) | Op::Finish(t) => {
             let name = b.tasks.get(t as usize).map_or("?", |t| t.name.as_str());
-            let kind = if matches!(op, Op::Atomic(_)) {
-                "Atomic"
-            } else {
-                "Script"
+            let kind = match op {
+                Op::Atomic(_) => "Atomic",
+                Op::AtomicFocused(_) => "AtomicFocused",
+                Op::Finish(_) => "Finish",
+                _ => "Script",
             };
             format!("{kind} task{t:<8} ; {name}")
         }

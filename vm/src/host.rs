@@ -29,6 +29,9 @@ pub struct LlmRequest {
     pub model: Option<String>,
     /// The sampling settings sent: the task's, completed by the run's defaults.
     pub settings: ModelSettings,
+    /// What fresh context searches the workspace with, when the task's
+    /// `context_relevance` chose it; otherwise the request's own text.
+    pub query: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -69,16 +69,23 @@ impl<'b> Vm<'b> {
         self.stack.push(Value::Array(results));
     }
 
-    pub(crate) fn atomic(&mut self, task: u32, context: SharedText) -> Result<Step, Fault> {
+    pub(crate) fn atomic(
+        &mut self,
+        task: u32,
+        context: SharedText,
+        query: Option<String>,
+    ) -> Result<Step, Fault> {
         let prompt = into_text(self.pop()?);
         let system = into_text(self.pop()?);
         // The host may hand the text back (an echo, a model quoting its prompt), so
         // building it counts like building any value.
-        self.charge((context.len() + prompt.len() + system.len()) as u64)?;
+        let size = context.len() + prompt.len() + system.len();
+        self.charge((size + query.as_ref().map_or(0, String::len)) as u64)?;
         self.ask(Session {
             task,
             system,
             context,
+            query,
             messages: Arc::new(vec![Message {
                 role: "user".into(),
                 content: prompt,
@@ -112,6 +119,7 @@ impl<'b> Vm<'b> {
             system_prompt: session.system.clone(),
             messages: Arc::clone(&session.messages),
             context: session.context.clone(),
+            query: session.query.clone(),
         };
         self.waiting = Some(Waiting::Llm(session));
         Ok(Step::Host(Box::new(HostRequest::Llm(request))))

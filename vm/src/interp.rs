@@ -9,7 +9,7 @@ use crate::host::{HostRequest, Message};
 use crate::isa::{Op, Quote};
 use crate::limits::{nesting, weight, Budget, Limits, BYTES_PER_INSTRUCTION, MAX_NESTING};
 use crate::outcome::{
-    accumulate, check_return, compare, end_loop, evaluation, fail_reduce, fail_sequence,
+    accumulate, check_return, compare, end_loop, evaluation, fail_reduce, fail_sequence, finish,
     shell_quote_in, Accumulator,
 };
 use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
@@ -54,6 +54,8 @@ pub(crate) struct Session {
     pub(crate) system: String,
     pub(crate) context: SharedText,
     pub(crate) messages: Arc<Vec<Message>>,
+    /// The fresh-context query `context_relevance` chose, if any.
+    pub(crate) query: Option<String>,
 }
 
 /// A subtask in progress and the session that asked for it.
@@ -480,11 +482,23 @@ impl<'b> Vm<'b> {
             }
             Op::Atomic(t) => {
                 let context = into_text(self.pop()?).into();
-                return self.atomic(t, context).map(Some);
+                return self.atomic(t, context, None).map(Some);
+            }
+            Op::AtomicFocused(t) => {
+                let query = into_text(self.pop()?);
+                let context = into_text(self.pop()?).into();
+                return self.atomic(t, context, Some(query)).map(Some);
+            }
+            Op::Finish(t) => {
+                let r = self.pop()?;
+                let meta = self.task(t)?;
+                let r = finish(r, &meta);
+                self.charge(weight(&r))?;
+                self.stack.push(r);
             }
             Op::AtomicAccumulated(t, i, full) => {
                 let context = self.accumulated(i, full)?;
-                return self.atomic(t, context).map(Some);
+                return self.atomic(t, context, None).map(Some);
             }
             Op::Script(t) => return self.script(t).map(Some),
             Op::Evaluation => {

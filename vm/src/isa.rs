@@ -109,6 +109,14 @@ pub enum Op {
     /// compiler still emits for bare words, so such bundles stay readable by older
     /// machines.
     ShellQuoteIn(Quote),
+    /// `[system prompt context query] -> [task result]`: [`Op::Atomic`] whose
+    /// fresh-context look-up searches with `query` (the inputs `context_relevance`
+    /// keeps) instead of the whole request
+    AtomicFocused(u32),
+    /// `[r] -> [r]`: the end of a composite task `meta`: its `criteria` is copied into
+    /// result `r`, and a JSON `output_format` parses and checks the result's value (a
+    /// mismatch fails it with `output_format_failure`)
+    Finish(u32),
 }
 
 /// Where a value stands in a script command, which decides how it is quoted so that
@@ -173,13 +181,14 @@ impl Op {
             Dup => (1, 2),
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn(_) | ReturnIfFailed
             | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) | Evaluation
-            | ShellQuoteIn(_) => (1, 1),
+            | ShellQuoteIn(_) | Finish(_) => (1, 1),
             Compare(_) | IndexDyn | Script(_) | TextValue => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
             Concat(n) | MakeArray(n) | MakeObject(_, n) | Gather(n) => (n as usize, 1),
             Builtin(_, n) | Call(_, n) => (n as usize, 1),
             Return => return None,
             Atomic(_) => (3, 1),
+            AtomicFocused(_) => (4, 1),
             AtomicAccumulated(..) => (2, 1),
             JumpIfFailed(_) => (1, 1),
             FailSequence(..) => (2, 1),
@@ -241,7 +250,9 @@ impl Op {
             | AtomicAccumulated(..)
             | Evaluation
             | EndLoop(_)
-            | ShellQuoteIn(_) => None,
+            | ShellQuoteIn(_)
+            | AtomicFocused(_)
+            | Finish(_) => None,
         }
     }
 

@@ -319,35 +319,64 @@ pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
     if reply.truncated {
         return truncated(reply);
     }
+    let notes = reply_notes(&reply);
+    conform(complete_with(reply.content, notes), output)
+}
+
+/// A COMPLETE result read by its `output_format`: with `json`, its content is parsed
+/// (leniently) into `parsedContent`, and a declared type must fit. A parse error without
+/// a type is a note; with one, or a mismatch, the result fails with
+/// `output_format_failure` and keeps the text in `content`.
+pub fn conform(mut r: Value, output: &Output) -> Value {
     let Output::Json(schema) = output else {
-        let notes = reply_notes(&reply);
-        return complete_with(reply.content, notes);
+        return r;
     };
-    let mut r = complete_with(reply.content.clone(), reply_notes(&reply));
-    match (f::parse_json_text(&reply.content), schema) {
+    let content = r
+        .get("content")
+        .map(text_of)
+        .unwrap_or_default()
+        .into_owned();
+    let parsed = match r.get("parsedContent") {
+        Some(v) => Ok(v.clone()),
+        None => f::parse_json_text(&content),
+    };
+    match (parsed, schema) {
         (Ok(v), None) => r["parsedContent"] = v,
         (Ok(v), Some(ty)) => {
             let expected = Type::parse(ty).unwrap_or(Type::Any);
             if !fits(&v, &expected) {
-                return task_failure(
+                let mut failed = task_failure(
                     "output_format_failure",
-                    format!(
-                        "the model's output should be `{ty}` JSON but is {}",
-                        kind_of(&v)
-                    ),
-                    json!({"expected": ty, "actual": kind_of(&v), "content": reply.content}),
+                    format!("the output should be `{ty}` JSON but is {}", kind_of(&v)),
+                    json!({"expected": ty, "actual": kind_of(&v), "content": content}),
                 );
+                failed["content"] = Value::String(content);
+                return failed;
             }
             r["parsedContent"] = v;
         }
         (Err(e), None) => set_note(&mut r, "parseError", Value::String(e)),
         (Err(e), Some(ty)) => {
-            return task_failure(
+            let mut failed = task_failure(
                 "output_format_failure",
-                format!("the model's output should be `{ty}` JSON but does not parse: {e}"),
-                json!({"expected": ty, "actual": "text", "content": reply.content, "parseError": e}),
-            )
+                format!("the output should be `{ty}` JSON but does not parse: {e}"),
+                json!({"expected": ty, "actual": "text", "content": content, "parseError": e}),
+            );
+            failed["content"] = Value::String(content);
+            return failed;
         }
+    }
+    r
+}
+
+/// The end of a composite task: its criteria in the result, its output format applied
+/// to a completed result.
+pub fn finish(mut r: Value, meta: &crate::bundle::TaskMeta) -> Value {
+    if !is_failed(&r) {
+        r = conform(r, &meta.output);
+    }
+    if let (Some(c), Some(o)) = (&meta.criteria, r.as_object_mut()) {
+        o.insert("criteria".into(), Value::String(c.clone()));
     }
     r
 }

@@ -2,7 +2,7 @@
 //! `<provider>` or a `provider:` model prefix) or else the run's default; scripts run as
 //! real processes.
 
-use crate::bundle::ModelSettings;
+use crate::bundle::{Inherit, ModelSettings};
 use crate::cassette::{Cassette, Recorder};
 use crate::context::Assembler;
 use crate::driver::AsyncHost;
@@ -166,7 +166,7 @@ impl RunHost {
     /// The request as sent (settings, inherited subset, files) and its reply.
     async fn llm(&self, r: &LlmRequest) -> (LlmRequest, Result<LlmReply, HostError>) {
         let mut sent = self.prepare(r);
-        if sent.task.context.inherit == "subset" && !sent.context.is_empty() {
+        if sent.task.context.inherit == Inherit::Subset && !sent.context.is_empty() {
             let prompt: String = sent
                 .messages
                 .iter()

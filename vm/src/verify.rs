@@ -120,7 +120,7 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
             }
             Ok(())
         }
-        Op::Atomic(t) | Op::Script(t) => task(t),
+        Op::Atomic(t) | Op::Script(t) | Op::AtomicFocused(t) | Op::Finish(t) => task(t),
         Op::AtomicAccumulated(t, i, _) => task(t).and_then(|_| local(i)),
         Op::EndLoop(mode) if mode > crate::isa::LOOP_ACCEPTED => {
             Err(format!("EndLoop mode {mode} does not exist"))

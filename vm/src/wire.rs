@@ -149,6 +149,8 @@ fn op(o: Op, out: &mut Vec<u8>) {
         Evaluation => out.push(40),
         EndLoop(mode) => out.extend_from_slice(&[41, mode]),
         ShellQuoteIn(q) => out.extend_from_slice(&[42, quote(q)]),
+        AtomicFocused(t) => with(43, t.into(), out),
+        Finish(t) => with(44, t.into(), out),
     }
 }
 

@@ -44,6 +44,7 @@ impl Drop for TempDir {
 
 fn request(file_paths: FilePaths, fresh: bool, prompt: &str) -> LlmRequest {
     LlmRequest {
+        query: None,
         task: TaskMeta {
             file_paths,
             context: ContextSettings {

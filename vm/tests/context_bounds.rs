@@ -58,6 +58,7 @@ async fn assemble(
         ..Assembler::default()
     };
     let request = LlmRequest {
+        query: None,
         task: TaskMeta {
             file_paths,
             ..TaskMeta::named("read#1")
@@ -255,6 +256,7 @@ fn huge_prompt(bytes: usize, vocabulary: u64) -> String {
 
 async fn search(ws: &Path, prompt: String) -> Assembled {
     let request = LlmRequest {
+        query: None,
         task: TaskMeta {
             file_paths: FilePaths::None,
             context: ContextSettings {

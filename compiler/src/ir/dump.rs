@@ -11,12 +11,7 @@ pub fn dump(p: &Program, sources: &SourceMap) -> String {
         out: String::new(),
     };
     for (i, t) in p.tasks.iter().enumerate() {
-        let _ = write!(
-            d.out,
-            "task{i} {} context={:?} output={:?}{}",
-            t.name, t.context, t.output, t.settings
-        );
-        let _ = writeln!(d.out, "{}", if t.subtasks { " subtasks" } else { "" });
+        let _ = writeln!(d.out, "task{i} {}", tv_vm::disasm::describe_task(t));
     }
     for (i, f) in p.functions.iter().enumerate() {
         let params: Vec<String> = f.params.iter().map(|(n, t)| format!("{n}: {t}")).collect();

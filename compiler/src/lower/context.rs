@@ -1,7 +1,7 @@
 //! Context settings: operator defaults merged with what a task states (DESIGN §3).
 
 use crate::ast::{AccumulationFormat, ContextManagement, FreshContext, InheritContext, TaskType};
-use tv_vm::bundle::ContextSettings;
+use tv_vm::bundle::{ContextSettings, Inherit};
 
 /// Defaults per operator (the seeds' last table): inherit, accumulate, full output, fresh.
 fn defaults(kind: TaskType) -> (InheritContext, bool, bool, bool) {
@@ -48,11 +48,10 @@ pub fn merge(kind: TaskType, stated: Option<&ContextManagement>) -> ContextSetti
     }
     ContextSettings {
         inherit: match inherit {
-            InheritContext::Full => "full",
-            InheritContext::None => "none",
-            InheritContext::Subset => "subset",
-        }
-        .into(),
+            InheritContext::Full => Inherit::Full,
+            InheritContext::None => Inherit::None,
+            InheritContext::Subset => Inherit::Subset,
+        },
         accumulate,
         full_output: full,
         fresh,

@@ -38,7 +38,9 @@ impl Lowerer<'_> {
             let (gather, lets) = self.inputs(task, frame, decl);
             // A task that inherits nothing sees no context from around it.
             let inherited = frame.context.clone();
-            if context::merge(task.kind.node, task.context.as_ref()).inherit == "none" {
+            if context::merge(task.kind.node, task.context.as_ref()).inherit
+                == bundle::Inherit::None
+            {
                 frame.context = None;
             }
             let node = self.operator(task, frame);
@@ -504,6 +506,8 @@ impl Lowerer<'_> {
             loc: self.loc(task.span),
             settings: model_settings(&task.model_settings),
             subtasks: task.subtasks.as_ref().is_some_and(|s| s.node),
+            spawned: None,
+            assembly: bundle::Assembly::default(),
         }));
         (self.tasks.len() - 1) as u32
     }

@@ -137,6 +137,7 @@ fn message(role: &str, content: &str) -> Message {
 
 fn request(model: Option<&str>) -> LlmRequest {
     LlmRequest {
+        query: None,
         task: task(model).into(),
         system_prompt: "You are terse.".into(),
         messages: vec![
