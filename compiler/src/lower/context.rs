@@ -14,12 +14,29 @@ fn defaults(kind: TaskType) -> (InheritContext, bool, bool, bool) {
     }
 }
 
+/// The seeds' defaults for a spawned subtask: inherit a subset, accumulate nothing,
+/// notes only, fresh context.
+const SUBTASK: (InheritContext, bool, bool, bool) = (InheritContext::Subset, false, false, true);
+
 /// Explicit settings win; the other dimension takes the compatible value. Where the
 /// defaults themselves conflict (atomic and sequential inherit *and* refresh), the
 /// inherited context wins and fresh context is off: no workspace is searched unless a
 /// template asks for it.
 pub fn merge(kind: TaskType, stated: Option<&ContextManagement>) -> ContextSettings {
-    let (mut inherit, mut accumulate, mut full, mut fresh) = defaults(kind);
+    merge_over(defaults(kind), stated)
+}
+
+/// The settings of a template's atomic body when a subtask request runs it: the
+/// subtask defaults under what the template states.
+pub fn spawned(stated: Option<&ContextManagement>) -> ContextSettings {
+    merge_over(SUBTASK, stated)
+}
+
+fn merge_over(
+    defaults: (InheritContext, bool, bool, bool),
+    stated: Option<&ContextManagement>,
+) -> ContextSettings {
+    let (mut inherit, mut accumulate, mut full, mut fresh) = defaults;
     let explicit_inherit = stated
         .and_then(|c| c.inherit_context.as_ref())
         .map(|s| s.node);

@@ -150,6 +150,8 @@ struct Frame {
     scope: Vec<(String, Local)>,
     /// Context passed to atomic tasks: accumulated step results, when enabled.
     context: Option<ir::Expr>,
+    /// The span of the item's own atomic body task, which subtask requests may run.
+    spawnable: Option<Span>,
     tasks_made: u32,
     /// Branch functions made from this one, which number their names.
     branches_made: u32,
@@ -202,8 +204,16 @@ impl Lowerer<'_> {
             locals: Vec::new(),
             scope: Vec::new(),
             context: None,
+            spawnable: None,
             tasks_made: 0,
             branches_made: 0,
+        };
+        frame.spawnable = match item {
+            Item::Template(t) => match &t.body {
+                ast::Body::Task(task) if matchable(task).is_some() => Some(task.span),
+                _ => None,
+            },
+            Item::Task(t) => matchable(&t.task).map(|_| t.task.span),
         };
         let (params, returns, body, span, matchable) = match item {
             Item::Template(t) => {
@@ -287,6 +297,7 @@ impl Lowerer<'_> {
             locals: Vec::new(),
             scope: Vec::new(),
             context: None,
+            spawnable: None,
             tasks_made: 0,
             branches_made: 0,
         };

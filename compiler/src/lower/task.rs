@@ -506,7 +506,8 @@ impl Lowerer<'_> {
             loc: self.loc(task.span),
             settings: model_settings(&task.model_settings),
             subtasks: task.subtasks.as_ref().is_some_and(|s| s.node),
-            spawned: None,
+            spawned: (frame.spawnable == Some(task.span))
+                .then(|| context::spawned(task.context.as_ref())),
             assembly: bundle::Assembly::default(),
         }));
         (self.tasks.len() - 1) as u32
