@@ -129,6 +129,54 @@ fn json_output_is_parsed_from_a_fenced_block_and_a_parse_error_is_noted() {
         (Some("output_format_failure"), Some("string[]"))
     );
     assert_eq!(e["details"]["actual"], "object");
+    assert_eq!(e["details"]["path"], "$");
+    assert_eq!(r["content"], "{\"a\": 1}", "the reply is kept");
+}
+
+#[test]
+fn an_output_that_fails_its_type_names_the_path_of_the_first_mismatch_and_keeps_the_reply() {
+    let b = bundle_of(
+        r#"<task name="tags"><instructions>x</instructions><output_format type="json" schema="string[]"/></task>"#,
+    );
+    let reply = r#"["a", 2]"#;
+    let mut host = scripted(|_| reply.into());
+    let r = run_with(&b, "tags", json!({}), Limits::default(), &mut host);
+    assert_eq!(status(&r), "FAILED");
+    assert_eq!(r["content"], reply);
+    let e = &r["notes"]["error"];
+    assert_eq!(e["type"], "TASK_FAILURE");
+    assert_eq!(e["reason"], "output_format_failure");
+    assert_eq!(
+        e["message"],
+        "the output should be `string[]` JSON, but at `$[1]` expected string, got number"
+    );
+    assert_eq!(
+        e["details"],
+        json!({"expected": "string[]", "actual": "number", "path": "$[1]",
+               "expectedAtPath": "string", "content": reply})
+    );
+}
+
+#[test]
+fn a_declared_return_type_names_the_path_of_the_first_mismatch_and_keeps_the_reply() {
+    let b = bundle_of(
+        r#"<template name="ret" params="" returns="string[]"><task><instructions>x</instructions>
+             <output_format type="json"/></task></template>"#,
+    );
+    let reply = r#"["a", {"b": 1}]"#;
+    let mut host = scripted(|_| reply.into());
+    let r = run_with(&b, "ret", json!({}), Limits::default(), &mut host);
+    let e = &r["notes"]["error"];
+    assert_eq!(e["reason"], "output_format_failure", "{r:#}");
+    assert_eq!(
+        e["message"],
+        "the result should be `string[]`, but at `$[1]` expected string, got object"
+    );
+    assert_eq!(
+        (&e["details"]["path"], &e["details"]["actual"]),
+        (&json!("$[1]"), &json!("object"))
+    );
+    assert_eq!(r["content"], reply);
 }
 
 #[test]
@@ -389,13 +437,14 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_fails_the_loop_with_the_r
              <evaluator><instructions>judge</instructions></evaluator>
            </task>"#,
     );
-    for (reply, problem) in [
-        ("it is fine", "not JSON"),
-        (r#"{"success": "yes"}"#, "`success` is string"),
-        (r#"{"ok": true}"#, "no `success`"),
+    for (reply, problem, path) in [
+        ("it is fine", "not JSON", "$"),
+        (r#"{"success": "yes"}"#, "`success` is string", "$.success"),
+        (r#"{"ok": true}"#, "no `success`", "$.success"),
         (
             r#"{"success": true, "feedback": 3}"#,
             "`feedback` is number",
+            "$.feedback",
         ),
     ] {
         let mut host = scripted(move |r| match r.messages[0].content.as_str() {
@@ -410,6 +459,8 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_fails_the_loop_with_the_r
             "{error}"
         );
         assert_eq!(error["details"]["content"], reply);
+        assert_eq!(error["details"]["path"], path, "{reply}");
+        assert_eq!(r["content"], reply, "the reply is kept");
         assert_eq!(host.requests.len(), 2);
     }
 }

@@ -4,6 +4,19 @@
 use serde_json::{Number, Value};
 use std::cmp::Ordering;
 
+/// The kind of a value as types name it: `null`, `boolean`, `number`, `string`,
+/// `array` or `object`.
+pub fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// Appends [`to_text`] of `v` to `out` without an intermediate copy.
 pub fn push_text(out: &mut String, v: &Value) {
     match v {

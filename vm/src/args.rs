@@ -4,9 +4,8 @@
 //! workflow that runs with a value its templates cannot use.
 
 use crate::bundle::Function;
-use crate::outcome::fits;
 use serde_json::{Map, Value};
-use tv_stdlib::types::Type;
+use tv_stdlib::types::{Mismatch, Type};
 
 /// How much of a bad value an error message quotes.
 const QUOTED_CHARS: usize = 60;
@@ -20,8 +19,11 @@ pub fn parse_arg(name: &str, ty: &str, raw: &str) -> Result<Value, String> {
         _ => serde_json::from_str::<Value>(raw.trim()),
     };
     match value {
-        Ok(v) if fits(&v, &t) => Ok(v),
-        _ => Err(expected(name, &t, &quote(raw))),
+        Ok(v) => match t.mismatch(&v) {
+            None => Ok(v),
+            Some(m) => Err(expected(name, &t, &quote(raw), Some(&m))),
+        },
+        Err(_) => Err(expected(name, &t, &quote(raw), None)),
     }
 }
 
@@ -49,16 +51,17 @@ pub fn bind(f: &Function, mut given: Map<String, Value>) -> Result<Vec<Value>, S
                 )
             })?;
             let t = Type::parse(&p.ty).unwrap_or(Type::Any);
-            if !fits(&v, &t) {
-                return Err(expected(&p.name, &t, &quote(&v.to_string())));
+            match t.mismatch(&v) {
+                None => Ok(v),
+                Some(m) => Err(expected(&p.name, &t, &quote(&v.to_string()), Some(&m))),
             }
-            Ok(v)
         })
         .collect()
 }
 
-/// "`n` expects a number, got `two`".
-fn expected(name: &str, t: &Type, got: &str) -> String {
+/// "`n` expects a number, got `two`"; a mismatch inside the value adds where it is:
+/// "...; at `$[1]` expected string, got number".
+fn expected(name: &str, t: &Type, got: &str, mismatch: Option<&Mismatch>) -> String {
     let what = match t {
         Type::Number => "a number".to_string(),
         Type::Boolean => "a boolean (`true` or `false`)".to_string(),
@@ -67,7 +70,10 @@ fn expected(name: &str, t: &Type, got: &str) -> String {
         Type::Array(item) if **item == Type::Any => "a JSON array".to_string(),
         other => format!("`{other}` (as JSON)"),
     };
-    format!("`{name}` expects {what}, got `{got}`")
+    match mismatch.filter(|m| m.path != "$") {
+        Some(m) => format!("`{name}` expects {what}, got `{got}`; {m}"),
+        None => format!("`{name}` expects {what}, got `{got}`"),
+    }
 }
 
 fn quote(text: &str) -> String {
@@ -115,7 +121,11 @@ mod tests {
         );
         assert_eq!(
             parse_arg("xs", "string[]", "[1,2]").unwrap_err(),
-            "`xs` expects `string[]` (as JSON), got `[1,2]`"
+            "`xs` expects `string[]` (as JSON), got `[1,2]`; at `$[0]` expected string, got number"
+        );
+        assert_eq!(
+            parse_arg("xs", "string[]", "{}").unwrap_err(),
+            "`xs` expects `string[]` (as JSON), got `{}`"
         );
         assert_eq!(parse_arg("s", "string", "[1,2]").unwrap(), json!("[1,2]"));
         assert_eq!(parse_arg("a", "any", "12").unwrap(), json!("12"));
@@ -134,8 +144,8 @@ mod tests {
             "`n` expects a number, got `\"two\"`"
         );
         assert_eq!(
-            bind(&f, given(json!({"n": 1, "xs": [1, 2]}))).unwrap_err(),
-            "`xs` expects `string[]` (as JSON), got `[1,2]`"
+            bind(&f, given(json!({"n": 1, "xs": ["a", 2]}))).unwrap_err(),
+            "`xs` expects `string[]` (as JSON), got `[\"a\",2]`; at `$[1]` expected string, got number"
         );
         assert!(bind(&f, given(json!({"n": 1})))
             .unwrap_err()

@@ -9,8 +9,8 @@ use crate::shared::SharedText;
 use serde_json::{json, Map, Value};
 use std::cmp::Ordering;
 use std::sync::Arc;
-use tv_stdlib::types::Type;
-use tv_stdlib::values::{self as f, to_text};
+use tv_stdlib::types::{Mismatch, Type, MISSING};
+use tv_stdlib::values::{self as f, kind_of, to_text};
 
 pub fn compare(op: CmpOp, a: &Value, b: &Value) -> bool {
     match op {
@@ -225,28 +225,41 @@ pub fn evaluation(mut r: Value) -> Value {
         Some(v) if v.is_object() => Ok(v.clone()),
         _ => f::parse_json_text(content.as_str().unwrap_or_default()),
     };
-    let problem = match &parsed {
-        Err(e) => format!("it is not JSON ({e})"),
+    // What is wrong, where (a JSON path) and what was found there.
+    let (problem, path, actual) = match &parsed {
+        Err(e) => (format!("it is not JSON ({e})"), "$", "text"),
         Ok(v) => match (v.get("success"), v.get("feedback")) {
-            _ if !v.is_object() => format!("it is {}, not an object", kind_of(v)),
+            _ if !v.is_object() => (
+                format!("it is {}, not an object", kind_of(v)),
+                "$",
+                kind_of(v),
+            ),
             (Some(Value::Bool(_)), None | Some(Value::String(_) | Value::Null)) => {
                 r["parsedContent"] = v.clone();
                 return r;
             }
-            (Some(Value::Bool(_)), Some(other)) => {
-                format!("`feedback` is {}, not a string", kind_of(other))
-            }
-            (None, _) => "it has no `success`".to_string(),
-            (Some(other), _) => format!("`success` is {}, not a boolean", kind_of(other)),
+            (Some(Value::Bool(_)), Some(other)) => (
+                format!("`feedback` is {}, not a string", kind_of(other)),
+                "$.feedback",
+                kind_of(other),
+            ),
+            (None, _) => ("it has no `success`".to_string(), "$.success", MISSING),
+            (Some(other), _) => (
+                format!("`success` is {}, not a boolean", kind_of(other)),
+                "$.success",
+                kind_of(other),
+            ),
         },
     };
-    task_failure(
+    let mut failed = task_failure(
         "output_format_failure",
         format!(
             "the evaluator's reply should be an EvaluationResult {{\"success\": boolean, \"feedback\": string}}, but {problem}"
         ),
-        json!({"expected": "EvaluationResult", "content": content}),
-    )
+        json!({"expected": "EvaluationResult", "actual": actual, "path": path, "content": content.clone()}),
+    );
+    failed["content"] = content;
+    failed
 }
 
 /// The end of a director-evaluator loop (see [`crate::isa::Op::EndLoop`]).
@@ -268,30 +281,27 @@ pub fn end_loop(mut result: Value, evaluation: Value, iterations: Value, mode: u
     result
 }
 
-/// Whether a value is of a type written in the source.
-pub fn fits(v: &Value, ty: &Type) -> bool {
-    match (ty, v) {
-        (Type::Any, _) => true,
-        (Type::String, Value::String(_)) | (Type::Number, Value::Number(_)) => true,
-        (Type::Boolean, Value::Bool(_))
-        | (Type::Null, Value::Null)
-        | (Type::Object, Value::Object(_)) => true,
-        (Type::Array(item), Value::Array(items)) => items.iter().all(|i| fits(i, item)),
-        _ => false,
-    }
+/// The failure of a value that is not of its declared type (DESIGN §5, §19): the
+/// message and the details name the JSON path of the first mismatch, and the reply
+/// stays in the result's `content`. `expected` is the declared type, `actual` what was
+/// found at `path`, `expectedAtPath` the type expected there.
+fn mismatched(should: String, declared: &str, m: &Mismatch, content: Value) -> Value {
+    let mut failed = task_failure(
+        "output_format_failure",
+        format!("{should}, but {m}"),
+        json!({
+            "expected": declared,
+            "actual": m.found,
+            "path": m.path,
+            "expectedAtPath": m.expected.to_string(),
+            "content": content.clone(),
+        }),
+    );
+    failed["content"] = content;
+    failed
 }
 
-pub fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
+/// A template's result checked against its declared `returns`.
 pub fn check_return(r: Value, ty: &str) -> Value {
     let Some(t) = Type::parse(ty) else { return r };
     if is_failed(&r) {
@@ -303,16 +313,11 @@ pub fn check_return(r: Value, ty: &str) -> Value {
         .get("parsedContent")
         .or_else(|| r.get("content"))
         .unwrap_or(&Value::Null);
-    if fits(v, &t) {
+    let Some(m) = t.mismatch(v) else {
         return r;
-    }
-    let actual = kind_of(v);
+    };
     let content = r.get("content").cloned().unwrap_or(Value::Null);
-    task_failure(
-        "output_format_failure",
-        format!("the result should be `{ty}` but is {actual}"),
-        json!({"expected": ty, "actual": actual, "content": content}),
-    )
+    mismatched(format!("the result should be `{ty}`"), ty, &m, content)
 }
 
 pub fn llm_result(reply: LlmReply, output: &Output) -> Value {
@@ -344,14 +349,9 @@ pub fn conform(mut r: Value, output: &Output) -> Value {
         (Ok(v), None) => r["parsedContent"] = v,
         (Ok(v), Some(ty)) => {
             let expected = Type::parse(ty).unwrap_or(Type::Any);
-            if !fits(&v, &expected) {
-                let mut failed = task_failure(
-                    "output_format_failure",
-                    format!("the output should be `{ty}` JSON but is {}", kind_of(&v)),
-                    json!({"expected": ty, "actual": kind_of(&v), "content": content}),
-                );
-                failed["content"] = Value::String(content);
-                return failed;
+            if let Some(m) = expected.mismatch(&v) {
+                let should = format!("the output should be `{ty}` JSON");
+                return mismatched(should, ty, &m, Value::String(content));
             }
             r["parsedContent"] = v;
         }
@@ -360,7 +360,7 @@ pub fn conform(mut r: Value, output: &Output) -> Value {
             let mut failed = task_failure(
                 "output_format_failure",
                 format!("the output should be `{ty}` JSON but does not parse: {e}"),
-                json!({"expected": ty, "actual": "text", "content": content, "parseError": e}),
+                json!({"expected": ty, "actual": "text", "path": "$", "content": content, "parseError": e}),
             );
             failed["content"] = Value::String(content);
             return failed;
@@ -435,6 +435,41 @@ pub fn script_result(reply: ScriptReply) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_that_fails_its_declared_type_names_the_path_and_keeps_the_reply() {
+        let schema = Output::Json(Some("string[][]".into()));
+        // A composite's final value, as `finish` conforms it: text to parse, or a
+        // value its last step parsed already.
+        let text = r#"[["a"], ["b", true]]"#;
+        let r = conform(complete(text.into()), &schema);
+        let e = &r["notes"]["error"];
+        assert_eq!(e["reason"], "output_format_failure");
+        assert_eq!(
+            e["message"],
+            "the output should be `string[][]` JSON, but at `$[1][1]` expected string, got boolean"
+        );
+        assert_eq!(
+            e["details"],
+            json!({"expected": "string[][]", "actual": "boolean", "path": "$[1][1]",
+                   "expectedAtPath": "string", "content": text})
+        );
+        assert_eq!(r["content"], text);
+        let mut parsed = complete("[]?".into());
+        parsed["parsedContent"] = json!([["a"], "b"]);
+        let r = conform(parsed, &schema);
+        assert_eq!(r["notes"]["error"]["details"]["path"], "$[1]");
+        assert_eq!(r["notes"]["error"]["details"]["expectedAtPath"], "string[]");
+        assert_eq!(r["content"], "[]?");
+        let ok = conform(complete(r#"[["a"], []]"#.into()), &schema);
+        assert_eq!(ok["parsedContent"], json!([["a"], []]));
+        let r = check_return(complete("12".into()), "number");
+        assert_eq!(
+            r["notes"]["error"]["message"],
+            "the result should be `number`, but at `$` expected number, got string"
+        );
+        assert_eq!(r["content"], "12");
+    }
 
     #[test]
     fn accumulated_context_keeps_the_latest_steps_within_its_cap() {

@@ -2,7 +2,6 @@
 //! failure shape when it cannot run.
 
 use crate::bundle::Bundle;
-use crate::outcome::{fits, kind_of};
 use crate::result::task_failure;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -113,16 +112,17 @@ pub fn arguments(bundle: &Bundle, function: u32, inputs: &Value) -> Result<Vec<V
         .map(|p| {
             let v = inputs.get(&p.name).cloned().unwrap_or(Value::Null);
             let ty = Type::parse(&p.ty).unwrap_or(Type::Any);
-            if fits(&v, &ty) {
-                Ok(v)
-            } else {
-                Err(format!(
+            match ty.mismatch(&v) {
+                None => Ok(v),
+                // A missing input is `null` here, and named so.
+                Some(m) if m.path == "$" => Err(format!(
                     "input `{}` of `{}` should be `{}` but is {}",
-                    p.name,
-                    f.name,
-                    p.ty,
-                    kind_of(&v)
-                ))
+                    p.name, f.name, p.ty, m.found
+                )),
+                Some(m) => Err(format!(
+                    "input `{}` of `{}` should be `{}`, but {m}",
+                    p.name, f.name, p.ty
+                )),
             }
         })
         .collect()
