@@ -267,10 +267,12 @@ pub fn end_loop(mut result: Value, evaluation: Value, iterations: Value, mode: u
     use crate::isa::{LOOP_ACCEPTED, LOOP_EXHAUSTED};
     if mode == LOOP_EXHAUSTED {
         let n = iterations.as_u64().unwrap_or(0);
+        // The seeds' TaskFailureReason has no reason of its own for this: the loop is
+        // halted at its limit, and the details say which limit.
         return task_failure(
-            "max_iterations_reached",
+            "execution_halted",
             format!("the loop ran its {n} iterations without the evaluator's success; `<on_max_iterations>accept</on_max_iterations>` keeps the last result instead"),
-            json!({"iterations": iterations, "lastDirectorResult": result, "lastEvaluation": evaluation}),
+            json!({"maxIterationsReached": true, "iterations": iterations, "lastDirectorResult": result, "lastEvaluation": evaluation}),
         );
     }
     set_note(&mut result, "iterations", iterations);
