@@ -73,6 +73,7 @@ pub struct Loc {
 pub struct MatchInfo {
     pub task_type: String,
     pub subtype: Option<String>,
+    /// The words matching scores: the description, then the criteria when there are any.
     pub description: String,
 }
 

@@ -359,7 +359,8 @@ impl Lowerer<'_> {
     }
 }
 
-/// Atomic templates are what subtask requests can select.
+/// Atomic templates are what subtask requests can select, by their description and
+/// criteria.
 fn matchable(t: &ast::Task) -> Option<MatchInfo> {
     if t.kind.node != ast::TaskType::Atomic {
         return None;
@@ -370,6 +371,11 @@ fn matchable(t: &ast::Task) -> Option<MatchInfo> {
         .or(t.instructions.as_ref())
         .map(template_source)
         .unwrap_or_default();
+    // Matching scores a template on its description plus its criteria (DESIGN §19).
+    let description = match t.criteria.as_ref().map(template_source) {
+        Some(c) => format!("{description}\n{c}"),
+        None => description,
+    };
     Some(MatchInfo {
         task_type: "atomic".into(),
         subtype: t.subtype.as_ref().map(|s| s.node.clone()),
