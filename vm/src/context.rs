@@ -68,6 +68,8 @@ const NO_WORKSPACE: &str = "fresh context was requested but no workspace was giv
      (tvm run --workspace DIR); no files were searched";
 const NO_WORKSPACE_COMMAND: &str = "file_paths: a command's paths are read only with \
      --workspace DIR; the command was not run";
+const NO_WORKSPACE_REQUESTED: &str = "file_paths: the paths a subtask request names are \
+     read only with --workspace DIR; none was read";
 /// Bytes kept of a `file_paths` command's output: plenty for a list of paths.
 const COMMAND_OUTPUT: usize = 256 << 10;
 
@@ -75,6 +77,7 @@ impl Assembler {
     pub async fn assemble(&self, req: &LlmRequest) -> Assembled {
         let mut warnings = Vec::new();
         let (paths, source, description) = match &req.task.file_paths {
+            _ if !req.requested_files.is_empty() => self.requested(req, &mut warnings),
             FilePaths::None => (Vec::new(), Source::Literal, None),
             FilePaths::Literal(p) => (p.clone(), Source::Literal, None),
             // Its paths could not be read: the command is not run at all.
@@ -107,6 +110,21 @@ impl Assembler {
         warnings.append(&mut out.warnings);
         out.warnings = warnings;
         out
+    }
+
+    /// The paths a subtask request named (DESIGN §19), which replace the task's
+    /// `file_paths`. A model chose them, so they are read like a command's: only inside
+    /// the workspace, never without one.
+    fn requested<'r>(
+        &self,
+        req: &LlmRequest,
+        warnings: &mut Vec<String>,
+    ) -> (Vec<String>, Source, Option<&'r str>) {
+        if self.workspace.is_none() {
+            warnings.push(NO_WORKSPACE_REQUESTED.into());
+            return (Vec::new(), Source::Command, None);
+        }
+        (req.requested_files.clone(), Source::Command, None)
     }
 
     /// The text to search the workspace with, and the label of its warnings, if the task

@@ -381,6 +381,15 @@ pub fn finish(mut r: Value, meta: &crate::bundle::TaskMeta) -> Value {
     r
 }
 
+/// An atomic or script task's result with the task's `criteria` (DESIGN §19), whatever
+/// its status; a composite task's are added by [`finish`].
+pub fn with_criteria(mut r: Value, meta: &crate::bundle::TaskMeta) -> Value {
+    if let (Some(c), Some(o)) = (&meta.criteria, r.as_object_mut()) {
+        o.insert("criteria".into(), Value::String(c.clone()));
+    }
+    r
+}
+
 /// A reply cut by the output limit: what was written is kept, but it is not an answer.
 fn truncated(reply: LlmReply) -> Value {
     let limit = reply.max_tokens.unwrap_or(reply.output_tokens);

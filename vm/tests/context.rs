@@ -45,6 +45,7 @@ impl Drop for TempDir {
 fn request(file_paths: FilePaths, fresh: bool, prompt: &str) -> LlmRequest {
     LlmRequest {
         query: None,
+        requested_files: Vec::new(),
         task: TaskMeta {
             file_paths,
             context: ContextSettings {

@@ -59,6 +59,7 @@ async fn assemble(
     };
     let request = LlmRequest {
         query: None,
+        requested_files: Vec::new(),
         task: TaskMeta {
             file_paths,
             ..TaskMeta::named("read#1")
@@ -257,6 +258,7 @@ fn huge_prompt(bytes: usize, vocabulary: u64) -> String {
 async fn search(ws: &Path, prompt: String) -> Assembled {
     let request = LlmRequest {
         query: None,
+        requested_files: Vec::new(),
         task: TaskMeta {
             file_paths: FilePaths::None,
             context: ContextSettings {
