@@ -238,6 +238,24 @@ fn named_files_and_workspace_matches_reach_the_model_and_missing_ones_are_noted(
     std::fs::remove_dir_all(&dir).ok();
 }
 
+#[test]
+fn a_failing_file_paths_command_fails_the_task_without_calling_the_model() {
+    let dir = std::env::temp_dir().join(format!("tv-e2e-cmd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let src = r#"<task name="t"><instructions>Review these files</instructions>
+      <file_paths source="command"><command>echo no index &gt;&amp;2; exit 128</command></file_paths></task>"#;
+    let (r, requests) = run_in(src, "t", vec![], Some(dir.clone()));
+    assert!(requests.is_empty(), "the model was called");
+    assert_eq!(r["status"], "FAILED", "{r:#}");
+    assert_eq!(r["notes"]["error"]["type"], "TASK_FAILURE");
+    assert_eq!(r["notes"]["error"]["reason"], "context_retrieval_failure");
+    assert_eq!(
+        r["notes"]["error"]["message"],
+        "file_paths: the command `echo no index >&2; exit 128` failed with exit code 128: no index"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// The same model, speaking Anthropic's messages API.
 fn claude(_: usize, req: &http::Request) -> Reply {
     let (prompt, first_turn) = turn(req);

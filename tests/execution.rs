@@ -370,8 +370,7 @@ fn the_loop_fails_at_max_iterations_or_stops_at_its_termination_condition() {
     assert_eq!(host.requests.len(), 4);
     assert_eq!(r["status"], "FAILED");
     let error = &r["notes"]["error"];
-    assert_eq!(error["reason"], "execution_halted");
-    assert_eq!(error["details"]["maxIterationsReached"], true);
+    assert_eq!(error["reason"], "max_iterations_reached");
     assert_eq!(error["details"]["iterations"], 2);
     assert_eq!(error["details"]["lastDirectorResult"]["content"], "draft d");
     assert_eq!(error["details"]["lastEvaluation"]["feedback"], "again");

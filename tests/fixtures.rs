@@ -133,9 +133,20 @@ fn every_snapshot_file_belongs_to_a_fixture() {
             expected.insert(format!("diagnostics/valid__{}.snap", f.name));
         }
     }
+    for f in fixtures("runs") {
+        expected.insert(format!("runs/{}.snap", f.name));
+    }
     expected.insert("parser/expressions.snap".to_string());
     let mut found = std::collections::BTreeSet::new();
-    for suite in ["ast", "bytecode", "diagnostics", "ir", "parser", "xml"] {
+    for suite in [
+        "ast",
+        "bytecode",
+        "diagnostics",
+        "ir",
+        "parser",
+        "runs",
+        "xml",
+    ] {
         for e in std::fs::read_dir(format!("snapshots/{suite}")).expect("snapshot folder") {
             let name = e.expect("entry").file_name().to_string_lossy().into_owned();
             found.insert(format!("{suite}/{name}"));

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 use tv_tests::{bundle_of, prompts, run_with, scripted};
-use tv_vm::host::HostRequest;
+use tv_vm::host::{HostRequest, LlmReply};
 use tv_vm::limits::Limits;
 
 const SUBTASK_LIBRARY: &str = r#"<library>
@@ -30,7 +30,16 @@ fn a_subtask_request_runs_the_best_matching_template_and_the_parent_continues() 
         _ => format!("done with [{}]", r.messages[2].content),
     });
     let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
-    assert_eq!(r["content"], "done with [Subtask result:\nshort]");
+    let given = r["content"].as_str().unwrap_or_default();
+    let result = given
+        .strip_prefix("done with [Subtask result:\n")
+        .and_then(|g| g.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("{given}"));
+    let result: Value = serde_json::from_str(result).expect("the subtask's result as JSON");
+    assert_eq!(
+        (&result["status"], &result["content"]),
+        (&json!("COMPLETE"), &json!("short"))
+    );
     assert_eq!(prompts(&host.requests)[1], "Summarize: a long report");
     let HostRequest::Llm(last) = &host.requests[2] else {
         panic!()
@@ -114,9 +123,20 @@ fn the_same_template_with_the_same_inputs_is_a_cycle() {
     let req = continuation(
         json!({"type": "atomic", "description": "summarize the text", "inputs": {"text": "same"}}),
     );
-    let mut host = scripted(|_| req.clone());
+    // Every first turn asks for the same subtask; `plan` then answers with what it got.
+    let mut host = scripted(|r| match r.messages.len() {
+        1 => req.clone(),
+        _ => r.messages.last().map(|m| m.content.clone()).unwrap(),
+    });
     let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
-    let inner = &r["notes"]["error"]["details"]["subtaskError"]["details"]["subtaskError"];
+    // The subtask's own request was the cycle: it failed with a subtask_failure, which
+    // `plan` received as its subtask's result.
+    let given = r["content"].as_str().unwrap_or_default();
+    let failed: Value = serde_json::from_str(given.trim_start_matches("Subtask result:\n"))
+        .unwrap_or_else(|e| panic!("{e}: {r:#}"));
+    assert_eq!(failed["status"], "FAILED");
+    assert_eq!(failed["notes"]["error"]["reason"], "subtask_failure");
+    let inner = &failed["notes"]["error"]["details"]["subtaskError"];
     assert!(
         inner["message"]
             .as_str()
@@ -225,4 +245,173 @@ fn a_subtasks_inputs_are_checked_against_the_templates_parameter_types() {
         "input `limit` of `count_words` should be `number` but is string"
     );
     assert_eq!(host.requests.len(), 1, "the subtask never ran");
+}
+
+/// A runner for tests whose replies need more than text (a cut reply).
+struct Replies<F>(F, Vec<HostRequest>);
+
+impl<F: FnMut(&tv_vm::host::LlmRequest) -> LlmReply> tv_vm::host::Host for Replies<F> {
+    fn call(&mut self, request: &HostRequest) -> tv_vm::host::HostReply {
+        self.1.push(request.clone());
+        let HostRequest::Llm(r) = request else {
+            panic!("no script runs here")
+        };
+        tv_vm::host::HostReply::Llm(Ok((self.0)(r)))
+    }
+}
+
+fn text(content: &str) -> LlmReply {
+    LlmReply {
+        content: content.into(),
+        ..LlmReply::default()
+    }
+}
+
+/// The TaskResult in a parent's message `Subtask result:\n{json}`.
+fn subtask_result(message: &str) -> Value {
+    let json = message
+        .strip_prefix("Subtask result:\n")
+        .unwrap_or_else(|| panic!("not a subtask result: {message}"));
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"))
+}
+
+const STRUCTURED: &str = r#"<library>
+  <template name="count_files" params="folder"><task>
+    <description>Count the files in a folder</description>
+    <instructions>Count the files in {{folder}}</instructions>
+    <criteria>Every file is counted once</criteria>
+    <output_format type="json" schema="object"/></task></template>
+  <task name="plan"><instructions>plan the work</instructions></task>
+</library>"#;
+
+#[test]
+fn the_parent_receives_the_subtasks_whole_result_as_json_with_its_parsed_content() {
+    let b = bundle_of(STRUCTURED);
+    let ask = continuation(json!({"type": "atomic", "description": "count the files",
+        "inputs": {"folder": "src"}}));
+    let mut host = scripted(
+        |r| match (r.messages[0].content.as_str(), r.messages.len()) {
+            ("plan the work", 1) => ask.clone(),
+            ("plan the work", _) => "done".into(),
+            _ => "```json\n{\"count\": 3}\n```".into(),
+        },
+    );
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["content"], "done", "{r:#}");
+    let HostRequest::Llm(last) = &host.requests[2] else {
+        panic!()
+    };
+    let given = subtask_result(&last.messages[2].content);
+    assert_eq!(given["status"], "COMPLETE");
+    assert_eq!(given["parsedContent"], json!({"count": 3}));
+    assert_eq!(given["content"], "```json\n{\"count\": 3}\n```");
+    assert_eq!(given["criteria"], "Every file is counted once");
+    assert_eq!(given["notes"]["tokens"]["output"], 5);
+}
+
+#[test]
+fn a_subtask_that_fails_its_task_is_given_to_the_parent_which_may_go_on() {
+    let b = bundle_of(STRUCTURED);
+    let ask = continuation(json!({"type": "atomic", "description": "count the files",
+        "inputs": {"folder": "src"}}));
+    let mut host = scripted(
+        |r| match (r.messages[0].content.as_str(), r.messages.len()) {
+            ("plan the work", 1) => ask.clone(),
+            ("plan the work", _) => "counted them myself".into(),
+            _ => "I could not count them".into(),
+        },
+    );
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["status"], "COMPLETE", "{r:#}");
+    assert_eq!(r["content"], "counted them myself");
+    let HostRequest::Llm(last) = &host.requests[2] else {
+        panic!()
+    };
+    let given = subtask_result(&last.messages[2].content);
+    assert_eq!(given["status"], "FAILED");
+    assert_eq!(given["notes"]["error"]["reason"], "output_format_failure");
+    assert_eq!(given["content"], "I could not count them");
+}
+
+#[test]
+fn a_subtask_that_runs_out_of_a_resource_still_fails_the_parent() {
+    let b = bundle_of(STRUCTURED);
+    let ask = continuation(json!({"type": "atomic", "description": "count the files",
+        "inputs": {"folder": "src"}}));
+    let mut host = Replies(
+        |r: &tv_vm::host::LlmRequest| match r.messages[0].content.as_str() {
+            "plan the work" => text(&ask),
+            _ => LlmReply {
+                truncated: true,
+                max_tokens: Some(5),
+                ..text("{\"cou")
+            },
+        },
+        Vec::new(),
+    );
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    assert_eq!(host.1.len(), 2, "the parent was not asked again");
+    let e = &r["notes"]["error"];
+    assert_eq!(e["reason"], "subtask_failure", "{r:#}");
+    assert_eq!(e["details"]["subtaskError"]["type"], "RESOURCE_EXHAUSTION");
+    assert_eq!(e["details"]["subtaskError"]["resource"], "output");
+    assert_eq!(e["details"]["partialOutput"], ask);
+}
+
+#[test]
+fn criteria_are_copied_into_atomic_and_script_results() {
+    let b = bundle_of(
+        r#"<library>
+      <task name="ask"><instructions>say hi</instructions>
+        <criteria>A greeting of {{n}} words</criteria>
+        <inputs><input name="n">how many words</input></inputs></task>
+      <task name="run" type="script"><criteria>Exits with 0</criteria>
+        <script_execution><command>true</command></script_execution></task>
+      <task name="plain"><instructions>say hi</instructions></task>
+    </library>"#,
+    );
+    let mut host = scripted(|_| "hi".into());
+    let r = run_with(&b, "ask", json!({"n": 2}), Limits::default(), &mut host);
+    assert_eq!(r["criteria"], "A greeting of {{n}} words", "{r:#}");
+    let r = run_with(&b, "run", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["criteria"], "Exits with 0", "{r:#}");
+    let r = run_with(&b, "plain", json!({}), Limits::default(), &mut host);
+    assert!(r.get("criteria").is_none(), "{r:#}");
+}
+
+#[test]
+fn criteria_words_decide_which_template_a_request_selects() {
+    // The same description; only the criteria tell the two apart.
+    let b = bundle_of(
+        r#"<library>
+      <template name="review_speed" params="code"><task>
+        <description>Review the code</description>
+        <criteria>latency throughput allocations</criteria>
+        <instructions>Review the speed of {{code}}</instructions></task></template>
+      <template name="review_safety" params="code"><task>
+        <description>Review the code</description>
+        <criteria>injection escaping secrets</criteria>
+        <instructions>Review the safety of {{code}}</instructions></task></template>
+      <task name="plan"><instructions>plan the work</instructions></task>
+    </library>"#,
+    );
+    for (words, chosen) in [
+        (
+            "review the code for injection and secrets",
+            "Review the safety of x",
+        ),
+        (
+            "review the code for latency and allocations",
+            "Review the speed of x",
+        ),
+    ] {
+        let ask = continuation(json!({"type": "atomic", "description": words,
+            "inputs": {"code": "x"}}));
+        let mut host = scripted(|r| match r.messages.len() {
+            1 if r.messages[0].content == "plan the work" => ask.clone(),
+            _ => "ok".into(),
+        });
+        run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+        assert_eq!(prompts(&host.requests)[1], chosen, "{words}");
+    }
 }

@@ -37,6 +37,7 @@ pub fn result_bound(name: &str, args: &[Value]) -> u64 {
         "replace" => replace_bound(text(0), text(1), text(2)),
         "default" => args.iter().map(weight).max().unwrap_or(0),
         "json" | "str" => JSON_FACTOR * weight(arg(0)),
+        "merge" => weight(arg(0)) + weight(arg(1)),
         "keys" | "get" => weight(arg(0)) + args.get(2).map_or(0, weight),
         "parse_json" => PARSE_FACTOR * text(0),
         // Unknown names fail without building anything.

@@ -267,6 +267,12 @@ pub static BUILTINS: &[Builtin] = &[
         returns: Ret::Fixed(Ty::Boolean),
         doc: "Whether the text ends with the suffix.",
     },
+    Builtin {
+        name: "merge",
+        params: &[p("object", Ty::Object), p("with", Ty::Object)],
+        returns: Ret::Fixed(Ty::Object),
+        doc: "The first object with the second's fields added, replacing any of the same name.",
+    },
 ];
 
 pub fn lookup(name: &str) -> Option<&'static Builtin> {

@@ -3,7 +3,7 @@
 //! a usage error naming the argument, the expected type and what it got, never a
 //! workflow that runs with a value its templates cannot use.
 
-use crate::bundle::Function;
+use crate::bundle::{Function, CONTEXT_PARAM};
 use serde_json::{Map, Value};
 use tv_stdlib::types::{Mismatch, Type};
 
@@ -32,7 +32,7 @@ pub fn parse_arg(name: &str, ty: &str, raw: &str) -> Result<Value, String> {
 pub fn bind(f: &Function, mut given: Map<String, Value>) -> Result<Vec<Value>, String> {
     if let Some(unknown) = given
         .keys()
-        .find(|k| !f.params.iter().any(|p| &p.name == *k))
+        .find(|k| !f.params.iter().any(|p| &p.name == *k) || *k == CONTEXT_PARAM)
     {
         let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
         return Err(format!(
@@ -44,6 +44,10 @@ pub fn bind(f: &Function, mut given: Map<String, Value>) -> Result<Vec<Value>, S
     f.params
         .iter()
         .map(|p| {
+            // A run's entry has no caller, so no context to inherit.
+            if p.name == CONTEXT_PARAM {
+                return Ok(Value::String(String::new()));
+            }
             let v = given.remove(&p.name).ok_or_else(|| {
                 format!(
                     "missing argument `{}` for `{}`: pass --arg {}=...",

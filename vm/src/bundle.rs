@@ -73,6 +73,7 @@ pub struct Loc {
 pub struct MatchInfo {
     pub task_type: String,
     pub subtype: Option<String>,
+    /// The words matching scores: the description, then the criteria when there are any.
     pub description: String,
 }
 
@@ -547,11 +548,11 @@ impl Bundle {
         let values = f
             .params
             .iter()
-            .map(|p| {
-                named
-                    .get(&p.name)
-                    .cloned()
-                    .unwrap_or(serde_json::Value::Null)
+            .map(|p| match named.get(&p.name) {
+                // A run's entry has no caller, so no context to inherit.
+                _ if p.name == CONTEXT_PARAM => serde_json::Value::String(String::new()),
+                Some(v) => v.clone(),
+                None => serde_json::Value::Null,
             })
             .collect();
         Some((e.function, values))

@@ -259,6 +259,7 @@ mod tests {
     fn request(task: &str, prompt: &str, temperature: Option<f64>) -> LlmRequest {
         LlmRequest {
             query: None,
+            requested_files: Vec::new(),
             task: TaskMeta::named(task).into(),
             system_prompt: "You are terse.".into(),
             messages: vec![Message {

@@ -2,17 +2,23 @@
 //! names through `file_paths`, and for fresh context the workspace files that best match
 //! the request's text.
 //!
-//! Everything here is best effort: a path that cannot be used becomes a warning for the
-//! notes, never an error, because a missing file should not cost a whole run. A local file
-//! reaches a model only when the task names it or it lies under the workspace the user gave
-//! (`tvm run --workspace DIR`); without a workspace nothing is searched.
+//! Almost everything here is best effort: a path that cannot be used becomes a warning
+//! for the notes, never an error, because a missing file should not cost a whole run. The
+//! exception is a `file_paths` command that fails or times out: the task needs the files
+//! it would list, so the task fails ([`Assembled::failure`]) and the model is not called.
+//! A local file reaches a model only when the task names it or it lies under the workspace
+//! the user gave (`tvm run --workspace DIR`); without a workspace nothing is searched.
+//! `context_assembly` globs order the files a search finds and keep excluded ones out of
+//! every source (see [`assembly`]).
 
+mod assembly;
 mod search;
 
-use crate::bundle::{FilePaths, TaskMeta};
+use crate::bundle::{Assembly, FilePaths, TaskMeta};
 use crate::host::{LlmRequest, ScriptRequest};
 use crate::script::ScriptRunner;
-use search::{excerpt, rank, walk, Query, MAX_CANDIDATES};
+use assembly::{written_form, Globs};
+use search::{excerpt, rank, walk, Hit, Query, MAX_CANDIDATES};
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::Read;
@@ -62,12 +68,21 @@ pub struct Assembled {
     /// The paths included, relative to the workspace when possible.
     pub files: Vec<String>,
     pub warnings: Vec<String>,
+    /// Set when the context the task needs could not be retrieved (its `file_paths`
+    /// command failed or timed out): the LLM call is not made, and the task fails with
+    /// TASK_FAILURE [`RETRIEVAL_FAILURE`] and this message.
+    pub failure: Option<String>,
 }
+
+/// The TaskFailureReason of a task whose context could not be retrieved.
+pub const RETRIEVAL_FAILURE: &str = "context_retrieval_failure";
 
 const NO_WORKSPACE: &str = "fresh context was requested but no workspace was given \
      (tvm run --workspace DIR); no files were searched";
 const NO_WORKSPACE_COMMAND: &str = "file_paths: a command's paths are read only with \
      --workspace DIR; the command was not run";
+const NO_WORKSPACE_REQUESTED: &str = "file_paths: the paths a subtask request names are \
+     read only with --workspace DIR; none was read";
 /// Bytes kept of a `file_paths` command's output: plenty for a list of paths.
 const COMMAND_OUTPUT: usize = 256 << 10;
 
@@ -75,6 +90,7 @@ impl Assembler {
     pub async fn assemble(&self, req: &LlmRequest) -> Assembled {
         let mut warnings = Vec::new();
         let (paths, source, description) = match &req.task.file_paths {
+            _ if !req.requested_files.is_empty() => self.requested(req, &mut warnings),
             FilePaths::None => (Vec::new(), Source::Literal, None),
             FilePaths::Literal(p) => (p.clone(), Source::Literal, None),
             // Its paths could not be read: the command is not run at all.
@@ -82,13 +98,20 @@ impl Assembler {
                 warnings.push(NO_WORKSPACE_COMMAND.into());
                 (Vec::new(), Source::Command, None)
             }
-            FilePaths::Command(c) => {
-                let listed = self.command_paths(req, c, &mut warnings).await;
-                (listed, Source::Command, None)
-            }
+            FilePaths::Command(c) => match self.command_paths(req, c, &mut warnings).await {
+                Ok(listed) => (listed, Source::Command, None),
+                Err(failure) => {
+                    return Assembled {
+                        warnings,
+                        failure: Some(failure),
+                        ..Assembled::default()
+                    }
+                }
+            },
             FilePaths::Description(d) => (Vec::new(), Source::Literal, Some(d.as_str())),
         };
         let search = self.search_for(req, description, &mut warnings);
+        self.unused_assembly(&req.task.assembly, search.is_some(), &mut warnings);
         if paths.is_empty() && (search.is_none() || self.workspace.is_none()) {
             // Most tasks read no file: no thread is started for them.
             return Assembled {
@@ -97,16 +120,34 @@ impl Assembler {
             };
         }
         let this = self.clone();
+        let task = req.task.clone();
         // Walking a workspace is blocking file I/O: keep it off the async threads.
-        let mut out = tokio::task::spawn_blocking(move || this.collect(&paths, source, search))
-            .await
-            .unwrap_or_else(|e| Assembled {
-                warnings: vec![format!("the context look-up failed: {e}")],
-                ..Assembled::default()
-            });
+        let mut out = tokio::task::spawn_blocking(move || {
+            this.collect(&paths, source, search, &task.assembly)
+        })
+        .await
+        .unwrap_or_else(|e| Assembled {
+            warnings: vec![format!("the context look-up failed: {e}")],
+            ..Assembled::default()
+        });
         warnings.append(&mut out.warnings);
         out.warnings = warnings;
         out
+    }
+
+    /// The paths a subtask request named (DESIGN §19), which replace the task's
+    /// `file_paths`. A model chose them, so they are read like a command's: only inside
+    /// the workspace, never without one.
+    fn requested<'r>(
+        &self,
+        req: &LlmRequest,
+        warnings: &mut Vec<String>,
+    ) -> (Vec<String>, Source, Option<&'r str>) {
+        if self.workspace.is_none() {
+            warnings.push(NO_WORKSPACE_REQUESTED.into());
+            return (Vec::new(), Source::Command, None);
+        }
+        (req.requested_files.clone(), Source::Command, None)
     }
 
     /// The text to search the workspace with, and the label of its warnings, if the task
@@ -130,23 +171,42 @@ impl Assembler {
         if !fresh {
             return description.map(|d| (d.to_owned(), "file_paths description"));
         }
-        let mut text = req.system_prompt.clone();
-        for m in req.messages.iter() {
-            text.push('\n');
-            text.push_str(&m.content);
-        }
+        let mut text = fresh_query(req);
         text.push('\n');
         text.push_str(description.unwrap_or_default());
         Some((text, "fresh context"))
     }
 
-    /// Runs a `file_paths` command; each non-empty line of its output is a path.
+    /// Says when `primary_elements` or `secondary_elements` were given but cannot order
+    /// anything: they choose among the files a workspace search finds.
+    fn unused_assembly(&self, assembly: &Assembly, searched: bool, warnings: &mut Vec<String>) {
+        if assembly.primary.is_empty() && assembly.secondary.is_empty() {
+            return;
+        }
+        if self.workspace.is_none() {
+            warnings.push(
+                "context_assembly: primary_elements and secondary_elements choose workspace \
+                 files, and no workspace was given (tvm run --workspace DIR); they were not used"
+                    .into(),
+            );
+        } else if !searched {
+            warnings.push(
+                "context_assembly: primary_elements and secondary_elements order the files a \
+                 workspace search finds (fresh_context or a file_paths description), and this \
+                 task runs none; they were not used"
+                    .into(),
+            );
+        }
+    }
+
+    /// Runs a `file_paths` command; each non-empty line of its output is a path. A
+    /// command that fails, times out or cannot run is the error: the task needs its files.
     async fn command_paths(
         &self,
         req: &LlmRequest,
         command: &str,
         warnings: &mut Vec<String>,
-    ) -> Vec<String> {
+    ) -> Result<Vec<String>, String> {
         let timeout = self.limits.command_timeout;
         let runner = ScriptRunner {
             max_output: COMMAND_OUTPUT,
@@ -165,24 +225,22 @@ impl Assembler {
             command,
             inputs: serde_json::Map::new(),
         };
-        let warning = match runner.run(&script).await {
+        match runner.run(&script).await {
             Ok(r) if r.exit_code == 0 => {
                 warnings.extend(r.notes.iter().map(|n| format!("{what}: {n}")));
                 let lines = r.stdout.lines().map(str::trim).filter(|l| !l.is_empty());
-                return lines.map(String::from).collect();
+                Ok(lines.map(String::from).collect())
             }
             Ok(r) => {
                 let why = r.stderr.lines().find(|l| !l.trim().is_empty());
                 let why = why.map_or(String::new(), |w| format!(": {}", w.trim()));
-                format!("{what} failed with exit code {}{why}", r.exit_code)
+                Err(format!("{what} failed with exit code {}{why}", r.exit_code))
             }
-            Err(e) if e.reason == "execution_timeout" => {
-                format!("{what} did not finish within {timeout:?}; no files were taken from it")
-            }
-            Err(e) => format!("{what} could not run: {}", e.message),
-        };
-        warnings.push(warning);
-        Vec::new()
+            Err(e) if e.reason == "execution_timeout" => Err(format!(
+                "{what} did not finish within {timeout:?} and was stopped"
+            )),
+            Err(e) => Err(format!("{what} could not run: {}", e.message)),
+        }
     }
 
     fn collect(
@@ -190,21 +248,30 @@ impl Assembler {
         paths: &[String],
         source: Source,
         search: Option<(String, &str)>,
+        assembly: &Assembly,
     ) -> Assembled {
         let mut b = Builder {
             limits: &self.limits,
             out: Assembled::default(),
             seen: HashSet::new(),
         };
+        let globs = Globs::new(assembly, &mut b.out.warnings);
         let scope = Scope::new(self.workspace.as_deref(), &self.allow_read);
-        self.add_named(paths, source, &scope, &mut b);
+        self.add_named(paths, source, &scope, &globs, &mut b);
         if let (Some(ws), Some((text, label))) = (&self.workspace, search) {
-            self.add_found(ws, &scope, &text, label, &mut b);
+            self.add_found(ws, &scope, &text, label, &globs, &mut b);
         }
         b.out
     }
 
-    fn add_named(&self, paths: &[String], source: Source, scope: &Scope, b: &mut Builder) {
+    fn add_named(
+        &self,
+        paths: &[String],
+        source: Source,
+        scope: &Scope,
+        globs: &Globs,
+        b: &mut Builder,
+    ) {
         let ws = self.workspace.as_deref();
         for (i, written) in paths.iter().map(|p| p.trim()).enumerate() {
             if written.is_empty() {
@@ -213,6 +280,13 @@ impl Assembler {
             // Relative to the workspace when there is one, else to the current directory.
             let text = scope
                 .resolve(written, source)
+                .and_then(|path| match excluded_name(globs, scope, written, &path) {
+                    Some(glob) => Err(format!(
+                        "matches {} `{glob}`; skipped",
+                        globs.excluded.name()
+                    )),
+                    None => Ok(path),
+                })
                 .and_then(|path| Ok((read_text(&path, self.limits.max_file_bytes)?, path)));
             let (text, path) = match text {
                 Ok(read) => read,
@@ -230,40 +304,143 @@ impl Assembler {
         }
     }
 
-    fn add_found(&self, ws: &Path, scope: &Scope, text: &str, label: &str, b: &mut Builder) {
-        let Some(query) = Query::new(text) else {
-            return b.warn(format!("{label}: the request has no words to search for"));
-        };
+    /// The files a workspace search finds, in order: those matching a primary glob (in
+    /// path order), the ranked ones, then those matching a secondary glob that were not
+    /// ranked in; all within the limits, excluded files never.
+    fn add_found(
+        &self,
+        ws: &Path,
+        scope: &Scope,
+        text: &str,
+        label: &str,
+        globs: &Globs,
+        b: &mut Builder,
+    ) {
+        let query = Query::new(text);
+        if query.is_none() {
+            b.warn(format!("{label}: the request has no words to search for"));
+            if !globs.orders() {
+                return;
+            }
+        }
         if !ws.is_dir() {
             let ws = ws.display();
             return b.warn(format!("{label}: the workspace `{ws}` is not a directory"));
         }
         let cap = self.limits.max_file_bytes.saturating_mul(4);
-        let (mut hits, total, capped) = walk(ws, &query, cap);
-        if capped {
+        let mut walked = walk(ws, query.as_ref(), cap, globs);
+        if walked.capped {
             b.warn(format!(
                 "{label}: only the first {MAX_CANDIDATES} files were searched"
             ));
         }
-        let idf = rank(&mut hits, total, query.index.len());
-        let top = &hits[..hits.len().min(self.limits.max_files)];
+        let idf = match &query {
+            Some(q) => rank(&mut walked.hits, walked.total, q.index.len()),
+            None => Vec::new(),
+        };
+        // The ranked rest: primary files have their place already.
+        let top: Vec<&Hit> = (walked.hits.iter())
+            .filter(|h| !globs.primary.matches(&[&h.display]))
+            .take(self.limits.max_files)
+            .collect();
+        let ranked_in: HashSet<&str> = top.iter().map(|h| h.display.as_str()).collect();
+        let mut picks: Vec<Pick> = walked.primary.iter().map(Pick::Primary).collect();
+        picks.extend(top.iter().map(|h| Pick::Ranked(h)));
+        picks.extend(
+            (walked.secondary.iter())
+                .filter(|f| !ranked_in.contains(f.display.as_str()))
+                .map(Pick::Secondary),
+        );
         let best = top.first().map_or(1.0, |h| h.score);
-        for (i, hit) in top.iter().enumerate() {
+        for (i, pick) in picks.iter().enumerate() {
+            let (path, display) = pick.file();
             // The walk follows no link, but a folder on the way may have become one.
-            let Ok(path) = scope.resolve(&hit.display, Source::Matched) else {
+            let Ok(real) = scope.resolve(display, Source::Matched) else {
                 continue;
             };
-            let Ok(text) = read_text(&path, cap) else {
-                continue;
+            let section = match (pick, &query) {
+                (Pick::Ranked(hit), Some(q)) => {
+                    let Ok(text) = read_text(&real, cap) else {
+                        continue;
+                    };
+                    let header = format!("{display} (relevance {:.2})", hit.score / best);
+                    section(
+                        &header,
+                        &excerpt(&text, q, &idf),
+                        self.limits.max_file_bytes,
+                    )
+                }
+                _ => {
+                    let Ok(text) = read_text(&real, self.limits.max_file_bytes) else {
+                        continue;
+                    };
+                    let header = format!("{display} ({})", pick.kind());
+                    section(&header, &text, self.limits.max_file_bytes)
+                }
             };
-            let header = format!("{} (relevance {:.2})", hit.display, hit.score / best);
-            let excerpt = excerpt(&text, &query, &idf);
-            let section = section(&header, &excerpt, self.limits.max_file_bytes);
-            if let Some(reason) = b.add(&hit.path, hit.display.clone(), section) {
-                return b.left_out(label, top.len() - i, &reason);
+            if let Some(reason) = b.add(path, display.to_owned(), section) {
+                return b.left_out(label, picks.len() - i, &reason);
             }
         }
     }
+}
+
+/// A file a workspace search adds, and why.
+enum Pick<'a> {
+    Primary(&'a search::Found),
+    Ranked(&'a Hit),
+    Secondary(&'a search::Found),
+}
+
+impl Pick<'_> {
+    /// Its path as walked, and relative to the workspace.
+    fn file(&self) -> (&Path, &str) {
+        match self {
+            Pick::Primary(f) | Pick::Secondary(f) => (&f.path, &f.display),
+            Pick::Ranked(h) => (&h.path, &h.display),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Pick::Primary(_) => "primary",
+            Pick::Ranked(_) => "ranked",
+            Pick::Secondary(_) => "secondary",
+        }
+    }
+}
+
+/// The excluded glob a named file matches, as written or as found (relative to the
+/// workspace, else to the current directory), so that neither `./`, `..` nor a link
+/// inside the workspace gets around it.
+fn excluded_name<'g>(
+    globs: &'g Globs,
+    scope: &Scope,
+    written: &str,
+    real: &Path,
+) -> Option<&'g str> {
+    if globs.excluded.is_empty() {
+        return None;
+    }
+    let found = scope.relative_name(real);
+    let mut names = vec![written_form(written)];
+    names.extend(found.as_deref());
+    globs.excluded.first_match(&names)
+}
+
+/// What fresh context searches the workspace with: the text of the inputs the task's
+/// `context_relevance` chose, when the compiler made a query of them; else the request's
+/// own text (system prompt and messages).
+fn fresh_query(req: &LlmRequest) -> String {
+    if let Some(query) = &req.query {
+        return query.clone();
+    }
+    let mut text = req.system_prompt.clone();
+    for m in req.messages.iter() {
+        text.push('\n');
+        text.push_str(&m.content);
+    }
+    text
 }
 
 /// The context so far, within the limits.
@@ -407,6 +584,16 @@ impl Scope {
             current,
             allowed: allow_read.iter().map(|p| resolved(p)).collect(),
         }
+    }
+
+    /// A resolved path relative to the workspace, else to the current directory.
+    fn relative_name(&self, real: &Path) -> Option<String> {
+        let base = match &self.workspace {
+            Some((_, ws_real)) => ws_real,
+            None => self.current.as_ref()?,
+        };
+        let rel = real.strip_prefix(base).ok()?.to_str()?;
+        (!rel.is_empty()).then(|| rel.to_owned())
     }
 
     /// The path to read for `written`, or why it is not read.

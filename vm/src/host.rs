@@ -32,6 +32,10 @@ pub struct LlmRequest {
     /// What fresh context searches the workspace with, when the task's
     /// `context_relevance` chose it; otherwise the request's own text.
     pub query: Option<String>,
+    /// Paths a subtask request named (its `file_paths`): they replace the task's
+    /// `file_paths`, and as a model's choice they are read only inside the workspace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requested_files: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

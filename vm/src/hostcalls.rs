@@ -1,10 +1,10 @@
 //! The machine's host-call side: asking for an LLM turn or a script run, taking the
 //! reply back, and branching for gathered calls.
 
-use crate::bundle::Output;
+use crate::bundle::{Inherit, Output, TaskMeta};
 use crate::host::{Host, HostReply, HostRequest, LlmRequest, Message, ScriptRequest};
-use crate::interp::{fault, Fault, Session, Step, Vm, Waiting};
-use crate::outcome::{llm_result, script_result};
+use crate::interp::{fault, Fault, RunsAs, Session, Step, Vm, Waiting};
+use crate::outcome::{llm_result, script_result, with_criteria};
 use crate::result::{exhausted, task_failure};
 use crate::shared::SharedText;
 use serde_json::{Map, Value};
@@ -25,6 +25,7 @@ impl<'b> Vm<'b> {
             depth_offset: self.depth_offset + self.frames.len(),
             subtask_offset: self.subtask_offset
                 + self.frames.iter().filter(|f| f.spawned.is_some()).count(),
+            scope: self.frames.last().and_then(|f| f.scope.clone()),
             waiting: None,
             done: None,
         };
@@ -77,6 +78,7 @@ impl<'b> Vm<'b> {
     ) -> Result<Step, Fault> {
         let prompt = into_text(self.pop()?);
         let system = into_text(self.pop()?);
+        let (context, spawned) = self.in_subtask(task, context)?;
         // The host may hand the text back (an echo, a model quoting its prompt), so
         // building it counts like building any value.
         let size = context.len() + prompt.len() + system.len();
@@ -86,11 +88,45 @@ impl<'b> Vm<'b> {
             system,
             context,
             query,
+            spawned,
             messages: Arc::new(vec![Message {
                 role: "user".into(),
                 content: prompt,
             }]),
         })
+    }
+
+    /// An atomic task inside a spawned subtask (DESIGN §19) runs with the template's
+    /// settings as a subtask (else its own) and the request's merged over them; with an
+    /// inherited context, the asking session's context comes before its own.
+    fn in_subtask(
+        &mut self,
+        task: u32,
+        context: SharedText,
+    ) -> Result<(SharedText, Option<RunsAs>), Fault> {
+        let Some(scope) = self.frames.last().and_then(|f| f.scope.clone()) else {
+            return Ok((context, None));
+        };
+        let meta = self.task(task)?;
+        let base = meta.spawned.as_ref().unwrap_or(&meta.context);
+        let settings = scope.overrides.apply(base);
+        let parent = &scope.parent_context;
+        let context = if settings.inherit == Inherit::None || parent.is_empty() {
+            context
+        } else if context.is_empty() {
+            parent.clone()
+        } else {
+            self.reserve((parent.len() + context.len() + 1) as u64)?;
+            format!("{parent}\n{context}").into()
+        };
+        let runs_as = RunsAs {
+            task: Arc::new(TaskMeta {
+                context: settings,
+                ..(*meta).clone()
+            }),
+            files: Arc::new(scope.overrides.files.clone()),
+        };
+        Ok((context, Some(runs_as)))
     }
 
     /// The next LLM call of a session, once the turn and token limits allow it.
@@ -111,7 +147,10 @@ impl<'b> Vm<'b> {
                 self.limits.tokens,
             ));
         }
-        let task = self.task(session.task)?;
+        let (task, requested_files) = match &session.spawned {
+            Some(runs_as) => (runs_as.task.clone(), runs_as.files.to_vec()),
+            None => (self.task(session.task)?, Vec::new()),
+        };
         let request = LlmRequest {
             model: task.model.clone(),
             settings: task.settings.clone(),
@@ -120,6 +159,7 @@ impl<'b> Vm<'b> {
             messages: Arc::clone(&session.messages),
             context: session.context.clone(),
             query: session.query.clone(),
+            requested_files,
         };
         self.waiting = Some(Waiting::Llm(session));
         Ok(Step::Host(Box::new(HostRequest::Llm(request))))
@@ -133,7 +173,7 @@ impl<'b> Vm<'b> {
         let command = to_text(&self.pop()?);
         self.charge(command.len() as u64)?;
         let meta = self.task(task)?;
-        self.waiting = Some(Waiting::Script);
+        self.waiting = Some(Waiting::Script(task));
         Ok(Step::Host(Box::new(HostRequest::Script(ScriptRequest {
             task: meta,
             command,
@@ -144,7 +184,13 @@ impl<'b> Vm<'b> {
     /// Resumes after a host call with its reply, which becomes a task result (or,
     /// for a subtask request, a new frame).
     pub fn resume(&mut self, reply: HostReply) {
-        let r = match (self.waiting.take(), reply) {
+        let waiting = self.waiting.take();
+        let task = match &waiting {
+            Some(Waiting::Llm(s)) => Some(s.task),
+            Some(Waiting::Script(t)) => Some(*t),
+            _ => None,
+        };
+        let r = match (waiting, reply) {
             (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
                 self.budget.spend(reply.input_tokens, reply.output_tokens);
                 // The reply is here already (the host caps its size); what the machine
@@ -169,7 +215,7 @@ impl<'b> Vm<'b> {
                     }
                 }
             }
-            (Some(Waiting::Script), HostReply::Script(Ok(reply))) => {
+            (Some(Waiting::Script(_)), HostReply::Script(Ok(reply))) => {
                 let size = reply.stdout.len() + reply.stderr.len();
                 match self.reserve(2 * size as u64) {
                     Ok(()) => script_result(reply),
@@ -184,6 +230,11 @@ impl<'b> Vm<'b> {
                 self.done = Some(fault("a host reply arrived with no host call in flight"));
                 return;
             }
+        };
+        let meta = task.and_then(|t| self.bundle.tasks.get(t as usize));
+        let r = match meta {
+            Some(meta) => with_criteria(r, meta),
+            None => r,
         };
         self.stack.push(r);
     }

@@ -40,6 +40,9 @@ pub(crate) struct Frame {
     pub(crate) locals: Vec<Value>,
     /// Set on the frame of a subtask: the session waiting for its result.
     pub(crate) spawned: Option<Box<Spawn>>,
+    /// Set on the frames running inside a spawned subtask: its frame, the frames it
+    /// calls, and the branches they start.
+    pub(crate) scope: Option<Arc<SubtaskScope>>,
     /// The accumulated context of each sequence running in this frame, by the local
     /// that holds its results.
     accumulators: Vec<(u16, Accumulator)>,
@@ -56,6 +59,24 @@ pub(crate) struct Session {
     pub(crate) messages: Arc<Vec<Message>>,
     /// The fresh-context query `context_relevance` chose, if any.
     pub(crate) query: Option<String>,
+    /// Set when the session runs inside a spawned subtask.
+    pub(crate) spawned: Option<RunsAs>,
+}
+
+/// What the atomic tasks of a spawned subtask run with (DESIGN §19): the request's
+/// `context_management` and `file_paths`, and the context of the session that asked.
+#[derive(Debug)]
+pub(crate) struct SubtaskScope {
+    pub(crate) overrides: crate::subtask::Overrides,
+    pub(crate) parent_context: SharedText,
+}
+
+/// An atomic task as it runs inside a spawned subtask: with the request's settings
+/// merged over the template's, and the files the request named.
+#[derive(Debug, Clone)]
+pub(crate) struct RunsAs {
+    pub(crate) task: Arc<crate::bundle::TaskMeta>,
+    pub(crate) files: Arc<Vec<String>>,
 }
 
 /// A subtask in progress and the session that asked for it.
@@ -71,7 +92,8 @@ pub(crate) struct Spawn {
 #[derive(Debug)]
 pub(crate) enum Waiting {
     Llm(Session),
-    Script,
+    /// A script task's run (the task, for its criteria).
+    Script(u32),
     Gather,
 }
 
@@ -107,6 +129,8 @@ pub struct Vm<'b> {
     /// Frames and subtasks of the machines this one is a branch of.
     pub(crate) depth_offset: usize,
     pub(crate) subtask_offset: usize,
+    /// The subtask a branch runs inside, if any: its first frame's scope.
+    pub(crate) scope: Option<Arc<SubtaskScope>>,
     pub(crate) waiting: Option<Waiting>,
     pub(crate) done: Option<Value>,
 }
@@ -126,6 +150,7 @@ impl<'b> Vm<'b> {
             instructions: 0,
             depth_offset: 0,
             subtask_offset: 0,
+            scope: None,
             waiting: None,
             done: None,
         };

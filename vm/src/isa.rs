@@ -100,9 +100,9 @@ pub enum Op {
     Evaluation,
     /// `[result evaluation iterations] -> [result]`: the end of a director-evaluator
     /// loop, with `notes.iterations` and `notes.evaluation`. `mode`: [`LOOP_SUCCEEDED`],
-    /// [`LOOP_EXHAUSTED`] (an `execution_halted` failure, `maxIterationsReached`,
-    /// carrying the last director result and evaluation) or [`LOOP_ACCEPTED`]
-    /// (complete, with `notes.iterationsExhausted`)
+    /// [`LOOP_EXHAUSTED`] (a `max_iterations_reached` failure carrying the last
+    /// director result and evaluation) or [`LOOP_ACCEPTED`] (complete, with
+    /// `notes.iterationsExhausted`)
     EndLoop(u8),
     /// `[v] -> [text]`: the text of `v` quoted for where it stands in a shell command
     /// (see [`Quote`]). [`Op::ShellQuote`] is this with [`Quote::Bare`], which the

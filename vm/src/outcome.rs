@@ -267,12 +267,11 @@ pub fn end_loop(mut result: Value, evaluation: Value, iterations: Value, mode: u
     use crate::isa::{LOOP_ACCEPTED, LOOP_EXHAUSTED};
     if mode == LOOP_EXHAUSTED {
         let n = iterations.as_u64().unwrap_or(0);
-        // The seeds' TaskFailureReason has no reason of its own for this: the loop is
-        // halted at its limit, and the details say which limit.
+        // DESIGN §6 names this reason; it extends the seeds' list.
         return task_failure(
-            "execution_halted",
+            "max_iterations_reached",
             format!("the loop ran its {n} iterations without the evaluator's success; `<on_max_iterations>accept</on_max_iterations>` keeps the last result instead"),
-            json!({"maxIterationsReached": true, "iterations": iterations, "lastDirectorResult": result, "lastEvaluation": evaluation}),
+            json!({"iterations": iterations, "lastDirectorResult": result, "lastEvaluation": evaluation}),
         );
     }
     set_note(&mut result, "iterations", iterations);
@@ -377,6 +376,15 @@ pub fn finish(mut r: Value, meta: &crate::bundle::TaskMeta) -> Value {
     if !is_failed(&r) {
         r = conform(r, &meta.output);
     }
+    if let (Some(c), Some(o)) = (&meta.criteria, r.as_object_mut()) {
+        o.insert("criteria".into(), Value::String(c.clone()));
+    }
+    r
+}
+
+/// An atomic or script task's result with the task's `criteria` (DESIGN §19), whatever
+/// its status; a composite task's are added by [`finish`].
+pub fn with_criteria(mut r: Value, meta: &crate::bundle::TaskMeta) -> Value {
     if let (Some(c), Some(o)) = (&meta.criteria, r.as_object_mut()) {
         o.insert("criteria".into(), Value::String(c.clone()));
     }

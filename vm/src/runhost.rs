@@ -4,7 +4,7 @@
 
 use crate::bundle::{Inherit, ModelSettings};
 use crate::cassette::{Cassette, Recorder};
-use crate::context::Assembler;
+use crate::context::{Assembler, RETRIEVAL_FAILURE};
 use crate::driver::AsyncHost;
 use crate::host::{HostError, HostReply, HostRequest, LlmReply, LlmRequest};
 use crate::observe::{Progress, Trace};
@@ -176,6 +176,12 @@ impl RunHost {
             sent.context = relevant_subset(&sent.context.to_string(), &prompt).into();
         }
         let assembled = self.context.assemble(&sent).await;
+        if let Some(message) = assembled.failure {
+            // The files the task needs could not be retrieved: it fails, and the model
+            // is not called without them.
+            let reason = RETRIEVAL_FAILURE.into();
+            return (sent, Err(HostError { reason, message }));
+        }
         if !assembled.text.is_empty() {
             sent.context = if sent.context.is_empty() {
                 assembled.text.clone()

@@ -1,9 +1,20 @@
 //! The machine's side of subtask spawning: a reply that asks for a subtask pushes a
 //! frame for the chosen template; when it returns, the parent session continues with
-//! the subtask's result as a new user message.
+//! the subtask's whole TaskResult, as JSON, in a new user message.
+//!
+//! A failed subtask (DESIGN §19): a TASK_FAILURE is a result like any other, so the
+//! parent gets it as JSON (`notes.error` included) and may react, by retrying another
+//! way or by answering without it. A RESOURCE_EXHAUSTION, found at the root of the
+//! failure (a subtask's own or one it was given by a subtask of its own), fails the
+//! parent with `subtask_failure`: depth, turns, memory and the like are shared by the
+//! whole chain, and a parent that tried again would only use more of them. A request
+//! that cannot be spawned (no template, invalid inputs or settings, depth, a cycle)
+//! fails the session that made it with `subtask_failure`, which its own parent, if it
+//! is a subtask too, then receives by the rule above.
 
 use crate::host::{LlmReply, Message};
-use crate::interp::{Fault, Session, Spawn, Step, Vm};
+use crate::interp::{Fault, Session, Spawn, Step, SubtaskScope, Vm};
+use crate::outcome::with_criteria;
 use crate::result::{exhausted, is_failed, task_failure};
 use crate::subtask::{self, failure};
 use serde_json::Value;
@@ -38,7 +49,8 @@ impl Vm<'_> {
             let error = error.pointer("/notes/error").cloned().unwrap_or(error);
             failure(&request, error, depth - 1, &reply.content)
         };
-        subtask::validate(&request)
+        let overrides = subtask::validate(&request)
+            .and_then(|()| subtask::overrides(&request))
             .map_err(|e| fail(task_failure("input_validation_failure", e, Value::Null)))?;
         let limit = request
             .get("max_depth")
@@ -91,6 +103,11 @@ impl Vm<'_> {
             content: said,
         });
         if let Some(frame) = self.frames.last_mut() {
+            // The subtask's frame, and every frame and branch under it, run with these.
+            frame.scope = Some(Arc::new(SubtaskScope {
+                overrides,
+                parent_context: session.context.clone(),
+            }));
             frame.spawned = Some(Box::new(Spawn {
                 session,
                 request,
@@ -113,7 +130,7 @@ impl Vm<'_> {
             depth,
             ..
         } = spawn;
-        if is_failed(&result) {
+        if is_failed(&result) && exhausted_at_root(&result) {
             let error = result
                 .pointer("/notes/error")
                 .cloned()
@@ -123,18 +140,33 @@ impl Vm<'_> {
                 .last()
                 .map(|m| m.content.clone())
                 .unwrap_or_default();
-            self.stack
-                .push(failure(&request, error, depth - 1, &partial));
+            let failed = failure(&request, error, depth - 1, &partial);
+            let failed = match self.bundle.tasks.get(session.task as usize) {
+                Some(meta) => with_criteria(failed, meta),
+                None => failed,
+            };
+            self.stack.push(failed);
             return Ok(None);
         }
-        let content = result
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let content = format!("Subtask result:\n{result}");
+        self.charge(content.len() as u64)?;
         Arc::make_mut(&mut session.messages).push(Message {
             role: "user".into(),
-            content: format!("Subtask result:\n{content}"),
+            content,
         });
         self.ask(session).map(Some)
     }
+}
+
+/// Whether a failure comes from a RESOURCE_EXHAUSTION: its own error, or the error a
+/// subtask it spawned failed with, however deep.
+fn exhausted_at_root(result: &Value) -> bool {
+    let mut error = result.pointer("/notes/error");
+    while let Some(e) = error {
+        if e.get("type").and_then(Value::as_str) == Some("RESOURCE_EXHAUSTION") {
+            return true;
+        }
+        error = e.pointer("/details/subtaskError");
+    }
+    false
 }

@@ -1,11 +1,12 @@
 //! Subtask spawning (DESIGN §6): recognising a request, choosing its template, and the
 //! failure shape when it cannot run.
 
-use crate::bundle::Bundle;
+use crate::bundle::{Bundle, ContextSettings, Inherit};
 use crate::result::task_failure;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use tv_stdlib::types::Type;
+use tv_stdlib::values::kind_of;
 
 /// Below this Jaccard score no template is a match for a description.
 pub const MIN_MATCH: f64 = 0.1;
@@ -41,6 +42,160 @@ pub fn validate(req: &Value) -> Result<(), String> {
         return Err("the subtask request needs an object `inputs`".into());
     }
     Ok(())
+}
+
+/// The most paths a request's `file_paths` may name, and the longest path: a model's
+/// list is untrusted and each path read or refused costs a look-up and a warning.
+pub const MAX_REQUESTED_FILES: usize = 100;
+const MAX_PATH_BYTES: usize = 4096;
+
+/// What a subtask request states about its context (the seeds' `context_management`
+/// and `file_paths`), checked. A field left `None` was not stated.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub inherit: Option<Inherit>,
+    pub accumulate: Option<bool>,
+    pub full_output: Option<bool>,
+    pub fresh: Option<bool>,
+    /// Paths the subtask's atomic tasks read instead of their templates' `file_paths`;
+    /// empty when the request names none.
+    pub files: Vec<String>,
+}
+
+/// The request's `context_management` and `file_paths`. Values outside the seeds'
+/// vocabulary, and two settings that contradict each other (fresh context with an
+/// inherited one), are refused: the model gets an `input_validation_failure` instead
+/// of a silently different subtask.
+pub fn overrides(req: &Value) -> Result<Overrides, String> {
+    let mut o = Overrides::default();
+    match req.get("context_management") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(cm)) => {
+            for (key, v) in cm {
+                let bad = || {
+                    format!(
+                        "context_management: `{key}` cannot be {v}; it takes {}",
+                        takes(key)
+                    )
+                };
+                match key.as_str() {
+                    "inherit_context" => {
+                        o.inherit = Some(v.as_str().and_then(Inherit::parse).ok_or_else(bad)?);
+                    }
+                    "accumulate_data" => {
+                        o.accumulate = Some(match v {
+                            Value::Bool(b) => *b,
+                            Value::String(s) if s == "true" => true,
+                            Value::String(s) if s == "false" => false,
+                            _ => return Err(bad()),
+                        });
+                    }
+                    "accumulation_format" => {
+                        o.full_output = Some(match v.as_str() {
+                            Some("notes_only" | "minimal") => false,
+                            Some("full_output" | "full") => true,
+                            _ => return Err(bad()),
+                        });
+                    }
+                    "fresh_context" => {
+                        o.fresh = Some(match v.as_str() {
+                            Some("enabled") => true,
+                            Some("disabled") => false,
+                            _ => return Err(bad()),
+                        });
+                    }
+                    _ => {
+                        return Err(format!(
+                            "context_management: unknown setting `{key}`; the settings are \
+                             inherit_context, accumulate_data, accumulation_format, fresh_context"
+                        ))
+                    }
+                }
+            }
+        }
+        Some(other) => {
+            return Err(format!(
+                "context_management should be an object but is {}",
+                kind_of(other)
+            ))
+        }
+    }
+    if let (Some(true), Some(i @ (Inherit::Full | Inherit::Subset))) = (o.fresh, o.inherit) {
+        return Err(format!(
+            "context_management states fresh_context=enabled and inherit_context={i}, which \
+             conflict: fresh context requires inherit_context=none"
+        ));
+    }
+    match req.get("file_paths") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(paths)) => {
+            if paths.len() > MAX_REQUESTED_FILES {
+                return Err(format!(
+                    "file_paths names {} paths; at most {MAX_REQUESTED_FILES} are read",
+                    paths.len()
+                ));
+            }
+            for p in paths {
+                match p.as_str() {
+                    Some(s) if s.len() <= MAX_PATH_BYTES => o.files.push(s.to_string()),
+                    Some(_) => {
+                        return Err(format!(
+                            "file_paths: a path is longer than {MAX_PATH_BYTES} bytes"
+                        ))
+                    }
+                    None => {
+                        return Err(format!(
+                            "file_paths should hold strings but holds {}",
+                            kind_of(p)
+                        ))
+                    }
+                }
+            }
+        }
+        Some(other) => {
+            return Err(format!(
+                "file_paths should be an array of strings but is {}",
+                kind_of(other)
+            ))
+        }
+    }
+    Ok(o)
+}
+
+/// The values a `context_management` setting takes, for messages.
+fn takes(key: &str) -> &'static str {
+    match key {
+        "inherit_context" => "full, none or subset",
+        "accumulate_data" => "true or false",
+        "accumulation_format" => "notes_only (minimal) or full_output (full)",
+        _ => "enabled or disabled",
+    }
+}
+
+impl Overrides {
+    /// `base` (a task's settings as a spawned subtask) with the request's settings
+    /// merged over it (DESIGN §3): a stated setting wins and the other dimension takes
+    /// the compatible value (fresh context stated on ⇒ nothing inherited; an inherited
+    /// context stated ⇒ no fresh context). Named files take precedence over matching:
+    /// with them, fresh context runs only when the request states it.
+    pub fn apply(&self, base: &ContextSettings) -> ContextSettings {
+        let mut s = ContextSettings {
+            inherit: self.inherit.unwrap_or(base.inherit),
+            accumulate: self.accumulate.unwrap_or(base.accumulate),
+            full_output: self.full_output.unwrap_or(base.full_output),
+            fresh: self.fresh.unwrap_or(base.fresh),
+        };
+        if s.fresh && s.inherit != Inherit::None {
+            match (self.inherit, self.fresh) {
+                (None, Some(true)) => s.inherit = Inherit::None,
+                _ => s.fresh = false,
+            }
+        }
+        if !self.files.is_empty() && self.fresh != Some(true) {
+            s.fresh = false;
+        }
+        s
+    }
 }
 
 fn words(s: &str) -> BTreeSet<String> {
@@ -157,6 +312,64 @@ mod tests {
         let r = json!({"status": "CONTINUATION", "notes": {"subtask_request": {"type": "atomic"}}});
         assert_eq!(request_in(None, Some(&r)), Some(json!({"type": "atomic"})));
         assert_eq!(request_in(None, Some(&json!({"status": "COMPLETE"}))), None);
+    }
+
+    fn settings(inherit: Inherit, fresh: bool) -> ContextSettings {
+        ContextSettings {
+            inherit,
+            accumulate: false,
+            full_output: false,
+            fresh,
+        }
+    }
+
+    #[test]
+    fn a_requests_stated_setting_wins_and_the_other_dimension_takes_the_compatible_value() {
+        let base = settings(Inherit::Subset, false);
+        let o = |cm: Value| overrides(&json!({"context_management": cm})).unwrap();
+        let fresh = o(json!({"fresh_context": "enabled"}));
+        assert_eq!(fresh.apply(&base), settings(Inherit::None, true));
+        let full = o(json!({"inherit_context": "full"}));
+        assert_eq!(
+            full.apply(&settings(Inherit::None, true)),
+            settings(Inherit::Full, false)
+        );
+        let none = o(json!({"inherit_context": "none"}));
+        assert_eq!(
+            none.apply(&settings(Inherit::None, true)),
+            settings(Inherit::None, true)
+        );
+        let format = o(json!({"accumulation_format": "full", "accumulate_data": true}));
+        let merged = format.apply(&base);
+        assert!(merged.full_output && merged.accumulate);
+    }
+
+    #[test]
+    fn named_files_turn_fresh_context_off_unless_the_request_states_it() {
+        let base = settings(Inherit::None, true);
+        let files = overrides(&json!({"file_paths": ["a.rs"]})).unwrap();
+        assert_eq!(files.apply(&base), settings(Inherit::None, false));
+        let both = overrides(&json!({"file_paths": ["a.rs"],
+            "context_management": {"fresh_context": "enabled"}}))
+        .unwrap();
+        assert_eq!(both.apply(&base), settings(Inherit::None, true));
+    }
+
+    #[test]
+    fn conflicting_or_unknown_request_settings_are_refused() {
+        let e = overrides(&json!({"context_management":
+            {"fresh_context": "enabled", "inherit_context": "subset"}}))
+        .unwrap_err();
+        assert!(
+            e.contains("fresh_context=enabled") && e.contains("inherit_context=subset"),
+            "{e}"
+        );
+        let e = overrides(&json!({"context_management": {"fresh_context": "yes"}})).unwrap_err();
+        assert!(e.contains("enabled or disabled"), "{e}");
+        let e = overrides(&json!({"context_management": {"inherit": "full"}})).unwrap_err();
+        assert!(e.contains("unknown setting `inherit`"), "{e}");
+        let e = overrides(&json!({"file_paths": "a.rs"})).unwrap_err();
+        assert!(e.contains("array of strings"), "{e}");
     }
 
     #[test]

@@ -4,9 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tv_vm::bundle::{ContextSettings, FilePaths, TaskMeta};
+use tv_vm::bundle::{Assembly, ContextSettings, FilePaths, TaskMeta};
 use tv_vm::context::{Assembled, Assembler, Limits};
-use tv_vm::host::{LlmRequest, Message};
+use tv_vm::driver::AsyncHost;
+use tv_vm::host::{HostReply, HostRequest, LlmRequest, Message};
+use tv_vm::runhost::{Choice, RunHost};
+use tv_vm::script::ScriptRunner;
 
 /// A folder under the system temp dir, removed when dropped.
 struct TempDir(PathBuf);
@@ -45,6 +48,7 @@ impl Drop for TempDir {
 fn request(file_paths: FilePaths, fresh: bool, prompt: &str) -> LlmRequest {
     LlmRequest {
         query: None,
+        requested_files: Vec::new(),
         task: TaskMeta {
             file_paths,
             context: ContextSettings {
@@ -184,19 +188,27 @@ async fn a_command_lists_the_files_to_include_one_per_line() {
 }
 
 #[tokio::test]
-async fn a_failing_command_is_a_warning_that_quotes_its_error() {
+async fn a_failing_command_is_a_retrieval_failure_that_quotes_its_error() {
     let dir = TempDir::new("failing");
-    let cmd = FilePaths::Command("echo a.txt; echo broken >&2; exit 3".into());
-    let out = assemble(&in_workspace(&dir), &request(cmd, false, "hi")).await;
-    assert!(out.files.is_empty());
+    dir.write("a.txt", "alpha\n");
+    let cmd = FilePaths::Command("echo a.txt; echo >&2; echo broken >&2; exit 3".into());
+    let out = assemble(&in_workspace(&dir), &request(cmd, true, "alpha")).await;
+    // Nothing else is looked up: the task fails without its files.
     assert_eq!(
-        out.warnings,
-        ["file_paths: the command `echo a.txt; echo broken >&2; exit 3` failed with exit code 3: broken"]
+        out,
+        Assembled {
+            failure: Some(
+                "file_paths: the command `echo a.txt; echo >&2; echo broken >&2; exit 3` \
+                 failed with exit code 3: broken"
+                    .into()
+            ),
+            ..Assembled::default()
+        }
     );
 }
 
 #[tokio::test]
-async fn a_command_that_outlives_its_timeout_is_stopped_with_a_warning() {
+async fn a_command_that_outlives_its_timeout_is_stopped_and_is_a_retrieval_failure() {
     let dir = TempDir::new("slow");
     let mut assembler = in_workspace(&dir);
     assembler.limits.command_timeout = Duration::from_millis(200);
@@ -211,12 +223,50 @@ async fn a_command_that_outlives_its_timeout_is_stopped_with_a_warning() {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(out.warnings.len(), 1);
-    assert!(
-        out.warnings[0].contains("did not finish within 200ms"),
-        "{:?}",
-        out.warnings
+    assert!(out.warnings.is_empty() && out.files.is_empty(), "{out:?}");
+    assert_eq!(
+        out.failure.as_deref(),
+        Some("file_paths: the command `sleep 5` did not finish within 200ms and was stopped")
     );
+}
+
+#[tokio::test]
+async fn a_command_that_succeeds_is_no_failure_even_when_its_paths_are_missing() {
+    let dir = TempDir::new("listed-missing");
+    let cmd = FilePaths::Command("echo gone.txt".into());
+    let out = assemble(&in_workspace(&dir), &request(cmd, false, "hi")).await;
+    assert_eq!(out.failure, None);
+    assert_eq!(out.warnings, ["file_paths: `gone.txt` does not exist"]);
+}
+
+#[tokio::test]
+async fn a_failing_file_paths_command_fails_the_task_and_the_model_is_not_called() {
+    let dir = TempDir::new("runhost");
+    dir.write("a.txt", "alpha\n");
+    let mut host = RunHost::with_adapters(Choice::Echo, None, None, ScriptRunner::default());
+    host.context = in_workspace(&dir);
+    let failing = request(
+        FilePaths::Command("echo a.txt; echo no index >&2; exit 2".into()),
+        false,
+        "hi",
+    );
+    match host.call(&HostRequest::Llm(failing)).await {
+        HostReply::Llm(Err(e)) => {
+            assert_eq!(e.reason, "context_retrieval_failure");
+            assert_eq!(
+                e.message,
+                "file_paths: the command `echo a.txt; echo no index >&2; exit 2` \
+                 failed with exit code 2: no index"
+            );
+        }
+        other => panic!("the echo provider was called: {other:?}"),
+    }
+    // The same command without its failure: the echo provider answers, with the file.
+    let working = request(FilePaths::Command("echo a.txt".into()), false, "hi");
+    match host.call(&HostRequest::Llm(working)).await {
+        HostReply::Llm(Ok(reply)) => assert_eq!(reply.context_files, ["a.txt"]),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// A small project: one file about login sessions, others about unrelated things.
@@ -379,4 +429,288 @@ async fn the_output_is_the_same_on_every_run() {
             "c/session.rs"
         ]
     );
+}
+
+/// Two files: one about what the task's inputs say, one about what its prompt says.
+fn billing_and_login(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    dir.write(
+        "src/billing.rs",
+        "// Invoice totals and refunds.\nfn invoice_total() {}\n",
+    )
+    .write(
+        "src/login.rs",
+        "// Login token expiry.\nfn login_token() {}\n",
+    );
+    dir
+}
+
+#[tokio::test]
+async fn a_query_is_searched_instead_of_the_prompt() {
+    let dir = billing_and_login("query");
+    let mut req = request(
+        FilePaths::None,
+        true,
+        "Why does the login token expiry fail?",
+    );
+    let out = assemble(&in_workspace(&dir), &req).await;
+    assert_eq!(out.files, ["src/login.rs"]);
+    req.query = Some("invoice refunds".into());
+    let out = assemble(&in_workspace(&dir), &req).await;
+    assert_eq!(out.files, ["src/billing.rs"]);
+    assert!(out
+        .text
+        .starts_with("--- src/billing.rs (relevance 1.00) ---\n"));
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+}
+
+#[tokio::test]
+async fn a_query_and_a_description_search_together_and_the_prompt_does_not() {
+    let dir = billing_and_login("query-description");
+    dir.write("src/schema.rs", "// Database schema migrations.\n");
+    let mut req = request(
+        FilePaths::Description("database schema".into()),
+        true,
+        "login token expiry",
+    );
+    req.query = Some("invoice refunds".into());
+    let mut out = assemble(&in_workspace(&dir), &req).await;
+    out.files.sort();
+    assert_eq!(out.files, ["src/billing.rs", "src/schema.rs"]);
+    // Without fresh context the query is not used: only the description searches.
+    let mut req = request(FilePaths::Description("database schema".into()), false, "x");
+    req.query = Some("invoice refunds".into());
+    let out = assemble(&in_workspace(&dir), &req).await;
+    assert_eq!(out.files, ["src/schema.rs"]);
+}
+
+/// The request with `context_assembly` globs.
+fn assembled_by(
+    mut req: LlmRequest,
+    primary: &[&str],
+    secondary: &[&str],
+    excluded: &[&str],
+) -> LlmRequest {
+    let globs = |g: &[&str]| g.iter().map(|s| s.to_string()).collect();
+    req.task = TaskMeta {
+        assembly: Assembly {
+            primary: globs(primary),
+            secondary: globs(secondary),
+            excluded: globs(excluded),
+        },
+        ..(*req.task).clone()
+    }
+    .into();
+    req
+}
+
+/// Config files, docs, code about login tokens, and secrets that match the prompt best.
+fn layered(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    dir.write("config/a.toml", "token = 1\n")
+        .write("config/b.toml", "port = 80\n")
+        .write("config/nested/c.toml", "deep = true\n")
+        .write("docs/guide.md", "How to write a guide.\n")
+        .write("docs/login.md", "Help with signing in.\n")
+        .write("notes.md", "Meeting notes.\n")
+        .write("src/auth.rs", "// login token expiry checks\n")
+        .write("src/session.rs", "// a login session\n")
+        .write(
+            "secrets/key.txt",
+            "login token expiry login token expiry: hunter2\n",
+        );
+    std::os::unix::fs::symlink(
+        dir.path().join("secrets/key.txt"),
+        dir.path().join("alias.txt"),
+    )
+    .expect("symlink");
+    dir
+}
+
+#[tokio::test]
+async fn primary_files_come_first_and_secondary_ones_after_the_ranked_rest() {
+    let dir = layered("order");
+    let req = assembled_by(
+        request(FilePaths::None, true, "login token expiry"),
+        &["config/*.toml"],
+        &["*.md"],
+        &["secrets"],
+    );
+    let out = assemble(&in_workspace(&dir), &req).await;
+    assert_eq!(
+        out.files,
+        [
+            // Primary, in path order; `*` stays in its folder; a.toml is not ranked again.
+            "config/a.toml",
+            "config/b.toml",
+            // Ranked; docs/login.md matches a secondary glob but was ranked in.
+            "src/auth.rs",
+            "docs/login.md",
+            "src/session.rs",
+            // Secondary, in path order: a glob without `/` matches at any depth.
+            "docs/guide.md",
+            "notes.md",
+        ]
+    );
+    assert!(out
+        .text
+        .starts_with("--- config/a.toml (primary) ---\ntoken = 1\n"));
+    assert!(out.text.contains("--- src/auth.rs (relevance 1.00) ---\n"));
+    assert!(out
+        .text
+        .ends_with("--- notes.md (secondary) ---\nMeeting notes.\n"));
+    assert!(!out.text.contains("hunter2"), "{}", out.text);
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+}
+
+#[tokio::test]
+async fn primary_and_secondary_files_stay_within_the_caps() {
+    let dir = layered("caps");
+    let req = assembled_by(
+        request(FilePaths::None, true, "login token expiry"),
+        &["config/**"],
+        &["docs"],
+        &[],
+    );
+    let mut assembler = in_workspace(&dir);
+    assembler.limits.max_files = 4;
+    let out = assemble(&assembler, &req).await;
+    assert_eq!(
+        out.files,
+        [
+            "config/a.toml",
+            "config/b.toml",
+            "config/nested/c.toml",
+            "secrets/key.txt"
+        ]
+    );
+    // Left out: the three other ranked files and the secondary docs/guide.md.
+    assert_eq!(
+        out.warnings,
+        ["fresh context: 4 files left out: the limit of 4 files was reached"]
+    );
+    let mut assembler = in_workspace(&dir);
+    assembler.limits.max_total_bytes = 90;
+    let out = assemble(&assembler, &req).await;
+    assert_eq!(out.files, ["config/a.toml", "config/b.toml"]);
+    assert!(out.text.len() <= 90, "{}", out.text);
+    assert!(
+        out.warnings[0].starts_with("fresh context: ")
+            && out.warnings[0].ends_with("files left out: the limit of 90 bytes was reached"),
+        "{:?}",
+        out.warnings
+    );
+}
+
+#[tokio::test]
+async fn primary_and_secondary_globs_order_a_description_search_too() {
+    let dir = layered("description-order");
+    let req = assembled_by(
+        request(FilePaths::Description("login session".into()), false, "x"),
+        &["notes.md"],
+        &["config/b.toml"],
+        &[],
+    );
+    let out = assemble(&in_workspace(&dir), &req).await;
+    assert_eq!(out.files.first().map(String::as_str), Some("notes.md"));
+    assert_eq!(out.files.last().map(String::as_str), Some("config/b.toml"));
+}
+
+#[tokio::test]
+async fn excluded_files_never_reach_the_context_whatever_names_them() {
+    let dir = layered("excluded");
+    let excluded = |req| assembled_by(req, &[], &[], &["secrets"]);
+    // Literal paths, as written, through `..` or through a link: skipped, with a warning.
+    let paths = [
+        "notes.md",
+        "secrets/key.txt",
+        "docs/../secrets/key.txt",
+        "alias.txt",
+    ];
+    let req = excluded(request(literal(&paths), false, "hi"));
+    let out = assemble(&in_workspace(&dir), &req).await;
+    assert_eq!(out.files, ["notes.md"]);
+    for path in &paths[1..] {
+        let warning = format!("file_paths: `{path}` matches excluded_elements `secrets`; skipped");
+        assert!(
+            out.warnings.contains(&warning),
+            "{path}: {:?}",
+            out.warnings
+        );
+    }
+    // Listed by a command.
+    let cmd = FilePaths::Command("printf 'secrets/key.txt\\nnotes.md\\n'".into());
+    let out = assemble(&in_workspace(&dir), &excluded(request(cmd, false, "hi"))).await;
+    assert_eq!(out.files, ["notes.md"]);
+    assert_eq!(
+        out.warnings,
+        ["file_paths: `secrets/key.txt` matches excluded_elements `secrets`; skipped"]
+    );
+    // Matched by fresh context, even when a primary glob names it: silently left out.
+    let req = request(FilePaths::None, true, "login token expiry");
+    let req = assembled_by(req, &["secrets/**"], &[], &["secrets"]);
+    let out = assemble(&in_workspace(&dir), &req).await;
+    assert_eq!(
+        out.files,
+        [
+            "src/auth.rs",
+            "docs/login.md",
+            "config/a.toml",
+            "src/session.rs"
+        ]
+    );
+    assert!(!out.text.contains("hunter2"));
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+}
+
+#[tokio::test]
+async fn without_a_workspace_only_excluded_globs_apply_to_literal_paths() {
+    // Cargo runs this test in the crate's folder.
+    let req = assembled_by(
+        request(literal(&["Cargo.toml", "./src/lib.rs"]), true, "hi"),
+        &["src/**"],
+        &[],
+        &["*.toml"],
+    );
+    let out = assemble(&Assembler::default(), &req).await;
+    assert_eq!(out.files, ["./src/lib.rs"]);
+    assert_eq!(
+        out.warnings,
+        [
+            "fresh context was requested but no workspace was given \
+             (tvm run --workspace DIR); no files were searched",
+            "context_assembly: primary_elements and secondary_elements choose workspace \
+             files, and no workspace was given (tvm run --workspace DIR); they were not used",
+            "file_paths: `Cargo.toml` matches excluded_elements `*.toml`; skipped",
+        ]
+    );
+    // Excluded globs alone need no warning.
+    let req = assembled_by(
+        request(literal(&["Cargo.toml"]), false, "hi"),
+        &[],
+        &[],
+        &["x"],
+    );
+    let out = assemble(&Assembler::default(), &req).await;
+    assert_eq!((out.files.len(), out.warnings.len()), (1, 0), "{out:?}");
+}
+
+#[tokio::test]
+async fn globs_that_cannot_be_used_are_warnings_and_ordering_without_a_search_is_noted() {
+    let dir = layered("bad-globs");
+    let req = assembled_by(
+        request(literal(&["notes.md"]), false, "hi"),
+        &["../outside/*"],
+        &["src/[a"],
+        &[],
+    );
+    let out = assemble(&in_workspace(&dir), &req).await;
+    assert_eq!(out.files, ["notes.md"]);
+    assert_eq!(out.warnings.len(), 3, "{:?}", out.warnings);
+    assert!(out.warnings[0].starts_with("context_assembly: primary_elements and secondary_elements order the files a workspace search finds"));
+    assert!(out.warnings[1].starts_with(
+        "context_assembly: primary_elements `../outside/*` leads outside the workspace"
+    ));
+    assert!(out.warnings[2]
+        .starts_with("context_assembly: secondary_elements `src/[a` is not a valid glob"));
 }

@@ -10,7 +10,7 @@
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tv_vm::bundle::{ContextSettings, FilePaths, TaskMeta};
+use tv_vm::bundle::{Assembly, ContextSettings, FilePaths, TaskMeta};
 use tv_vm::context::{Assembled, Assembler};
 use tv_vm::host::{LlmRequest, Message};
 
@@ -59,6 +59,7 @@ async fn assemble(
     };
     let request = LlmRequest {
         query: None,
+        requested_files: Vec::new(),
         task: TaskMeta {
             file_paths,
             ..TaskMeta::named("read#1")
@@ -200,6 +201,44 @@ async fn without_a_workspace_a_file_paths_command_is_not_run() {
     assert!(!marker.exists(), "the command ran");
 }
 
+#[tokio::test]
+async fn assembly_globs_only_filter_what_the_walk_found_inside_the_workspace() {
+    let l = Layout::new("globs");
+    let globs = |g: &[&str]| g.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let request = LlmRequest {
+        requested_files: Vec::new(),
+        query: Some("notes".into()),
+        task: TaskMeta {
+            context: ContextSettings {
+                fresh: true,
+                ..TaskMeta::named("globs#1").context
+            },
+            assembly: Assembly {
+                // Globs that name paths outside, or every path, including the links.
+                primary: globs(&["/etc/*", "**", "link.txt", "sub/out/*"]),
+                secondary: globs(&["../outside/*", "*.txt"]),
+                excluded: Vec::new(),
+            },
+            ..TaskMeta::named("globs#1")
+        }
+        .into(),
+        system_prompt: String::new(),
+        messages: Vec::new().into(),
+        context: Default::default(),
+        model: None,
+        settings: Default::default(),
+    };
+    let assembler = Assembler {
+        workspace: Some(l.ws()),
+        ..Assembler::default()
+    };
+    let out = assembler.assemble(&request).await;
+    assert_eq!(out.files, ["notes.txt"], "{out:?}");
+    assert!(!out.text.contains(SECRET), "{}", out.text);
+    assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
+    assert!(out.warnings[0].contains("`../outside/*` leads outside the workspace"));
+}
+
 /// A folder under the system temp dir, removed when dropped.
 struct TempDir(PathBuf);
 
@@ -257,6 +296,7 @@ fn huge_prompt(bytes: usize, vocabulary: u64) -> String {
 async fn search(ws: &Path, prompt: String) -> Assembled {
     let request = LlmRequest {
         query: None,
+        requested_files: Vec::new(),
         task: TaskMeta {
             file_paths: FilePaths::None,
             context: ContextSettings {

@@ -162,13 +162,24 @@ impl Builder<'_> {
                 Spanned::new(String::new(), el.head())
             }
         };
-        let params = el
-            .attr("params")
-            .map_or_else(Vec::new, |a| self.params(&a.value));
+        let params = el.attr("params").map(|a| self.params(&a.value));
         let returns = el
             .attr("returns")
             .and_then(|a| self.type_attr(&a.value, "return type"));
         let body = self.single_body(el);
+        // Without `params`, the body's `<inputs>` declare the parameters (seed 004).
+        let params = params.unwrap_or_else(|| match &body {
+            Body::Task(t) => t
+                .inputs
+                .iter()
+                .filter(|i| crate::ast::is_parameter(i))
+                .map(|i| Param {
+                    name: i.name.clone(),
+                    ty: None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        });
         Some(Template {
             name,
             params,

@@ -83,6 +83,9 @@ pub struct Checker<'p, 't, 'd> {
     /// The calls of the item being checked, in the order they are met.
     item_calls: Vec<(String, Span)>,
     word_vars: HashSet<Span>,
+    /// The task being checked as a step of a sequence, where `output_slot` and
+    /// `input_source` mean something.
+    step: Option<Span>,
 }
 
 pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
@@ -130,6 +133,7 @@ fn check_bodies(
                 calls: HashMap::default(),
                 item_calls: Vec::new(),
                 word_vars: HashSet::default(),
+                step: None,
             };
             for item in chunk {
                 worker.check_item(item);

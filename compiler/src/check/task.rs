@@ -38,6 +38,10 @@ impl<'p> Checker<'p, '_, '_> {
 
     /// `decl`: this task is an item's own task, so its `<inputs>` declare what callers pass.
     pub(super) fn check_task(&mut self, task: &'p Task, outer: &Scope, decl: bool) {
+        let is_step = self.step.take() == Some(task.span);
+        if !is_step {
+            self.check_slots_unused(task);
+        }
         let mut scope = outer.clone();
         let is_reduce = task.kind.node == TaskType::Reduce;
         self.bind_inputs(&task.inputs, outer, &mut scope, decl && !is_reduce);
@@ -55,10 +59,12 @@ impl<'p> Checker<'p, '_, '_> {
         {
             self.check_text(t, &scope);
         }
-        self.check_files(task, &scope);
+        self.check_files(task);
         if let Some(cm) = &task.context {
             self.check_context(cm);
         }
+        self.check_provider(task);
+        self.check_compile_only(task);
         if task.type_invalid {
             return;
         }
@@ -125,20 +131,26 @@ impl<'p> Checker<'p, '_, '_> {
         }
     }
 
-    fn check_files(&mut self, task: &'p Task, scope: &Scope) {
+    fn check_files(&mut self, task: &'p Task) {
         if let Some(fp) = &task.file_paths {
             match &fp.node {
-                FilePaths::Literal(paths) => paths.iter().for_each(|p| self.fixed_text(p, "path")),
-                FilePaths::Command(t) => self.fixed_text(t, "command"),
-                FilePaths::Description(t) => self.fixed_text(t, "description"),
+                FilePaths::Literal(paths) => paths
+                    .iter()
+                    .for_each(|p| self.fixed_text(p, "path", "file_paths")),
+                FilePaths::Command(t) => self.fixed_text(t, "command", "file_paths"),
+                FilePaths::Description(t) => self.fixed_text(t, "description", "file_paths"),
             }
         }
         if let Some(ca) = &task.context_assembly {
-            for t in [&ca.primary, &ca.secondary, &ca.excluded]
-                .into_iter()
-                .flatten()
-            {
-                self.check_text(t, scope);
+            let globs = [
+                (&ca.primary, "primary_elements"),
+                (&ca.secondary, "secondary_elements"),
+                (&ca.excluded, "excluded_elements"),
+            ];
+            for (t, element) in globs {
+                if let Some(t) = t {
+                    self.fixed_text(t, element, "context_assembly");
+                }
             }
         }
         for rel in &task.context_relevance {
@@ -152,6 +164,80 @@ impl<'p> Checker<'p, '_, '_> {
                         ),
                     )
                     .with_help("context_relevance refers to the names in this task's <inputs>"),
+                );
+            }
+        }
+    }
+
+    /// A `<provider>` that contradicts the provider the model names (a prefix, or one
+    /// inferred from the name) is an error: the request would go to the wrong endpoint.
+    fn check_provider(&mut self, task: &Task) {
+        let (Some(model), Some(provider)) = (&task.model, &task.provider) else {
+            return;
+        };
+        let implied = tv_stdlib::models::parse_model(&model.node)
+            .ok()
+            .and_then(|m| m.provider);
+        let named = tv_stdlib::models::Provider::parse(&provider.node);
+        if let (Some(implied), Some(named)) = (implied, named) {
+            if implied != named {
+                self.diags.push(
+                    Diagnostic::error(
+                        provider.span,
+                        format!(
+                            "`<provider>{}` contradicts the model `{}`, which is served by {}",
+                            provider.node,
+                            model.node,
+                            implied.as_str()
+                        ),
+                    )
+                    .with_secondary(model.span, "the model is named here")
+                    .with_help(format!(
+                        "remove `<provider>`, or name a model of {} (a `provider:model` prefix states it)",
+                        provider.node
+                    )),
+                );
+            }
+        }
+    }
+
+    /// `output_slot` and `input_source` name step results of a sequence; elsewhere they
+    /// would be ignored, which the author should hear about.
+    fn check_slots_unused(&mut self, task: &Task) {
+        for (field, element) in [
+            (&task.output_slot, "output_slot"),
+            (&task.input_source, "input_source"),
+        ] {
+            if let Some(f) = field {
+                self.diags.push(
+                    Diagnostic::warning(
+                        f.span,
+                        format!("`<{element}>` has no effect here: it names step results of a sequential task"),
+                    )
+                    .with_help("use it on a step inside `<steps>`, or remove it"),
+                );
+            }
+        }
+    }
+
+    /// `manual_xml` and `disable_reparsing` steer the reparsing of an interpreted
+    /// template; a compiled one is never reparsed, so they do nothing here.
+    fn check_compile_only(&mut self, task: &Task) {
+        for (field, element) in [
+            (&task.manual_xml, "manual_xml"),
+            (&task.disable_reparsing, "disable_reparsing"),
+        ] {
+            if let Some(f) = field.as_ref().filter(|f| f.node) {
+                self.diags.push(
+                    Diagnostic::warning(
+                        f.span,
+                        format!(
+                            "`<{element}>` has no effect: a compiled template is never reparsed"
+                        ),
+                    )
+                    .with_help(format!(
+                        "remove `<{element}>`; the bundle runs the template as compiled"
+                    )),
                 );
             }
         }
@@ -318,13 +404,56 @@ impl<'p> Checker<'p, '_, '_> {
             }
         };
         let mut previous: Option<Type> = None;
+        // `output_slot` names and their types, for the later steps.
+        let mut slots: Vec<(String, Type)> = Vec::new();
         for step in &steps.node {
             let mut step_scope = scope.clone();
-            if let Some(ty) = previous.take() {
-                step_scope.bind("output", ty);
+            for (name, ty) in &slots {
+                step_scope.bind(name, ty.clone());
             }
+            let step_task = match step {
+                Body::Task(t) => Some(t.as_ref()),
+                _ => None,
+            };
+            let source = step_task.and_then(|t| t.input_source.as_ref());
+            match source {
+                Some(src) => {
+                    match slots.iter().find(|(n, _)| *n == src.node) {
+                        Some((_, ty)) => step_scope.bind("output", ty.clone()),
+                        None => {
+                            let names: Vec<&str> = slots.iter().map(|(n, _)| n.as_str()).collect();
+                            let help = match crate::ast::did_you_mean(&src.node, &names) {
+                                Some(c) => format!("did you mean `{c}`?"),
+                                None => {
+                                    "name the `output_slot` of an earlier step of this sequence"
+                                        .into()
+                                }
+                            };
+                            self.diags.push(
+                            Diagnostic::error(
+                                src.span,
+                                format!("input_source `{}` is not the output_slot of an earlier step", src.node),
+                            )
+                            .with_help(help),
+                        );
+                        }
+                    }
+                }
+                None => {
+                    if let Some(ty) = previous.take() {
+                        step_scope.bind("output", ty);
+                    }
+                }
+            }
+            self.step = step_task.map(|t| t.span);
             self.check_body(step, &step_scope, false);
-            previous = Some(self.infer_body(step));
+            self.step = None;
+            let ty = self.infer_body(step);
+            if let Some(slot) = step_task.and_then(|t| t.output_slot.as_ref()) {
+                slots.retain(|(n, _)| *n != slot.node);
+                slots.push((slot.node.clone(), ty.clone()));
+            }
+            previous = Some(ty);
         }
     }
 
@@ -466,13 +595,13 @@ impl Checker<'_, '_, '_> {
     /// Refuses every `{{...}}` in `text`, the `<element>` of a `<file_paths>`. The
     /// bundle holds file paths as plain strings that the machine uses as they are, so a
     /// hole would reach the file system or the shell as the characters `{{module}}`.
-    fn fixed_text(&mut self, text: &TextTemplate, element: &str) {
+    fn fixed_text(&mut self, text: &TextTemplate, element: &str, parent: &str) {
         for part in &text.parts {
             if let TextPart::Expr(e) = part {
                 self.diags.push(
                     Diagnostic::error(
                         e.span,
-                        format!("`{{{{...}}}}` cannot be used in a `<{element}>` of `<file_paths>`"),
+                        format!("`{{{{...}}}}` cannot be used in a `<{element}>` of `<{parent}>`"),
                     )
                     .with_label("file paths are used as written, never filled in")
                     .with_help(

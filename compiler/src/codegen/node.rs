@@ -17,20 +17,30 @@ impl<'ir> Gen<'_, 'ir> {
                 system,
                 prompt,
                 context,
+                query,
             } => {
                 self.expr(system);
                 self.expr(prompt);
                 // Accumulated context is shared with the request instead of being
                 // built as a value for every step.
-                match context.kind {
-                    ExprKind::Accumulated(l, full) => {
-                        self.emit(Op::AtomicAccumulated(*task, l, full));
+                match (&context.kind, query) {
+                    (ExprKind::Accumulated(l, full), None) => {
+                        self.emit(Op::AtomicAccumulated(*task, *l, *full));
                     }
-                    _ => {
+                    (_, None) => {
                         self.expr(context);
                         self.emit(Op::Atomic(*task));
                     }
+                    (_, Some(q)) => {
+                        self.expr(context);
+                        self.expr(q);
+                        self.emit(Op::AtomicFocused(*task));
+                    }
                 }
+            }
+            NodeKind::Finish { task, body } => {
+                self.node(body);
+                self.emit(Op::Finish(*task));
             }
             NodeKind::Script {
                 task,
@@ -95,6 +105,9 @@ impl<'ir> Gen<'_, 'ir> {
             self.node(step);
             // Every index is below `total`, which fits (or is already an error).
             failures.push((self.jump(Op::JumpIfFailed), i as u16));
+            if let Some(slot) = s.slots.get(i).copied().flatten() {
+                self.emit(Op::KeepValue(slot));
+            }
             if i + 1 < s.steps.len() {
                 self.emit(Op::KeepValue(s.output));
             } else {
@@ -128,6 +141,10 @@ impl<'ir> Gen<'_, 'ir> {
         self.emit(Op::Store(r.last));
         self.emit(Op::MakeArray(0));
         self.emit(Op::Store(r.processed));
+        if let Some(h) = r.history {
+            self.emit(Op::MakeArray(0));
+            self.emit(Op::Store(h));
+        }
         if let Some((calls, results)) = &r.inner_branches {
             self.gather(calls, *results);
         }
@@ -151,6 +168,10 @@ impl<'ir> Gen<'_, 'ir> {
             self.node(&r.reduction);
             failures.push((self.jump(Op::JumpIfFailed), i));
             self.emit(Op::KeepValue(r.accumulator));
+            if let Some(h) = r.history {
+                self.emit(Op::Dup);
+                self.emit(Op::Append(h));
+            }
             self.emit(Op::Store(r.last));
             self.emit(Op::Load(r.current_input));
             self.emit(Op::Append(r.processed));
@@ -174,6 +195,10 @@ impl<'ir> Gen<'_, 'ir> {
     /// director → optional script → evaluator, until the condition or the evaluator's
     /// `success` holds, at most `max_iterations` times.
     fn director_loop(&mut self, l: &'ir Loop) {
+        if let Some(h) = l.history {
+            self.emit(Op::MakeArray(0));
+            self.emit(Op::Store(h));
+        }
         self.constant(Const::Num(0.0));
         self.emit(Op::Store(l.iteration));
         self.constant(Const::Str(String::new()));
@@ -189,6 +214,10 @@ impl<'ir> Gen<'_, 'ir> {
         self.node(&l.director);
         self.emit(Op::ReturnIfFailed);
         self.emit(Op::KeepValue(l.director_result));
+        if let Some(h) = l.history {
+            self.emit(Op::Dup);
+            self.emit(Op::Append(h));
+        }
         self.emit(Op::Store(l.last));
         if let Some(script) = &l.script {
             self.node(script);
@@ -202,6 +231,14 @@ impl<'ir> Gen<'_, 'ir> {
         self.emit(Op::Evaluation);
         self.emit(Op::ReturnIfFailed);
         self.emit(Op::Value);
+        if l.script.is_some() {
+            // The evaluation in the loop's notes carries the script's output, exit
+            // code included, as the evaluator saw it.
+            let key = self.consts.add(Use::Str("scriptOutput"));
+            self.emit(Op::Load(l.script_output));
+            self.emit(Op::MakeObject(key, 1));
+            self.emit(Op::Builtin(builtin("merge"), 2));
+        }
         self.emit(Op::Dup);
         self.emit(Op::Store(l.evaluation));
         let feedback = self.consts.add(Use::Str("feedback"));
@@ -236,4 +273,12 @@ impl<'ir> Gen<'_, 'ir> {
         self.emit(Op::Load(l.iteration));
         self.emit(Op::EndLoop(mode));
     }
+}
+
+/// The index of a built-in the generated code calls itself.
+fn builtin(name: &str) -> u16 {
+    tv_stdlib::builtins::BUILTINS
+        .iter()
+        .position(|b| b.name == name)
+        .map_or(u16::MAX, |i| i as u16)
 }

@@ -61,11 +61,19 @@ impl Dumper<'_> {
                 system,
                 prompt,
                 context,
+                query,
             } => {
                 self.line(d, format!("atomic task{task}"), &n.ty, n.span);
                 self.labelled("system", system, d + 1);
                 self.labelled("prompt", prompt, d + 1);
                 self.labelled("context", context, d + 1);
+                if let Some(q) = query {
+                    self.labelled("query", q, d + 1);
+                }
+            }
+            NodeKind::Finish { task, body } => {
+                self.line(d, format!("finish task{task}"), &n.ty, n.span);
+                self.node(body, d + 1);
             }
             NodeKind::Script {
                 task,
@@ -81,8 +89,11 @@ impl Dumper<'_> {
             NodeKind::Sequence(s) => {
                 let h = format!("sequence output=%{} results=%{}", s.output, s.results);
                 self.line(d, h, &n.ty, n.span);
-                for step in &s.steps {
+                for (step, slot) in s.steps.iter().zip(&s.slots) {
                     self.node(step, d + 1);
+                    if let Some(l) = slot {
+                        let _ = writeln!(self.out, "{}-> slot %{l}", "  ".repeat(d + 1));
+                    }
                 }
             }
             NodeKind::Reduce(r) => {
@@ -117,10 +128,12 @@ impl Dumper<'_> {
                 self.line(
                     d,
                     format!(
-                        "loop max_iterations={}{} iteration=%{}",
+                        "loop max_iterations={}{} iteration=%{}{}",
                         l.max_iterations,
                         if l.accept_exhausted { " accept" } else { "" },
-                        l.iteration
+                        l.iteration,
+                        l.history
+                            .map_or(String::new(), |h| format!(" history=%{h}"))
                     ),
                     &n.ty,
                     n.span,

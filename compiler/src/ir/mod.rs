@@ -57,6 +57,14 @@ pub enum NodeKind {
         system: Expr,
         prompt: Expr,
         context: Expr,
+        /// The fresh-context query `context_relevance` chose: the kept inputs' values.
+        query: Option<Expr>,
+    },
+    /// A composite task's result, finished by its metadata: criteria copied, the
+    /// output format checked.
+    Finish {
+        task: u32,
+        body: Box<Node>,
     },
     /// A script run; the command's interpolations are shell-quoted.
     Script {
@@ -94,6 +102,8 @@ pub enum NodeKind {
 #[derive(Clone, Debug)]
 pub struct Sequence {
     pub steps: Vec<Node>,
+    /// For each step, the local its `output_slot` binds, if it names one.
+    pub slots: Vec<Option<Local>>,
     /// The previous step's value (`output`).
     pub output: Local,
     /// Results so far, for accumulation and failure details.
@@ -116,6 +126,8 @@ pub struct Reduce {
     pub processed: Local,
     pub last: Local,
     pub scratch: Local,
+    /// The reductions' results so far, when the reduce accumulates them as context.
+    pub history: Option<Local>,
 }
 
 #[derive(Clone, Debug)]
@@ -134,6 +146,8 @@ pub struct Loop {
     pub evaluation_feedback: Local,
     pub script_output: Local,
     pub last: Local,
+    /// The director's results so far, when the loop accumulates them as context.
+    pub history: Option<Local>,
 }
 
 #[derive(Clone, Debug)]

@@ -95,16 +95,23 @@ impl<'a> Lowerer<'a> {
                         )
                     })
                     .collect();
-                self.call_expr(&name.node, args, span)
+                self.call_expr(&name.node, args, span, frame)
             }
             A::Error => Expr::new(ExprKind::Null, Type::Null, span),
         }
     }
 
-    fn call_expr(&mut self, name: &str, args: Vec<(Option<String>, Expr)>, span: Span) -> Expr {
+    fn call_expr(
+        &mut self,
+        name: &str,
+        args: Vec<(Option<String>, Expr)>,
+        span: Span,
+        frame: &Frame,
+    ) -> Expr {
         if let Some(&function) = self.ids.get(name) {
             let params = self.param_names(name);
             let bound = bind(&params, args, span);
+            let bound = self.with_context(name, bound, frame, span);
             let ty = self.symbols.returns.get(name).cloned().unwrap_or(Type::Any);
             return Expr::new(ExprKind::Call(function, bound), ty, span);
         }
@@ -164,6 +171,7 @@ impl<'a> Lowerer<'a> {
             .collect();
         let function = self.ids.get(&c.template.node).copied().unwrap_or(0);
         let bound = bind(&params, args, c.span);
+        let bound = self.with_context(&c.template.node, bound, frame, c.span);
         Node {
             kind: NodeKind::Call {
                 function,

@@ -16,7 +16,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use shift::Shift;
 use std::sync::Arc;
 use tv_stdlib::types::Type;
-use tv_vm::bundle::{Loc, MatchInfo, TaskMeta};
+use tv_vm::bundle::{Loc, MatchInfo, TaskMeta, CONTEXT_PARAM};
 
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
     let plan = Plan::new(program, symbols);
@@ -32,6 +32,7 @@ pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> 
                 symbols,
                 sources,
                 ids: &plan.ids,
+                takes_context: &plan.takes_context,
                 tasks: Vec::new(),
                 branches: Vec::new(),
                 items: total,
@@ -53,6 +54,9 @@ struct Plan<'p> {
     items: Vec<&'p Item>,
     /// Function index of every item name.
     ids: HashMap<String, u32>,
+    /// Items whose task states `inherit_context` full or subset: they take their
+    /// caller's context as a last parameter.
+    takes_context: HashSet<String>,
     user_items: usize,
 }
 
@@ -62,6 +66,7 @@ impl<'p> Plan<'p> {
         let mut plan = Plan {
             items: Vec::new(),
             ids: HashMap::default(),
+            takes_context: HashSet::default(),
             user_items: 0,
         };
         let user = program.modules.iter().filter(|m| !m.std);
@@ -72,6 +77,9 @@ impl<'p> Plan<'p> {
                 .filter(|i| !m.std || needed.contains(&i.name().node))
             {
                 let name = item.name().node.clone();
+                if inherits_context(item) {
+                    plan.takes_context.insert(name.clone());
+                }
                 if let std::collections::hash_map::Entry::Vacant(slot) = plan.ids.entry(name) {
                     slot.insert(plan.items.len() as u32);
                     plan.items.push(item);
@@ -137,6 +145,7 @@ struct Lowerer<'a> {
     sources: &'a SourceMap,
     /// Function index of every item name.
     ids: &'a HashMap<String, u32>,
+    takes_context: &'a HashSet<String>,
     tasks: Vec<Arc<TaskMeta>>,
     /// Functions made from nested tasks that run as concurrent branches.
     branches: Vec<ir::Function>,
@@ -152,6 +161,8 @@ struct Frame {
     context: Option<ir::Expr>,
     /// The span of the item's own atomic body task, which subtask requests may run.
     spawnable: Option<Span>,
+    /// What the composite tasks around hand down to atomic ones.
+    defaults: context::Defaults,
     tasks_made: u32,
     /// Branch functions made from this one, which number their names.
     branches_made: u32,
@@ -205,6 +216,7 @@ impl Lowerer<'_> {
             scope: Vec::new(),
             context: None,
             spawnable: None,
+            defaults: context::Defaults::default(),
             tasks_made: 0,
             branches_made: 0,
         };
@@ -230,6 +242,7 @@ impl Lowerer<'_> {
                 for (n, ty) in &params {
                     frame.bind(n, ty.clone());
                 }
+                let params = self.context_param(&name, params, &mut frame);
                 let body = self.body(&t.body, &mut frame, true);
                 let returns = t.returns.as_ref().map(|r| r.node.clone());
                 let m = match &t.body {
@@ -251,6 +264,7 @@ impl Lowerer<'_> {
                 for (n, ty) in &params {
                     frame.bind(n, ty.clone());
                 }
+                let params = self.context_param(&name, params, &mut frame);
                 let body = self.task(&t.task, &mut frame, true);
                 let m = matchable(&t.task);
                 (params, None, body, t.task.span, m)
@@ -280,9 +294,11 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Makes a nested body its own function, taking every variable in scope, so it can
-    /// run as a concurrent branch. Returns the function and the captured variables.
-    fn branch(&mut self, body: &ast::Body, frame: &mut Frame) -> (u32, Vec<(String, Local)>) {
+    /// Makes a nested body its own function, taking every variable in scope (and the
+    /// context, when there is one), so it can run as a concurrent branch. Returns the
+    /// function and what it takes: each captured local (`None` for the context) with
+    /// the expression that passes it.
+    fn branch(&mut self, body: &ast::Body, frame: &mut Frame) -> (u32, Vec<Captured>) {
         let mut captured: Vec<(String, Local)> = Vec::new();
         for (name, local) in frame.scope.iter().rev() {
             if !captured.iter().any(|(n, _)| n == name) {
@@ -298,10 +314,11 @@ impl Lowerer<'_> {
             scope: Vec::new(),
             context: None,
             spawnable: None,
+            defaults: frame.defaults.clone(),
             tasks_made: 0,
             branches_made: 0,
         };
-        let params: Vec<(String, Type)> = captured
+        let mut params: Vec<(String, Type)> = captured
             .iter()
             .map(|(n, l)| {
                 (
@@ -315,6 +332,15 @@ impl Lowerer<'_> {
             .collect();
         for (n, t) in &params {
             inner.bind(n, t.clone());
+        }
+        if frame.context.is_some() {
+            let l = inner.local(CONTEXT_PARAM, Type::String);
+            params.push((CONTEXT_PARAM.into(), Type::String));
+            inner.context = Some(ir::Expr::new(
+                ir::ExprKind::Local(l),
+                Type::String,
+                body.span(),
+            ));
         }
         // Reserve the id before lowering: the body may make branches of its own.
         self.branches.push(placeholder(id, body.span()));
@@ -331,8 +357,69 @@ impl Lowerer<'_> {
         };
         let kept = prune::unused_params(&mut function);
         self.branches[slot] = function;
-        let captured = kept.into_iter().map(|i| captured[i].clone()).collect();
+        let captured = kept
+            .into_iter()
+            .map(|i| match captured.get(i) {
+                Some((_, l)) => {
+                    let ty = frame
+                        .locals
+                        .get(*l as usize)
+                        .map_or(Type::Any, |(_, t)| t.clone());
+                    (
+                        Some(*l),
+                        ir::Expr::new(ir::ExprKind::Local(*l), ty, body.span()),
+                    )
+                }
+                None => (
+                    None,
+                    frame
+                        .context
+                        .clone()
+                        .unwrap_or_else(|| ir::Expr::str("", body.span())),
+                ),
+            })
+            .collect();
         (id, captured)
+    }
+
+    /// A context-taking item's parameters, with its context parameter last; the item's
+    /// tasks then see that parameter as their context.
+    fn context_param(
+        &self,
+        name: &str,
+        mut params: Vec<(String, Type)>,
+        frame: &mut Frame,
+    ) -> Vec<(String, Type)> {
+        if self.takes_context.contains(name) {
+            let l = frame.local(CONTEXT_PARAM, Type::String);
+            params.push((CONTEXT_PARAM.into(), Type::String));
+            frame.context = Some(ir::Expr::new(
+                ir::ExprKind::Local(l),
+                Type::String,
+                Span::default(),
+            ));
+        }
+        params
+    }
+
+    /// The arguments of a call to item `name`, with the caller's context added when the
+    /// item takes it.
+    fn with_context(
+        &self,
+        name: &str,
+        mut args: Vec<ir::Expr>,
+        frame: &Frame,
+        span: Span,
+    ) -> Vec<ir::Expr> {
+        if self.takes_context.contains(name) {
+            args.push(
+                frame
+                    .context
+                    .clone()
+                    .unwrap_or_else(|| ir::Expr::str("", span)),
+            );
+        }
+        args
     }
 
     fn cond(&mut self, c: &ast::Cond, frame: &mut Frame) -> ir::Node {
@@ -359,7 +446,26 @@ impl Lowerer<'_> {
     }
 }
 
-/// Atomic templates are what subtask requests can select.
+/// A captured local of a branch (`None`: the context), and the expression passing it.
+type Captured = (Option<Local>, ir::Expr);
+
+/// An item whose task states that it inherits its caller's context.
+fn inherits_context(item: &Item) -> bool {
+    let task = match item {
+        Item::Template(t) => match &t.body {
+            ast::Body::Task(task) => task,
+            _ => return false,
+        },
+        Item::Task(t) => &t.task,
+    };
+    task.context
+        .as_ref()
+        .and_then(|c| c.inherit_context.as_ref())
+        .is_some_and(|i| i.node != ast::InheritContext::None)
+}
+
+/// Atomic templates are what subtask requests can select, by their description and
+/// criteria.
 fn matchable(t: &ast::Task) -> Option<MatchInfo> {
     if t.kind.node != ast::TaskType::Atomic {
         return None;
@@ -370,6 +476,11 @@ fn matchable(t: &ast::Task) -> Option<MatchInfo> {
         .or(t.instructions.as_ref())
         .map(template_source)
         .unwrap_or_default();
+    // Matching scores a template on its description plus its criteria (DESIGN §19).
+    let description = match t.criteria.as_ref().map(template_source) {
+        Some(c) => format!("{description}\n{c}"),
+        None => description,
+    };
     Some(MatchInfo {
         task_type: "atomic".into(),
         subtype: t.subtype.as_ref().map(|s| s.node.clone()),

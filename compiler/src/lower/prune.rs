@@ -56,10 +56,13 @@ fn node(n: &mut Node, f: &mut impl FnMut(&mut Local)) {
             system,
             prompt,
             context,
+            query,
             ..
         } => [system, prompt, context]
             .into_iter()
+            .chain(query)
             .for_each(|e| expr(e, f)),
+        NodeKind::Finish { body, .. } => node(body, f),
         NodeKind::Script {
             command, inputs, ..
         } => {
@@ -69,6 +72,7 @@ fn node(n: &mut Node, f: &mut impl FnMut(&mut Local)) {
         NodeKind::Sequence(s) => {
             [&mut s.output, &mut s.results, &mut s.scratch]
                 .into_iter()
+                .chain(s.slots.iter_mut().flatten())
                 .for_each(&mut *f);
             s.steps.iter_mut().for_each(|n| node(n, f));
         }
@@ -94,6 +98,7 @@ fn node(n: &mut Node, f: &mut impl FnMut(&mut Local)) {
                 &mut r.scratch,
             ]
             .into_iter()
+            .chain(&mut r.history)
             .for_each(&mut *f);
         }
         NodeKind::Loop(l) => {
@@ -114,6 +119,7 @@ fn node(n: &mut Node, f: &mut impl FnMut(&mut Local)) {
                 &mut l.last,
             ]
             .into_iter()
+            .chain(&mut l.history)
             .for_each(&mut *f);
         }
         NodeKind::Cond { cases } => {

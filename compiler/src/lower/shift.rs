@@ -39,11 +39,17 @@ impl Shift {
                 system,
                 prompt,
                 context,
+                query,
             } => {
                 *task += self.tasks;
                 [system, prompt, context]
                     .into_iter()
+                    .chain(query)
                     .for_each(|e| self.expr(e));
+            }
+            NodeKind::Finish { task, body } => {
+                *task += self.tasks;
+                self.node(body);
             }
             NodeKind::Script {
                 task,

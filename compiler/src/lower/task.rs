@@ -7,17 +7,9 @@ use crate::ir::{self, Expr, ExprKind, Node, NodeKind};
 use crate::source::Span;
 use std::sync::Arc;
 use tv_stdlib::types::Type;
-use tv_vm::bundle::{self, Output, TaskMeta};
+use tv_vm::bundle::{self, Inherit, Output, TaskMeta};
 
 use ir::Branches as Gathered;
-
-fn local_expr(l: ir::Local, frame: &Frame, span: Span) -> Expr {
-    let ty = frame
-        .locals
-        .get(l as usize)
-        .map_or(Type::Any, |(_, t)| t.clone());
-    Expr::new(ExprKind::Local(l), ty, span)
-}
 
 fn model_settings(m: &ast::ModelSettings) -> bundle::ModelSettings {
     bundle::ModelSettings {
@@ -38,13 +30,19 @@ impl Lowerer<'_> {
             let (gather, lets) = self.inputs(task, frame, decl);
             // A task that inherits nothing sees no context from around it.
             let inherited = frame.context.clone();
-            if context::merge(task.kind.node, task.context.as_ref()).inherit
-                == bundle::Inherit::None
-            {
+            if context::merge(task.kind.node, task.context.as_ref()).inherit == Inherit::None {
                 frame.context = None;
             }
+            let defaults = is_composite(task).then(|| {
+                let under = frame.defaults.under(task);
+                std::mem::replace(&mut frame.defaults, under)
+            });
             let node = self.operator(task, frame);
+            if let Some(d) = defaults {
+                frame.defaults = d;
+            }
             frame.context = inherited;
+            let node = self.finished(task, node, frame);
             let node = if lets.is_empty() {
                 node
             } else {
@@ -70,6 +68,29 @@ impl Lowerer<'_> {
                 None => node,
             }
         })
+    }
+
+    /// A composite task with `criteria` or an `output_format` ends with them applied to
+    /// its result (DESIGN §19).
+    fn finished(&mut self, task: &Task, node: Node, frame: &mut Frame) -> Node {
+        if !is_composite(task) || (task.criteria.is_none() && task.output_format.is_none()) {
+            return node;
+        }
+        let meta = self.meta(task, frame);
+        let ty = match &task.output_format {
+            Some(f) if f.kind.node == OutputKind::Json => {
+                f.schema.as_ref().map_or(Type::Any, |s| s.node.clone())
+            }
+            _ => node.ty.clone(),
+        };
+        Node {
+            ty,
+            span: node.span,
+            kind: NodeKind::Finish {
+                task: meta,
+                body: Box::new(node),
+            },
+        }
     }
 
     /// Binds a task's inputs. In a declaration they are the function's parameters,
@@ -102,13 +123,7 @@ impl Lowerer<'_> {
                 .iter()
                 .map(|b| {
                     let (id, captured) = self.branch(b, frame);
-                    (
-                        id,
-                        captured
-                            .iter()
-                            .map(|(_, l)| local_expr(*l, frame, b.span()))
-                            .collect(),
-                    )
+                    (id, captured.into_iter().map(|(_, e)| e).collect())
                 })
                 .collect();
             let results = frame.local("(computed inputs)", Type::Array(Box::new(Type::Any)));
@@ -181,10 +196,11 @@ impl Lowerer<'_> {
     fn atomic(&mut self, task: &Task, frame: &mut Frame) -> Node {
         let meta = self.meta(task, frame);
         let prompt = task.instructions.as_ref().or(task.description.as_ref());
-        let system = task
-            .system
-            .as_ref()
-            .map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
+        let inherited = frame.defaults.system.clone();
+        let system = match task.system.as_ref().or(inherited.as_ref()) {
+            Some(t) => self.text(t, frame, false),
+            None => Expr::str("", task.span),
+        };
         let mut prompt = prompt.map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
         let unnamed = ast::unreferenced_inputs(task);
         if !unnamed.is_empty() {
@@ -194,16 +210,39 @@ impl Lowerer<'_> {
             .context
             .clone()
             .unwrap_or_else(|| Expr::str("", task.span));
+        let query = self.relevance_query(task, frame);
         Node {
             kind: NodeKind::Atomic {
                 task: meta,
                 system,
                 prompt,
                 context,
+                query,
             },
             ty: infer_output_type(task),
             span: task.span,
         }
+    }
+
+    /// With `context_relevance`, the fresh-context query is the values of the task's
+    /// inputs that it does not leave out (`include="false"`), one per line.
+    fn relevance_query(&mut self, task: &Task, frame: &mut Frame) -> Option<Expr> {
+        if task.context_relevance.is_empty() {
+            return None;
+        }
+        let left_out = |name: &str| {
+            task.context_relevance
+                .iter()
+                .any(|r| r.name.node == name && !r.include.node)
+        };
+        let mut parts = Vec::new();
+        for input in task.inputs.iter().filter(|i| !left_out(&i.name.node)) {
+            if !parts.is_empty() {
+                parts.push((Expr::str("\n", input.span), None));
+            }
+            parts.push((self.var(&input.name.node, input.span, frame), None));
+        }
+        Some(Expr::new(ExprKind::Concat(parts), Type::String, task.span))
     }
 
     /// The prompt followed by a `name:` section for each input it does not name.
@@ -223,31 +262,50 @@ impl Lowerer<'_> {
         let output = frame.local("output", Type::Any);
         let results = frame.local("(step results)", Type::Array(Box::new(Type::Any)));
         let scratch = frame.local("(failed step)", Type::Any);
-        let outer_context = frame.context.take();
+        let outer_context = frame.context.clone();
         if settings.accumulate {
-            frame.context = Some(Expr::new(
+            let accumulated = Expr::new(
                 ExprKind::Accumulated(results, settings.full_output),
                 Type::String,
                 task.span,
-            ));
+            );
+            frame.context = Some(joined(outer_context.clone(), accumulated));
         }
         let mut steps = Vec::new();
-        if let Some(list) = &task.steps {
-            for (i, step) in list.node.iter().enumerate() {
+        let mut slots = Vec::new();
+        // `output_slot` names stay bound for the later steps of this sequence only.
+        frame.scoped(|frame| {
+            for (i, step) in task.steps.iter().flat_map(|s| &s.node).enumerate() {
+                let step_task = match step {
+                    ast::Body::Task(t) => Some(t.as_ref()),
+                    _ => None,
+                };
+                let source = step_task
+                    .and_then(|t| t.input_source.as_ref())
+                    .and_then(|s| frame.lookup(&s.node));
                 let node = frame.scoped(|frame| {
-                    if i > 0 {
-                        frame.scope.push(("output".into(), output));
+                    match source {
+                        Some(slot) => frame.scope.push(("output".into(), slot)),
+                        None if i > 0 => frame.scope.push(("output".into(), output)),
+                        None => {}
                     }
                     self.body(step, frame, false)
                 });
+                let slot = step_task.and_then(|t| t.output_slot.as_ref()).map(|name| {
+                    let l = frame.local(&name.node, node.ty.clone());
+                    frame.scope.push((name.node.clone(), l));
+                    l
+                });
                 steps.push(node);
+                slots.push(slot);
             }
-        }
+        });
         frame.context = outer_context;
         let ty = steps.last().map_or(Type::Any, |s| s.ty.clone());
         Node {
             kind: NodeKind::Sequence(Box::new(ir::Sequence {
                 steps,
+                slots,
                 output,
                 results,
                 scratch,
@@ -275,6 +333,10 @@ impl Lowerer<'_> {
         let processed = local(frame, "(processed inputs)");
         let last = local(frame, "(last reduction)");
         let scratch = local(frame, "(failed input)");
+        let settings = context::merge(TaskType::Reduce, task.context.as_ref());
+        // Inner tasks see the context from around the reduce; reductions also see the
+        // earlier reductions' results when the reduce accumulates them.
+        let outer_context = frame.context.clone();
         let missing = |span: Span| Node {
             kind: NodeKind::Complete(Expr::str("", span)),
             ty: Type::String,
@@ -294,9 +356,11 @@ impl Lowerer<'_> {
                     .map(|item| {
                         let args = captured
                             .iter()
-                            .map(|(_, l)| match *l {
-                                l if l == current_input || l == original_input => item.clone(),
-                                l => local_expr(l, frame, b.span()),
+                            .map(|(l, e)| match *l {
+                                Some(l) if l == current_input || l == original_input => {
+                                    item.clone()
+                                }
+                                _ => e.clone(),
                             })
                             .collect();
                         (id, args)
@@ -318,6 +382,16 @@ impl Lowerer<'_> {
                     .map_or(missing(task.span), |b| self.body(b, frame, false))
             })
         };
+        let history = settings.accumulate.then(|| {
+            let h = frame.local("(reductions)", Type::Array(Box::new(Type::Any)));
+            let accumulated = Expr::new(
+                ExprKind::Accumulated(h, settings.full_output),
+                Type::String,
+                task.span,
+            );
+            frame.context = Some(joined(outer_context.clone(), accumulated));
+            h
+        });
         let reduction = frame.scoped(|frame| {
             for (n, l) in [
                 ("current_input", current_input),
@@ -331,6 +405,7 @@ impl Lowerer<'_> {
                 .as_ref()
                 .map_or(missing(task.span), |b| self.body(b, frame, false))
         });
+        frame.context = outer_context;
         Node {
             ty: reduction.ty.clone(),
             kind: NodeKind::Reduce(Box::new(ir::Reduce {
@@ -346,6 +421,7 @@ impl Lowerer<'_> {
                 processed,
                 last,
                 scratch,
+                history,
             })),
             span: task.span,
         }
@@ -401,6 +477,20 @@ impl Lowerer<'_> {
             ];
             let locals: Vec<ir::Local> = names.iter().map(|n| frame.bind(n, Type::Any)).collect();
             let last = frame.local("(last director result)", Type::Any);
+            let settings = context::merge(TaskType::DirectorEvaluatorLoop, task.context.as_ref());
+            // The director and evaluator see the earlier iterations' director results
+            // as context when the loop accumulates them.
+            let outer_context = frame.context.clone();
+            let history = settings.accumulate.then(|| {
+                let h = frame.local("(director results)", Type::Array(Box::new(Type::Any)));
+                let accumulated = Expr::new(
+                    ExprKind::Accumulated(h, settings.full_output),
+                    Type::String,
+                    task.span,
+                );
+                frame.context = Some(joined(outer_context.clone(), accumulated));
+                h
+            });
             let missing = |span: Span| Node {
                 kind: NodeKind::Complete(Expr::str("", span)),
                 ty: Type::String,
@@ -416,6 +506,7 @@ impl Lowerer<'_> {
                 .as_ref()
                 .map_or(missing(task.span), |b| self.body(b, frame, false));
             let termination = task.termination.as_ref().map(|e| self.expr(e, frame));
+            frame.context = outer_context;
             Node {
                 ty: director.ty.clone(),
                 kind: NodeKind::Loop(Box::new(ir::Loop {
@@ -434,6 +525,7 @@ impl Lowerer<'_> {
                     evaluation_feedback: locals[3],
                     script_output: locals[4],
                     last,
+                    history,
                 })),
                 span: task.span,
             }
@@ -461,6 +553,7 @@ impl Lowerer<'_> {
             })
             .collect();
         let function = self.ids.get(&r.node).copied().unwrap_or(0);
+        let args = self.with_context(&r.node, args, frame, r.span);
         Node {
             kind: NodeKind::Call { function, args },
             ty: self
@@ -482,20 +575,32 @@ impl Lowerer<'_> {
             }
             _ => Output::Text,
         };
-        let file_paths = match task.file_paths.as_ref().map(|f| &f.node) {
-            None => bundle::FilePaths::None,
-            Some(FilePaths::Literal(ps)) => {
-                bundle::FilePaths::Literal(ps.iter().map(template_source).collect())
+        let file_paths = lowered_paths(task.file_paths.as_ref().map(|f| &f.node));
+        let (model, provider) = frame.defaults.model_and_provider(task);
+        let atomic = task.kind.node == TaskType::Atomic;
+        let file_paths = match (&file_paths, &frame.defaults.file_paths) {
+            (bundle::FilePaths::None, Some(inherited)) if atomic => {
+                lowered_paths(Some(&inherited.node))
             }
-            Some(FilePaths::Command(c)) => bundle::FilePaths::Command(template_source(c)),
-            Some(FilePaths::Description(d)) => bundle::FilePaths::Description(template_source(d)),
+            _ => file_paths,
+        };
+        let context = if atomic {
+            let has_files = file_paths != bundle::FilePaths::None;
+            frame.defaults.atomic_context(task, has_files)
+        } else {
+            context::merge(task.kind.node, task.context.as_ref())
+        };
+        let settings = if atomic {
+            model_settings(&task.model_settings).or(&model_settings(&frame.defaults.settings))
+        } else {
+            model_settings(&task.model_settings)
         };
         self.tasks.push(Arc::new(TaskMeta {
             name: format!("{}#{}", frame.name, frame.tasks_made),
-            model: task.model.as_ref().map(|m| m.node.clone()),
-            provider: task.provider.as_ref().map(|p| p.node.clone()),
+            model,
+            provider,
             output,
-            context: context::merge(task.kind.node, task.context.as_ref()),
+            context,
             file_paths,
             criteria: task.criteria.as_ref().map(template_source),
             timeout: task
@@ -504,12 +609,69 @@ impl Lowerer<'_> {
                 .and_then(|s| s.timeout.as_ref())
                 .map(|t| t.node),
             loc: self.loc(task.span),
-            settings: model_settings(&task.model_settings),
+            settings,
             subtasks: task.subtasks.as_ref().is_some_and(|s| s.node),
             spawned: (frame.spawnable == Some(task.span))
                 .then(|| context::spawned(task.context.as_ref())),
-            assembly: bundle::Assembly::default(),
+            assembly: assembly(task.context_assembly.as_ref()),
         }));
         (self.tasks.len() - 1) as u32
     }
+}
+
+/// Sequential, reduce and loop tasks: what hands defaults down and may be finished.
+fn is_composite(task: &Task) -> bool {
+    task.reference.is_none()
+        && matches!(
+            task.kind.node,
+            TaskType::Sequential | TaskType::Reduce | TaskType::DirectorEvaluatorLoop
+        )
+}
+
+/// The context from around a composite task, then its accumulated results.
+fn joined(outer: Option<Expr>, accumulated: Expr) -> Expr {
+    match outer {
+        None => accumulated,
+        Some(outer) => {
+            let span = accumulated.span;
+            let parts = vec![
+                (outer, None),
+                (Expr::str("\n", span), None),
+                (accumulated, None),
+            ];
+            Expr::new(ExprKind::Concat(parts), Type::String, span)
+        }
+    }
+}
+
+fn lowered_paths(paths: Option<&FilePaths>) -> bundle::FilePaths {
+    match paths {
+        None => bundle::FilePaths::None,
+        Some(FilePaths::Literal(ps)) => {
+            bundle::FilePaths::Literal(ps.iter().map(template_source).collect())
+        }
+        Some(FilePaths::Command(c)) => bundle::FilePaths::Command(template_source(c)),
+        Some(FilePaths::Description(d)) => bundle::FilePaths::Description(template_source(d)),
+    }
+}
+
+/// `context_assembly`'s comma-separated globs, split and trimmed.
+fn assembly(a: Option<&ast::ContextAssembly>) -> bundle::Assembly {
+    let globs = |t: &Option<ast::TextTemplate>| -> Vec<String> {
+        t.as_ref()
+            .map(|t| {
+                template_source(t)
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|g| !g.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    a.map_or_else(bundle::Assembly::default, |a| bundle::Assembly {
+        primary: globs(&a.primary),
+        secondary: globs(&a.secondary),
+        excluded: globs(&a.excluded),
+    })
 }

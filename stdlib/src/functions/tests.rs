@@ -442,3 +442,10 @@ fn each_parameter_works_with_exactly_the_kinds_of_value_its_signature_accepts() 
         }
     }
 }
+
+#[test]
+fn merge_adds_the_second_objects_fields_over_the_first() {
+    let merged = ok("merge", &[json!({"a": 1, "b": 2}), json!({"b": 3, "c": 4})]);
+    assert_eq!(merged, json!({"a": 1, "b": 3, "c": 4}));
+    assert!(err("merge", &[json!({}), json!([1])]).contains("an object for `with`"));
+}

@@ -2,6 +2,7 @@
 //! file under the workspace scored by TF-IDF (a term in a file's path counts extra), and
 //! an excerpt of the best files around their matching lines.
 
+use super::assembly::Globs;
 use super::read_text;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -106,9 +107,28 @@ pub(super) struct Hit {
     pub(super) score: f64,
 }
 
-/// The matching text files under `ws`, how many text files were read, and whether the
-/// walk stopped at MAX_CANDIDATES.
-pub(super) fn walk(ws: &Path, q: &Query, cap: usize) -> (Vec<Hit>, usize, bool) {
+/// A workspace file that a `context_assembly` glob puts first or last.
+pub(super) struct Found {
+    pub(super) path: PathBuf,
+    pub(super) display: String,
+}
+
+/// What one walk of the workspace found.
+pub(super) struct Walked {
+    /// The text files that hold a query term (none without a query).
+    pub(super) hits: Vec<Hit>,
+    /// How many text files were read, and whether the walk stopped at MAX_CANDIDATES.
+    pub(super) total: usize,
+    pub(super) capped: bool,
+    /// The files matching a primary glob, and those matching a secondary one (and no
+    /// primary one), in path order, whatever their text.
+    pub(super) primary: Vec<Found>,
+    pub(super) secondary: Vec<Found>,
+}
+
+/// Walks the workspace: with a query, the matching text files; with `context_assembly`
+/// globs, the primary and secondary files. Excluded files are passed over unread.
+pub(super) fn walk(ws: &Path, q: Option<&Query>, cap: usize, globs: &Globs) -> Walked {
     // By default hidden files are skipped and .gitignore, .ignore and
     // .git/info/exclude are honoured.
     let walk = ignore::WalkBuilder::new(ws)
@@ -120,21 +140,49 @@ pub(super) fn walk(ws: &Path, q: &Query, cap: usize) -> (Vec<Hit>, usize, bool) 
         .follow_links(false)
         .sort_by_file_path(|a, b| a.cmp(b))
         .build();
-    let (mut hits, mut total) = (Vec::new(), 0);
+    let mut out = Walked {
+        hits: Vec::new(),
+        total: 0,
+        capped: false,
+        primary: Vec::new(),
+        secondary: Vec::new(),
+    };
     for entry in walk.flatten() {
         let regular = entry.file_type().is_some_and(|t| t.is_file());
-        let small = entry.metadata().is_ok_and(|m| m.len() <= cap as u64);
         let display = entry.path().strip_prefix(ws).ok().and_then(Path::to_str);
-        let (true, true, Some(display)) = (regular, small, display) else {
+        let (true, Some(display)) = (regular, display) else {
             continue;
         };
+        if globs.excluded.matches(&[display]) {
+            continue;
+        }
+        let ordered = if globs.primary.matches(&[display]) {
+            Some(&mut out.primary)
+        } else if globs.secondary.matches(&[display]) {
+            Some(&mut out.secondary)
+        } else {
+            None
+        };
+        if let Some(list) = ordered.filter(|l| l.len() < MAX_CANDIDATES) {
+            list.push(Found {
+                path: entry.path().to_path_buf(),
+                display: display.to_owned(),
+            });
+        }
+        let Some(q) = q else {
+            continue;
+        };
+        if !entry.metadata().is_ok_and(|m| m.len() <= cap as u64) {
+            continue;
+        }
         let Some(text) = read_text(entry.path(), cap).ok().filter(|t| t.len() <= cap) else {
             continue;
         };
-        if total == MAX_CANDIDATES {
-            return (hits, total, true);
+        if out.total == MAX_CANDIDATES {
+            out.capped = true;
+            return out;
         }
-        total += 1;
+        out.total += 1;
         let in_path = q.counts(display);
         let tf_weight = |n: u32| if n == 0 { 0.0 } else { 1.0 + f64::from(n).ln() };
         let weights: Vec<(u16, f64)> = (q.counts(&text).into_iter().zip(in_path))
@@ -145,7 +193,7 @@ pub(super) fn walk(ws: &Path, q: &Query, cap: usize) -> (Vec<Hit>, usize, bool) 
             .collect();
         if !weights.is_empty() {
             let (path, display) = (entry.path().to_path_buf(), display.to_owned());
-            hits.push(Hit {
+            out.hits.push(Hit {
                 path,
                 display,
                 weights,
@@ -153,7 +201,7 @@ pub(super) fn walk(ws: &Path, q: &Query, cap: usize) -> (Vec<Hit>, usize, bool) 
             });
         }
     }
-    (hits, total, false)
+    out
 }
 
 /// Scores and sorts the hits (best first, then by path) and returns the idf of each term.

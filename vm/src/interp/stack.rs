@@ -40,12 +40,18 @@ impl Vm<'_> {
             caller.charged -= bytes.min(caller.charged);
         }
         args.resize(f.locals as usize, Value::Null);
+        // A frame runs inside the subtask its caller runs in.
+        let scope = match self.frames.last() {
+            Some(caller) => caller.scope.clone(),
+            None => self.scope.clone(),
+        };
         self.frames.push(Frame {
             function,
             pc: 0,
             base: self.stack.len(),
             locals: args,
             spawned: None,
+            scope,
             accumulators: Vec::new(),
             charged: bytes,
         });

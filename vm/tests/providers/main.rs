@@ -138,6 +138,7 @@ fn message(role: &str, content: &str) -> Message {
 fn request(model: Option<&str>) -> LlmRequest {
     LlmRequest {
         query: None,
+        requested_files: Vec::new(),
         task: task(model).into(),
         system_prompt: "You are terse.".into(),
         messages: vec![
