@@ -219,6 +219,41 @@ pub struct ContextSettings {
     pub fresh: bool,
 }
 
+/// What a template or a subtask request states about its context; `None` where it
+/// states nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatedContext {
+    pub inherit: Option<Inherit>,
+    pub accumulate: Option<bool>,
+    pub full_output: Option<bool>,
+    pub fresh: Option<bool>,
+}
+
+impl ContextSettings {
+    /// These settings (defaults) with `stated` merged over them (DESIGN §3): a stated
+    /// setting wins, and where fresh context and an inherited one would meet, the
+    /// other dimension takes the compatible value: fresh context stated alone means
+    /// nothing inherited; otherwise (inherit stated, or defaults that conflict among
+    /// themselves) the inherited context wins and fresh context is off. The compiler
+    /// merges a template's statement over the operator defaults with it; the machine
+    /// merges a subtask request's over a template's subtask settings.
+    pub fn merged(&self, stated: &StatedContext) -> ContextSettings {
+        let mut s = ContextSettings {
+            inherit: stated.inherit.unwrap_or(self.inherit),
+            accumulate: stated.accumulate.unwrap_or(self.accumulate),
+            full_output: stated.full_output.unwrap_or(self.full_output),
+            fresh: stated.fresh.unwrap_or(self.fresh),
+        };
+        if s.fresh && s.inherit != Inherit::None {
+            match (stated.inherit, stated.fresh) {
+                (None, Some(true)) => s.inherit = Inherit::None,
+                _ => s.fresh = false,
+            }
+        }
+        s
+    }
+}
+
 /// `inherit=full accumulate=false:minimal fresh=false`, for listings.
 impl fmt::Display for ContextSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,7 +1,7 @@
 //! Subtask spawning (DESIGN §6): recognising a request, choosing its template, and the
 //! failure shape when it cannot run.
 
-use crate::bundle::{Bundle, ContextSettings, Inherit};
+use crate::bundle::{Bundle, ContextSettings, Inherit, StatedContext};
 use crate::result::task_failure;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -53,10 +53,7 @@ const MAX_PATH_BYTES: usize = 4096;
 /// and `file_paths`), checked. A field left `None` was not stated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Overrides {
-    pub inherit: Option<Inherit>,
-    pub accumulate: Option<bool>,
-    pub full_output: Option<bool>,
-    pub fresh: Option<bool>,
+    pub stated: StatedContext,
     /// Paths the subtask's atomic tasks read instead of their templates' `file_paths`;
     /// empty when the request names none.
     pub files: Vec<String>,
@@ -80,10 +77,11 @@ pub fn overrides(req: &Value) -> Result<Overrides, String> {
                 };
                 match key.as_str() {
                     "inherit_context" => {
-                        o.inherit = Some(v.as_str().and_then(Inherit::parse).ok_or_else(bad)?);
+                        o.stated.inherit =
+                            Some(v.as_str().and_then(Inherit::parse).ok_or_else(bad)?);
                     }
                     "accumulate_data" => {
-                        o.accumulate = Some(match v {
+                        o.stated.accumulate = Some(match v {
                             Value::Bool(b) => *b,
                             Value::String(s) if s == "true" => true,
                             Value::String(s) if s == "false" => false,
@@ -91,14 +89,14 @@ pub fn overrides(req: &Value) -> Result<Overrides, String> {
                         });
                     }
                     "accumulation_format" => {
-                        o.full_output = Some(match v.as_str() {
+                        o.stated.full_output = Some(match v.as_str() {
                             Some("notes_only" | "minimal") => false,
                             Some("full_output" | "full") => true,
                             _ => return Err(bad()),
                         });
                     }
                     "fresh_context" => {
-                        o.fresh = Some(match v.as_str() {
+                        o.stated.fresh = Some(match v.as_str() {
                             Some("enabled") => true,
                             Some("disabled") => false,
                             _ => return Err(bad()),
@@ -120,7 +118,9 @@ pub fn overrides(req: &Value) -> Result<Overrides, String> {
             ))
         }
     }
-    if let (Some(true), Some(i @ (Inherit::Full | Inherit::Subset))) = (o.fresh, o.inherit) {
+    if let (Some(true), Some(i @ (Inherit::Full | Inherit::Subset))) =
+        (o.stated.fresh, o.stated.inherit)
+    {
         return Err(format!(
             "context_management states fresh_context=enabled and inherit_context={i}, which \
              conflict: fresh context requires inherit_context=none"
@@ -179,19 +179,8 @@ impl Overrides {
     /// context stated ⇒ no fresh context). Named files take precedence over matching:
     /// with them, fresh context runs only when the request states it.
     pub fn apply(&self, base: &ContextSettings) -> ContextSettings {
-        let mut s = ContextSettings {
-            inherit: self.inherit.unwrap_or(base.inherit),
-            accumulate: self.accumulate.unwrap_or(base.accumulate),
-            full_output: self.full_output.unwrap_or(base.full_output),
-            fresh: self.fresh.unwrap_or(base.fresh),
-        };
-        if s.fresh && s.inherit != Inherit::None {
-            match (self.inherit, self.fresh) {
-                (None, Some(true)) => s.inherit = Inherit::None,
-                _ => s.fresh = false,
-            }
-        }
-        if !self.files.is_empty() && self.fresh != Some(true) {
+        let mut s = base.merged(&self.stated);
+        if !self.files.is_empty() && self.stated.fresh != Some(true) {
             s.fresh = false;
         }
         s

@@ -126,12 +126,8 @@ impl TaskType {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InheritContext {
-    Full,
-    None,
-    Subset,
-}
+/// `inherit_context`: the bundle's own type, so what a template states is what runs.
+pub use tv_vm::bundle::Inherit as InheritContext;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AccumulationFormat {

@@ -249,11 +249,7 @@ impl<'p> Checker<'p, '_, '_> {
             return;
         };
         if fresh.node == FreshContext::Enabled && inherit.node != InheritContext::None {
-            let stated = if inherit.node == InheritContext::Full {
-                "full"
-            } else {
-                "subset"
-            };
+            let stated = inherit.node.as_str();
             self.diags.push(
                 Diagnostic::error(
                     fresh.span,
