@@ -349,21 +349,10 @@ struct TaskMetaV1 {
     loc: Loc,
 }
 
-/// Version 2: version 1's fields, then these two (bincode has no flattening).
+/// Version 2: version 1's fields, then the model settings and the subtask flag. Bincode
+/// writes a struct as its fields one after the other, so a tuple reads the same bytes.
 #[derive(Deserialize)]
-struct TaskMetaV2 {
-    name: String,
-    model: Option<String>,
-    provider: Option<String>,
-    output: Output,
-    context: ContextSettingsOld,
-    file_paths: FilePaths,
-    criteria: Option<String>,
-    timeout: Option<u64>,
-    loc: Loc,
-    settings: ModelSettings,
-    subtasks: bool,
-}
+struct TaskMetaV2(TaskMetaV1, ModelSettings, bool);
 
 impl From<TaskMetaV1> for TaskMeta {
     fn from(t: TaskMetaV1) -> TaskMeta {
@@ -392,21 +381,10 @@ impl From<TaskMetaV1> for TaskMeta {
 }
 
 impl From<TaskMetaV2> for TaskMeta {
-    fn from(t: TaskMetaV2) -> TaskMeta {
-        let v1 = TaskMetaV1 {
-            name: t.name,
-            model: t.model,
-            provider: t.provider,
-            output: t.output,
-            context: t.context,
-            file_paths: t.file_paths,
-            criteria: t.criteria,
-            timeout: t.timeout,
-            loc: t.loc,
-        };
+    fn from(TaskMetaV2(v1, settings, subtasks): TaskMetaV2) -> TaskMeta {
         TaskMeta {
-            settings: t.settings,
-            subtasks: t.subtasks,
+            settings,
+            subtasks,
             ..v1.into()
         }
     }
