@@ -4,9 +4,8 @@
 //! assembler inside the workspace only.
 
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use tv_tests::{bundle_of, run_with};
+use std::path::Path;
+use tv_tests::{bundle_of, run_with, TempDir};
 use tv_vm::bundle::Inherit;
 use tv_vm::context::{Assembled, Assembler};
 use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest};
@@ -30,42 +29,6 @@ const LIBRARY: &str = r#"<library>
 
 /// The line the asking session's context holds.
 const PARENT_LINE: &str = "Step 1: the login form validates emails";
-
-/// A folder under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!(
-            "tv-subtask-context-{}-{n}-{name}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn write(&self, rel: &str, text: &str) -> &TempDir {
-        let path = self.0.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("parent dir");
-        }
-        std::fs::write(path, text).expect("write");
-        self
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A host that looks up each request's files with a real [`Assembler`], as `tvm run`
 /// does, answers from `reply`, and keeps every request with what was assembled for it.

@@ -1,8 +1,10 @@
 //! Context look-ups: files named by `file_paths` (literal, command, description) and
 //! fresh context searched in a workspace, within limits, with warnings instead of errors.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+#[path = "support/files.rs"]
+mod files;
+
+use files::TempDir;
 use std::time::{Duration, Instant};
 use tv_vm::bundle::{Assembly, ContextSettings, FilePaths, TaskMeta};
 use tv_vm::context::{Assembled, Assembler, Limits};
@@ -10,40 +12,6 @@ use tv_vm::driver::AsyncHost;
 use tv_vm::host::{HostReply, HostRequest, LlmRequest, Message};
 use tv_vm::runhost::{Choice, RunHost};
 use tv_vm::script::ScriptRunner;
-
-/// A folder under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let dir =
-            std::env::temp_dir().join(format!("tv-context-{}-{n}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> &TempDir {
-        let path = self.0.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("parent dir");
-        }
-        std::fs::write(path, bytes).expect("write");
-        self
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn request(file_paths: FilePaths, fresh: bool, prompt: &str) -> LlmRequest {
     LlmRequest {

@@ -7,6 +7,10 @@
 //! with the prompt's size times the files, and the file the prompt is about still comes
 //! first.
 
+#[path = "support/files.rs"]
+mod files;
+
+use files::TempDir;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -15,35 +19,33 @@ use tv_vm::context::{Assembled, Assembler};
 use tv_vm::host::{LlmRequest, Message};
 
 /// A folder holding `ws/` (the workspace) and `outside/secret.txt`, removed when dropped.
-struct Layout(PathBuf);
+struct Layout(TempDir);
 
 const SECRET: &str = "the secret outside the workspace";
 
 impl Layout {
     fn new(name: &str) -> Layout {
-        let root = std::env::temp_dir().join(format!("tv-scope-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let dir = TempDir::new(&format!("scope-{name}"));
+        let root = dir.path();
         std::fs::create_dir_all(root.join("ws/sub")).expect("workspace");
         std::fs::create_dir_all(root.join("outside")).expect("outside");
         std::fs::write(root.join("outside/secret.txt"), SECRET).expect("secret");
         std::fs::write(root.join("ws/notes.txt"), "notes inside").expect("notes");
         symlink(root.join("outside/secret.txt"), root.join("ws/link.txt")).expect("file link");
         symlink(root.join("outside"), root.join("ws/sub/out")).expect("folder link");
-        Layout(root)
+        Layout(dir)
+    }
+
+    fn root(&self) -> &Path {
+        self.0.path()
     }
 
     fn ws(&self) -> PathBuf {
-        self.0.join("ws")
+        self.root().join("ws")
     }
 
     fn secret(&self) -> String {
-        self.0.join("outside/secret.txt").display().to_string()
-    }
-}
-
-impl Drop for Layout {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.root().join("outside/secret.txt").display().to_string()
     }
 }
 
@@ -141,7 +143,7 @@ async fn paths_a_command_lists_must_stay_inside_the_workspace_too() {
 #[tokio::test]
 async fn an_allowed_folder_lets_a_literal_path_outside_the_workspace_be_read() {
     let l = Layout::new("allowed");
-    let allowed = [l.0.join("outside")];
+    let allowed = [l.root().join("outside")];
     let out = assemble(
         Some(&l.ws()),
         &allowed,
@@ -173,7 +175,7 @@ async fn without_a_workspace_absolute_and_parent_paths_need_allow_read() {
         );
     }
     let allowed = [
-        l.0.join("outside"),
+        l.root().join("outside"),
         PathBuf::from("..").canonicalize().expect("parent"),
     ];
     let out = assemble(None, &allowed, literal(&paths)).await;
@@ -188,7 +190,7 @@ async fn without_a_workspace_absolute_and_parent_paths_need_allow_read() {
 #[tokio::test]
 async fn without_a_workspace_a_file_paths_command_is_not_run() {
     let l = Layout::new("norun");
-    let marker = l.0.join("ran");
+    let marker = l.root().join("ran");
     let command = format!("touch {}; echo Cargo.toml", marker.display());
     let out = assemble(None, &[], FilePaths::Command(command)).await;
     assert!(out.files.is_empty(), "{out:?}");
@@ -239,15 +241,6 @@ async fn assembly_globs_only_filter_what_the_walk_found_inside_the_workspace() {
     assert!(out.warnings[0].contains("`../outside/*` leads outside the workspace"));
 }
 
-/// A folder under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A cheap deterministic generator, so that workspaces and prompts are the same each run.
 fn next(state: &mut u64) -> u64 {
     *state = state
@@ -259,8 +252,8 @@ fn next(state: &mut u64) -> u64 {
 /// `files` files of `words` words each, drawn from `vocabulary` words `w0`, `w1`, ...,
 /// plus `src/frobnicator.rs`, the one file about the frobnicator.
 fn workspace(name: &str, files: usize, words: usize, vocabulary: u64) -> TempDir {
-    let dir = std::env::temp_dir().join(format!("tv-fresh-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let ws = TempDir::new(&format!("fresh-{name}"));
+    let dir = ws.path();
     std::fs::create_dir_all(dir.join("notes")).expect("workspace");
     let mut state = 7;
     for f in 0..files {
@@ -275,7 +268,7 @@ fn workspace(name: &str, files: usize, words: usize, vocabulary: u64) -> TempDir
         "/// The frobnicator tunes the flux capacitor.\npub fn frobnicator_tune() {}\n",
     )
     .expect("write");
-    TempDir(dir)
+    ws
 }
 
 /// A prompt of about `bytes` bytes: vocabulary words, each once at most (a pasted log
@@ -334,7 +327,7 @@ fn peak_memory_mib() -> u64 {
 async fn a_huge_prompt_still_brings_the_file_it_is_about_first() {
     let ws = workspace("huge", 400, 100, 80_000);
     let started = Instant::now();
-    let out = search(&ws.0, huge_prompt(540_000, 80_000)).await;
+    let out = search(ws.path(), huge_prompt(540_000, 80_000)).await;
     let took = started.elapsed();
     assert_eq!(
         out.files.first().map(String::as_str),
@@ -354,7 +347,7 @@ async fn a_540_kb_prompt_against_6000_files_reports_its_peak_memory() {
     let ws = workspace("measure", 6_000, 200, 80_000);
     let before = peak_memory_mib();
     let started = Instant::now();
-    let out = search(&ws.0, huge_prompt(540_000, 80_000)).await;
+    let out = search(ws.path(), huge_prompt(540_000, 80_000)).await;
     println!(
         "files {:?}; peak resident memory {before} MiB before the search, {} MiB after; {:?}",
         &out.files[..out.files.len().min(3)],
