@@ -167,6 +167,28 @@ impl Builder<'_> {
             .attr("returns")
             .and_then(|a| self.type_attr(&a.value, "return type"));
         let body = self.single_body(el);
+        // With `params`, a declared input the body adds would have no value: the
+        // parameters are declared in one place or the other.
+        // (A `ref` body's inputs are its callee's arguments, checked with the call.)
+        if let (Some(params), Body::Task(t)) = (&params, &body) {
+            let declared = t.inputs.iter().filter(|_| t.reference.is_none());
+            let declared = declared.filter(|i| crate::ast::is_parameter(i));
+            for input in declared.filter(|i| !params.iter().any(|p| p.name.node == i.name.node)) {
+                self.diags.push(
+                    Diagnostic::error(
+                        input.name.span,
+                        format!(
+                            "input `{}` is not among the `params` of template `{}`, so no caller can give it a value",
+                            input.name.node, name.node
+                        ),
+                    )
+                    .with_help(format!(
+                        "add `{}` to params=\"...\", or leave params out and let <inputs> declare the parameters",
+                        input.name.node
+                    )),
+                );
+            }
+        }
         // Without `params`, the body's `<inputs>` declare the parameters (seed 004).
         let params = params.unwrap_or_else(|| match &body {
             Body::Task(t) => t
