@@ -284,24 +284,30 @@ const STRUCTURED: &str = r#"<library>
   <task name="plan"><instructions>plan the work</instructions></task>
 </library>"#;
 
-#[test]
-fn the_parent_receives_the_subtasks_whole_result_as_json_with_its_parsed_content() {
+/// `plan` asks for the count subtask, which replies `reply`; the parent then says
+/// `then`. The run's result, and the subtask result the parent was given.
+fn parent_given(reply: &'static str, then: &'static str) -> (Value, Value) {
     let b = bundle_of(STRUCTURED);
     let ask = continuation(json!({"type": "atomic", "description": "count the files",
         "inputs": {"folder": "src"}}));
     let mut host = scripted(
         |r| match (r.messages[0].content.as_str(), r.messages.len()) {
             ("plan the work", 1) => ask.clone(),
-            ("plan the work", _) => "done".into(),
-            _ => "```json\n{\"count\": 3}\n```".into(),
+            ("plan the work", _) => then.into(),
+            _ => reply.into(),
         },
     );
     let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
-    assert_eq!(r["content"], "done", "{r:#}");
     let HostRequest::Llm(last) = &host.requests[2] else {
-        panic!()
+        panic!("the parent's second turn is the third request")
     };
-    let given = subtask_result(&last.messages[2].content);
+    (r, subtask_result(&last.messages[2].content))
+}
+
+#[test]
+fn the_parent_receives_the_subtasks_whole_result_as_json_with_its_parsed_content() {
+    let (r, given) = parent_given("```json\n{\"count\": 3}\n```", "done");
+    assert_eq!(r["content"], "done", "{r:#}");
     assert_eq!(given["status"], "COMPLETE");
     assert_eq!(given["parsedContent"], json!({"count": 3}));
     assert_eq!(given["content"], "```json\n{\"count\": 3}\n```");
@@ -311,23 +317,9 @@ fn the_parent_receives_the_subtasks_whole_result_as_json_with_its_parsed_content
 
 #[test]
 fn a_subtask_that_fails_its_task_is_given_to_the_parent_which_may_go_on() {
-    let b = bundle_of(STRUCTURED);
-    let ask = continuation(json!({"type": "atomic", "description": "count the files",
-        "inputs": {"folder": "src"}}));
-    let mut host = scripted(
-        |r| match (r.messages[0].content.as_str(), r.messages.len()) {
-            ("plan the work", 1) => ask.clone(),
-            ("plan the work", _) => "counted them myself".into(),
-            _ => "I could not count them".into(),
-        },
-    );
-    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    let (r, given) = parent_given("I could not count them", "counted them myself");
     assert_eq!(r["status"], "COMPLETE", "{r:#}");
     assert_eq!(r["content"], "counted them myself");
-    let HostRequest::Llm(last) = &host.requests[2] else {
-        panic!()
-    };
-    let given = subtask_result(&last.messages[2].content);
     assert_eq!(given["status"], "FAILED");
     assert_eq!(given["notes"]["error"]["reason"], "output_format_failure");
     assert_eq!(given["content"], "I could not count them");
