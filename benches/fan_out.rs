@@ -6,7 +6,7 @@
 //! one (its prompt starts with `collect:`) at once, so that the time measured is the
 //! fan-out's.
 
-#[path = "../vm/tests/support/http.rs"]
+#[path = "../runtime/tests/support/http.rs"]
 mod http;
 #[path = "workloads.rs"]
 mod workloads;
@@ -16,10 +16,10 @@ use http::{Reply, Server};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::time::Duration;
+use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::providers::{OpenAi, Settings};
+use tv_runtime::script::ScriptRunner;
 use tv_vm::limits::Limits;
-use tv_vm::providers::{OpenAi, Settings};
-use tv_vm::runhost::{Choice, RunHost};
-use tv_vm::script::ScriptRunner;
 
 const CALLS: usize = 64;
 const DELAY: Duration = Duration::from_millis(200);
@@ -87,7 +87,7 @@ fn main() {
         ScriptRunner::default(),
     );
     let run = || {
-        rt.block_on(tv_vm::driver::run(
+        rt.block_on(tv_runtime::driver::run(
             &bundle,
             function,
             vec![],

@@ -275,7 +275,7 @@ fn run_every_entry(b: &Bundle) {
 }
 
 fn run_every_entry_within(b: &Bundle, instructions: u64) {
-    let host = tv_vm::driver::Blocking(Mutex::new(tv_vm::host::EchoHost));
+    let host = tv_runtime::host::Blocking(Mutex::new(tv_vm::host::EchoHost));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -289,7 +289,7 @@ fn run_every_entry_within(b: &Bundle, instructions: u64) {
             instructions,
             ..Limits::default()
         };
-        rt.block_on(tv_vm::driver::run(
+        rt.block_on(tv_runtime::driver::run(
             b,
             e.function,
             vec![serde_json::Value::Null; n],
@@ -376,7 +376,7 @@ fn the_verifier_refuses_what_would_break_the_machine() {
     ];
     for (code, locals, expected) in cases {
         let b = one_function(code.clone(), locals);
-        let err = tv_vm::verify::verify(&b).expect_err(&format!("{code:?} was accepted"));
+        let err = tv_vm::bundle::verify::verify(&b).expect_err(&format!("{code:?} was accepted"));
         assert!(err.contains(expected), "{code:?}: {err}");
         assert!(Bundle::from_bytes(&b.to_bytes()).is_err());
     }
@@ -412,11 +412,11 @@ fn branches_that_multiply_their_frames_hit_the_shared_memory_budget() {
         memory: 32 << 20,
         ..Limits::default()
     };
-    let host = tv_vm::driver::Blocking(Mutex::new(tv_vm::host::EchoHost));
+    let host = tv_runtime::host::Blocking(Mutex::new(tv_vm::host::EchoHost));
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
-    let (r, _) = rt.block_on(tv_vm::driver::run(&b, 0, Vec::new(), limits, &host));
+    let (r, _) = rt.block_on(tv_runtime::driver::run(&b, 0, Vec::new(), limits, &host));
     let error = &r["notes"]["error"];
     assert_eq!(error["resource"], "memory", "{r:#}");
     assert_eq!(error["metrics"]["limit"], 32 << 20);

@@ -8,7 +8,7 @@ use tv_vm::limits::Limits;
 /// A host that answers every LLM call after 100 ms of (virtual) time.
 struct Sleepy;
 
-impl tv_vm::driver::AsyncHost for Sleepy {
+impl tv_runtime::host::AsyncHost for Sleepy {
     async fn call(&self, request: &HostRequest) -> tv_vm::host::HostReply {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let HostRequest::Llm(r) = request else {
@@ -31,7 +31,7 @@ fn timed_run(src: &str, entry: &str) -> (Value, std::time::Duration) {
         .expect("runtime");
     rt.block_on(async {
         let start = tokio::time::Instant::now();
-        let (r, _) = tv_vm::driver::run(&b, f, vec![], Limits::default(), &Sleepy).await;
+        let (r, _) = tv_runtime::driver::run(&b, f, vec![], Limits::default(), &Sleepy).await;
         (r, start.elapsed())
     })
 }

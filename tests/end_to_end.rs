@@ -1,16 +1,16 @@
 //! Every operator end to end through the OpenAI adapter against a real HTTP server on
 //! 127.0.0.1 that answers like a model would, with scripts as real processes.
 
-#[path = "../vm/tests/support/http.rs"]
+#[path = "../runtime/tests/support/http.rs"]
 mod http;
 
 use http::{Reply, Server};
 use serde_json::{json, Value};
+use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::providers::{OpenAi, Settings};
+use tv_runtime::script::ScriptRunner;
 use tv_tests::bundle_of;
 use tv_vm::limits::Limits;
-use tv_vm::providers::{OpenAi, Settings};
-use tv_vm::runhost::{Choice, RunHost};
-use tv_vm::script::ScriptRunner;
 
 /// The last message of a request (same field in both wire formats) and whether the
 /// model has not spoken yet in this conversation.
@@ -80,7 +80,7 @@ fn run_in(
         );
         host.context.workspace = workspace;
         let f = b.entry(entry).expect("entry").function;
-        let (r, _) = tv_vm::driver::run(&b, f, args, Limits::default(), &host).await;
+        let (r, _) = tv_runtime::driver::run(&b, f, args, Limits::default(), &host).await;
         (r, server.requests())
     })
 }
@@ -291,11 +291,11 @@ fn a_sequence_with_a_subtask_runs_through_the_anthropic_adapter() {
         let host = RunHost::with_adapters(
             Choice::Remote(tv_stdlib::models::Provider::Anthropic),
             None,
-            Some(tv_vm::providers::Anthropic::new(settings).expect("adapter")),
+            Some(tv_runtime::providers::Anthropic::new(settings).expect("adapter")),
             ScriptRunner::default(),
         );
         let f = b.entry("s").expect("entry").function;
-        let (r, _) = tv_vm::driver::run(&b, f, vec![], Limits::default(), &host).await;
+        let (r, _) = tv_runtime::driver::run(&b, f, vec![], Limits::default(), &host).await;
         (r, server.requests())
     });
     assert_eq!(hits.len(), 4, "parent, subtask, parent again, second step");

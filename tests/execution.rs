@@ -467,7 +467,7 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_fails_the_loop_with_the_r
 
 #[test]
 fn the_shipped_example_replays_from_its_cassette_to_complete() {
-    struct Replay(tv_vm::cassette::Cassette);
+    struct Replay(tv_runtime::cassette::Cassette);
     impl tv_vm::host::Host for Replay {
         fn call(&mut self, request: &HostRequest) -> tv_vm::host::HostReply {
             match request {
@@ -479,7 +479,7 @@ fn the_shipped_example_replays_from_its_cassette_to_complete() {
     let src = std::fs::read_to_string("examples/code_review.xml").expect("example");
     let c = tv_compiler::driver::check_texts([("examples/code_review.xml", src.as_str())]);
     let (_, b) = tv_compiler::driver::compile(&c).expect("compiles");
-    let cassette = tv_vm::cassette::Cassette::load(std::path::Path::new(
+    let cassette = tv_runtime::cassette::Cassette::load(std::path::Path::new(
         "examples/code_review.cassette.jsonl",
     ))
     .expect("cassette");

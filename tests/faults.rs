@@ -4,22 +4,22 @@
 //! runs it through `RunHost` against the scripted HTTP server on 127.0.0.1 (OpenAI wire
 //! format) with scripts as real processes, and checks exactly how the run ends, which
 //! steps ran and what the server was asked. (A damaged bundle given to `tvm` is covered
-//! by `vm/tests/cli.rs` and `vm/tests/secrets.rs`.)
+//! by `runtime/tests/cli.rs` and `runtime/tests/secrets.rs`.)
 
-#[path = "../vm/tests/support/http.rs"]
+#[path = "../runtime/tests/support/http.rs"]
 mod http;
 
 use http::{Reply, Server};
 use serde_json::{json, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use tv_runtime::host::AsyncHost;
+use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::providers::{OpenAi, Settings};
+use tv_runtime::script::ScriptRunner;
 use tv_tests::bundle_of;
-use tv_vm::driver::AsyncHost;
 use tv_vm::host::{HostReply, HostRequest, ScriptReply};
 use tv_vm::limits::Limits;
-use tv_vm::providers::{OpenAi, Settings};
-use tv_vm::runhost::{Choice, RunHost};
-use tv_vm::script::ScriptRunner;
 
 /// Four steps, each quoting the answer to the one before.
 const FOUR_STEPS: &str = r#"<task name="four" type="sequential"><steps>
@@ -116,7 +116,8 @@ fn run(
         };
         let f = bundle.entry(entry).expect("entry").function;
         let start = Instant::now();
-        let (result, _) = tv_vm::driver::run(&bundle, f, vec![], Limits::default(), &host).await;
+        let (result, _) =
+            tv_runtime::driver::run(&bundle, f, vec![], Limits::default(), &host).await;
         let took = start.elapsed();
         let prompts = server
             .requests()

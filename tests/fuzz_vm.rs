@@ -241,7 +241,7 @@ proptest! {
         arg in prop_oneof![Just(json!(null)), Just(json!("text")), Just(json!({"content": [1, 2]}))],
     ) {
         let b = bundle(functions);
-        prop_assume!(tv_vm::verify::verify(&b).is_ok());
+        prop_assume!(tv_vm::bundle::verify::verify(&b).is_ok());
         let back = Bundle::from_bytes(&b.to_bytes()).expect("a verified bundle loads back");
         let mut turn = 0;
         let mut host = scripted(|_| {

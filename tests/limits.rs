@@ -120,9 +120,10 @@ fn the_instruction_budget_stops_pure_computation() {
 #[test]
 fn the_wall_time_limit_is_enforced_by_the_async_driver() {
     use std::sync::Mutex;
-    use tv_vm::driver::{run, Blocking};
+    use tv_runtime::driver::run;
+    use tv_runtime::host::Blocking;
     struct Slow;
-    impl tv_vm::driver::AsyncHost for Slow {
+    impl tv_runtime::host::AsyncHost for Slow {
         async fn call(&self, _: &HostRequest) -> tv_vm::host::HostReply {
             tokio::time::sleep(std::time::Duration::from_secs(30)).await;
             tv_vm::host::HostReply::Llm(Ok(Default::default()))

@@ -5,9 +5,9 @@
 
 use serde_json::{json, Value};
 use std::path::Path;
+use tv_runtime::context::{Assembled, Assembler};
 use tv_tests::{bundle_of, run_with, TempDir};
 use tv_vm::bundle::Inherit;
-use tv_vm::context::{Assembled, Assembler};
 use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest};
 use tv_vm::limits::Limits;
 
@@ -133,7 +133,7 @@ fn a_spawned_subtask_receives_the_context_of_the_session_that_asked_for_it() {
     assert_eq!(sent.task.context.inherit, Inherit::Subset);
     assert!(!sent.task.context.fresh);
     assert!(sent.context.to_string().contains(PARENT_LINE), "{sent:?}");
-    let subset = tv_vm::runhost::relevant_subset(&sent.context.to_string(), "Check emails");
+    let subset = tv_runtime::host::relevant_subset(&sent.context.to_string(), "Check emails");
     assert_eq!(subset, format!("{PARENT_LINE}\n"));
 }
 

@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(bundle) = Bundle::from_bytes(&tv_fuzz::reseal(&data[HEADER..])) else {
         return;
     };
-    tv_vm::verify::verify(&bundle).expect("a loaded bundle verifies");
+    tv_vm::bundle::verify::verify(&bundle).expect("a loaded bundle verifies");
     let bundle = tv_fuzz::assert_round_trip(&bundle);
     let _ = tv_vm::disasm::disassemble(&bundle);
     tv_fuzz::run_every_entry(&bundle, &[], &mut tv_fuzz::Scripted::plain());

@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let (_, bundle) = driver::compile(&c).expect("a program without errors compiles");
-    tv_vm::verify::verify(&bundle).expect("the compiler's bundle verifies");
+    tv_vm::bundle::verify::verify(&bundle).expect("the compiler's bundle verifies");
     let back = tv_fuzz::assert_round_trip(&bundle);
     tv_fuzz::run_every_entry(&back, &[], &mut tv_fuzz::Scripted::plain());
 });

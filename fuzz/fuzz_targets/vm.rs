@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|program: tv_fuzz::Program| {
     let bundle = program.bundle();
-    if tv_vm::verify::verify(&bundle).is_err() {
+    if tv_vm::bundle::verify::verify(&bundle).is_err() {
         return;
     }
     let bundle = tv_fuzz::assert_round_trip(&bundle);

@@ -1,0 +1,403 @@
+//! `tvm`: loads, verifies and runs task-template bundles.
+
+use clap::{Args, Parser, Subcommand};
+use options::{host, HostArgs, LimitArgs};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+mod options;
+mod output;
+
+use tv_runtime::driver;
+use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::journal::{self, Header, Journal};
+use tv_vm::args;
+use tv_vm::bundle::Bundle;
+use tv_vm::limits::Limits;
+
+/// mimalloc, as in every binary of the workspace (see the workspace manifest).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(name = "tvm", version, about = "Run compiled task-template bundles")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an entry point and print its TaskResult as JSON.
+    Run(Box<RunArgs>),
+    /// Finish a run from its journal: calls the journal holds are answered from it,
+    /// only the others are made.
+    Resume(Box<ResumeArgs>),
+    /// Print the bundle's listing.
+    Disasm { bundle: PathBuf },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    bundle: PathBuf,
+    /// The entry point; may be left out when the bundle has only one.
+    #[arg(long)]
+    entry: Option<String>,
+    /// An argument, NAME=VALUE (NAME=@FILE reads it from a file); VALUE is read as JSON
+    /// for parameters typed other than string.
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    args: Vec<String>,
+    /// All arguments as one JSON object.
+    #[arg(long, value_name = "JSON")]
+    args_json: Option<String>,
+    /// Write every host call's outcome to this file, synced before the run goes on, so
+    /// that `tvm resume FILE` can finish the run after a crash.
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
+    #[command(flatten)]
+    host: HostArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Args)]
+struct ResumeArgs {
+    /// The journal a `tvm run --journal FILE` wrote.
+    journal: PathBuf,
+    /// The bundle, when it is no longer where the run found it; it must be the same bytes.
+    #[arg(long, value_name = "FILE")]
+    bundle: Option<PathBuf>,
+    /// Run again a script that was running when the run stopped (it may have done part
+    /// of its work already).
+    #[arg(long)]
+    rerun_scripts: bool,
+    /// Settings not given here are the run's own, from the journal; limits always are.
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+fn main() -> ExitCode {
+    protect_keys();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Disasm { bundle } => {
+            let listing = load(&bundle).map(|(b, _)| tv_vm::disasm::disassemble(&b));
+            listing
+                .and_then(|l| output::print(&l))
+                .map(|()| ExitCode::SUCCESS)
+        }
+        Command::Run(args) => run(*args),
+        Command::Resume(args) => resume(*args),
+    };
+    result.unwrap_or_else(|e| {
+        output::say(&format!("tvm: error: {e}\n"));
+        ExitCode::from(2)
+    })
+}
+
+/// Puts the API keys in this process's environment out of reach of the scripts it runs:
+/// a process that is not dumpable has its `/proc/PID/environ` and `mem` readable by root
+/// (CAP_SYS_PTRACE) only, not by other processes of the same user. (Scripts are started
+/// without the keys; this closes the way back to them through the parent.)
+fn protect_keys() {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        output::say(&format!(
+            "tvm: warning: cannot mark the process non-dumpable ({e}); scripts run as this \
+             user could read the API keys from /proc\n"
+        ));
+    }
+}
+
+/// A bundle and the SHA-256 of its bytes.
+fn load(path: &Path) -> Result<(Bundle, String), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((bundle, journal::sha256(&bytes)))
+}
+
+fn run(mut args: RunArgs) -> Result<ExitCode, String> {
+    let (bundle, hash) = load(&args.bundle)?;
+    args.host.resolve_allow_read()?;
+    let provider = args
+        .host
+        .provider
+        .clone()
+        .or_else(|| std::env::var("TVM_PROVIDER").ok().filter(|p| !p.is_empty()));
+    // Resolved now, needed only at the first LLM call: a run of scripts needs none.
+    let choice = match provider.as_deref() {
+        Some(p) => Some(Choice::parse(p).ok_or_else(|| {
+            format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)")
+        })?),
+        None => RunHost::default_from_keys(),
+    };
+    let entry = pick_entry(&bundle, args.entry.as_deref())?;
+    let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
+    let host = host(choice, &args.host)?;
+    let limits = args.limits.limits();
+    let journal = match &args.journal {
+        Some(path) => {
+            let f = bundle
+                .functions
+                .get(entry as usize)
+                .ok_or("the entry point has no function")?;
+            let (concurrency, retries, request_timeout) = args.host.calls();
+            let header = Header {
+                journal: journal::FORMAT,
+                bundle: std::fs::canonicalize(&args.bundle).unwrap_or(args.bundle.clone()),
+                bundle_sha256: hash,
+                entry: f.name.clone(),
+                args: f
+                    .params
+                    .iter()
+                    .map(|p| p.name.clone())
+                    .zip(values.clone())
+                    .collect(),
+                provider: choice.map_or("", Choice::name).to_string(),
+                model: args.host.model.clone(),
+                cassette: args.host.cassette.clone(),
+                workspace: args.host.workspace.clone(),
+                allow_read: args.host.allow_read.clone(),
+                limits: limits.clone(),
+                concurrency: Some(concurrency),
+                retries: Some(retries),
+                request_timeout: Some(request_timeout),
+                max_reply_bytes: args.host.max_reply_bytes,
+                sampling: Some(args.host.sampling()),
+                force_model: args.host.force_model.clone(),
+            };
+            Some(Journal::create(path, &header)?)
+        }
+        None => None,
+    };
+    execute(&bundle, entry, values, limits, &host, journal.as_ref())
+}
+
+fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
+    let (header, journal) = Journal::open(&args.journal)?;
+    let path = args.bundle.clone().unwrap_or_else(|| header.bundle.clone());
+    let (bundle, hash) = load(&path)?;
+    if hash != header.bundle_sha256 {
+        return Err(format!(
+            "the journal {} was written for a bundle with SHA-256 {}, but {} has {}: it was recompiled or replaced; \
+             resume with the bundle the run used (--bundle FILE)",
+            args.journal.display(),
+            &header.bundle_sha256[..16.min(header.bundle_sha256.len())],
+            path.display(),
+            &hash[..16]
+        ));
+    }
+    if let Some(s) = journal
+        .interrupted()
+        .first()
+        .filter(|_| !args.rerun_scripts)
+    {
+        return Err(format!(
+            "the run stopped while the script of task `{}` (call {}) was running: {}\n\
+             it may have done part of its work; pass --rerun-scripts to run it again",
+            s.task, s.call, s.command
+        ));
+    }
+    let (entry, values) = bundle
+        .entry_args(&header.entry, &Value::Object(header.args.clone()))
+        .ok_or_else(|| {
+            format!(
+                "the bundle has no entry point `{}` taking the journal's arguments",
+                header.entry
+            )
+        })?;
+    let provider = args.host.provider.take().unwrap_or(header.provider.clone());
+    let choice = match provider.as_str() {
+        "" => None,
+        p => Some(Choice::parse(p).ok_or_else(|| format!("unknown provider `{p}`"))?),
+    };
+    args.host.model = args.host.model.take().or(header.model);
+    args.host.cassette = args.host.cassette.take().or(header.cassette);
+    args.host.workspace = args.host.workspace.take().or(header.workspace);
+    args.host.resolve_allow_read()?;
+    if args.host.allow_read.is_empty() {
+        args.host.allow_read = header.allow_read;
+    }
+    args.host.concurrency = args.host.concurrency.or(header.concurrency);
+    args.host.retries = args.host.retries.or(header.retries);
+    args.host.request_timeout = args.host.request_timeout.or(header.request_timeout);
+    args.host.max_reply_bytes = args.host.max_reply_bytes.or(header.max_reply_bytes);
+    let sampling = header.sampling.unwrap_or_default();
+    args.host.temperature = args.host.temperature.or(sampling.temperature);
+    args.host.max_output_tokens = args.host.max_output_tokens.or(sampling.max_tokens);
+    args.host.seed = args.host.seed.or(sampling.seed);
+    args.host.force_model = args.host.force_model.take().or(header.force_model);
+    let host = host(choice, &args.host)?;
+    let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
+    let (replayed, made) = journal.counts();
+    output::say(&format!(
+        "tvm: resumed: {replayed} answered from the journal, {made} made now\n"
+    ));
+    Ok(code)
+}
+
+/// Runs the entry to its end, prints the result and chooses the exit code.
+fn execute(
+    bundle: &Bundle,
+    entry: u32,
+    values: Vec<Value>,
+    limits: Limits,
+    host: &RunHost,
+    journal: Option<&Journal>,
+) -> Result<ExitCode, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let (mut result, usage) = runtime.block_on(driver::run_journaled(
+        bundle, entry, values, limits, host, journal,
+    ));
+    if let Some(p) = &host.progress {
+        p.finish();
+    }
+    // A run that needed a provider it could not reach is a usage error, not a
+    // failure of the workflow.
+    if let Some(problem) = host.unconfigured() {
+        return Err(problem);
+    }
+    tv_vm::result::set_note(&mut result, "usage", usage.notes());
+    let code = if tv_vm::result::is_failed(&result) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
+    let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+    output::print(&format!("{text}\n"))?;
+    Ok(code)
+}
+
+fn pick_entry(bundle: &Bundle, name: Option<&str>) -> Result<u32, String> {
+    let names = || {
+        bundle
+            .entries
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match name {
+        Some(n) => bundle
+            .entry(n)
+            .map(|e| e.function)
+            .ok_or_else(|| format!("no entry point `{n}` in the bundle (entries: {})", names())),
+        None if bundle.entries.len() == 1 => Ok(bundle.entries[0].function),
+        None => Err(format!(
+            "the bundle has several entry points; choose one with --entry ({})",
+            names()
+        )),
+    }
+}
+
+/// The most an `--arg NAME=@FILE` may read: the size `tvc` reads a template to.
+const MAX_ARG_FILE: u64 = 64 << 20;
+
+/// The text of `--arg NAME=@FILE`: a regular file of at most [`MAX_ARG_FILE`] bytes,
+/// so `@/dev/zero` or a FIFO is refused instead of read without end.
+fn read_arg_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err("not a regular file (a device, FIFO or directory), so it is not read".into());
+    }
+    let mut text = String::new();
+    file.take(MAX_ARG_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_ARG_FILE {
+        return Err(format!("larger than {MAX_ARG_FILE} bytes"));
+    }
+    Ok(text)
+}
+
+/// Arguments by parameter name, in parameter order, each checked against its
+/// parameter's type before anything runs.
+fn bind_args(
+    bundle: &Bundle,
+    entry: u32,
+    pairs: &[String],
+    json: Option<&str>,
+) -> Result<Vec<Value>, String> {
+    let f = bundle
+        .functions
+        .get(entry as usize)
+        .ok_or("the entry point has no function")?;
+    let mut given: Map<String, Value> = match json {
+        Some(j) => match serde_json::from_str(j) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return Err("--args-json must be a JSON object".into()),
+            Err(e) => return Err(format!("--args-json is not valid JSON: {e}")),
+        },
+        None => Map::new(),
+    };
+    let from_json: Vec<String> = given.keys().cloned().collect();
+    let mut seen: Vec<&str> = Vec::new();
+    for pair in pairs {
+        let (name, raw) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("--arg `{pair}` must be NAME=VALUE"))?;
+        if seen.contains(&name) {
+            return Err(format!("--arg {name} is given twice"));
+        }
+        if from_json.iter().any(|k| k == name) {
+            return Err(format!("`{name}` is given by both --arg and --args-json"));
+        }
+        seen.push(name);
+        // `NAME=@FILE` reads the value from a file, as curl does.
+        let from_file;
+        let raw = match raw.strip_prefix('@') {
+            Some(path) => {
+                from_file = read_arg_file(Path::new(path))
+                    .map_err(|e| format!("--arg {name}=@{path}: {e}"))?;
+                from_file.as_str()
+            }
+            None => raw,
+        };
+        let ty = f
+            .params
+            .iter()
+            .find(|p| p.name == name)
+            .map_or("any", |p| p.ty.as_str());
+        given.insert(name.to_string(), args::parse_arg(name, ty, raw)?);
+    }
+    args::bind(f, given)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use tv_runtime::providers;
+
+    #[test]
+    fn the_help_of_run_and_resume_shows_the_defaults_the_host_uses() {
+        for sub in ["run", "resume"] {
+            let mut cli = Cli::command();
+            let help = cli
+                .find_subcommand_mut(sub)
+                .expect("subcommand")
+                .render_long_help()
+                .to_string();
+            for default in [
+                providers::DEFAULT_CONCURRENCY as u64,
+                u64::from(providers::DEFAULT_RETRIES),
+                providers::DEFAULT_REQUEST_TIMEOUT_SECS,
+                providers::DEFAULT_MAX_REPLY_BYTES as u64,
+            ] {
+                assert!(
+                    help.contains(&format!("[default: {default}]")),
+                    "`tvm {sub} --help` does not show the default {default}:\n{help}"
+                );
+            }
+            for flag in ["--max-reply-bytes <BYTES>", "--allow-read <PATH>"] {
+                assert!(
+                    help.contains(flag),
+                    "`tvm {sub} --help` lacks {flag}:\n{help}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The options `tvm run` and `tvm resume` share: who answers host calls, what is
+//! written down about them, the bounds they run within, and the host they make.
+
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+use tv_runtime::cassette::{Cassette, Recorder};
+use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::observe::{Progress, Trace};
+use tv_runtime::providers::{self, Settings};
+use tv_runtime::script::ScriptRunner;
+use tv_vm::bundle::ModelSettings;
+use tv_vm::limits::Limits;
+
+/// Who answers host calls, and what is written down about them.
+#[derive(Args)]
+pub struct HostArgs {
+    /// Who answers LLM calls: openai, anthropic, replay or echo (default: $TVM_PROVIDER,
+    /// else the provider whose key is set).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model for tasks that name none (default: $TVM_MODEL, else the provider's).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The recorded replies `--provider replay` answers from.
+    #[arg(long, value_name = "FILE")]
+    pub cassette: Option<PathBuf>,
+    /// The folder whose files fresh context may search (honouring .gitignore); none
+    /// named, none searched.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// A file or folder outside the workspace (or, without one, outside the current
+    /// directory) that a task may name in its `file_paths`; repeatable. Without it such
+    /// paths (absolute, with `..`, or through a link) are skipped with a warning.
+    #[arg(long, value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
+    /// Write one JSON line per host call: what was asked, how long, tokens, outcome.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Write every LLM reply of this run to a cassette.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// LLM calls in flight at once, per provider [default: 16].
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Retries of an LLM call that met a rate limit, a server error, a timeout or a
+    /// dropped connection, before its task fails [default: 4].
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// Seconds one attempt of an LLM call may take, reply included [default: 120].
+    #[arg(long, value_name = "SECS")]
+    pub request_timeout: Option<u64>,
+    /// Bytes one LLM reply may have; reading stops there and the call fails, without a
+    /// retry, so that an endless or huge reply cannot fill the memory [default: 8388608].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_reply_bytes: Option<u64>,
+    /// Sampling temperature (0 to 2) for tasks whose `<model>` sets none.
+    #[arg(long, value_name = "T", value_parser = temperature)]
+    pub temperature: Option<f64>,
+    /// The most tokens a reply may have, for tasks whose `<model>` sets no `max_tokens`;
+    /// a reply cut there fails its task (Anthropic's default: 4096).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_output_tokens: Option<u64>,
+    /// Sampling seed for tasks whose `<model>` sets none.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<i64>,
+    /// Run every task on this model, whatever its `<model>` says (`provider:model` or a
+    /// known name), e.g. to run a library written for one provider on a local server.
+    #[arg(long, value_name = "M")]
+    pub force_model: Option<String>,
+}
+
+fn temperature(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
+        _ => Err(format!("`{s}` is not a number from 0 to 2")),
+    }
+}
+
+impl HostArgs {
+    /// The run's default sampling settings.
+    pub fn sampling(&self) -> ModelSettings {
+        ModelSettings {
+            temperature: self.temperature,
+            max_tokens: self.max_output_tokens,
+            seed: self.seed,
+            ..ModelSettings::default()
+        }
+    }
+
+    /// Resolves every `--allow-read` path (links, `..`, the current directory), so that
+    /// the journal keeps what was meant whatever folder a resume starts from.
+    pub fn resolve_allow_read(&mut self) -> Result<(), String> {
+        for p in &mut self.allow_read {
+            *p = std::fs::canonicalize(&*p)
+                .map_err(|e| format!("--allow-read {}: {e}", p.display()))?;
+        }
+        Ok(())
+    }
+
+    /// `--max-reply-bytes`, else the default; more than the address space means no cap.
+    pub fn max_reply_bytes(&self) -> usize {
+        self.max_reply_bytes
+            .map_or(providers::DEFAULT_MAX_REPLY_BYTES, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            })
+    }
+
+    /// The LLM call settings: those given, else the defaults.
+    pub fn calls(&self) -> (usize, u32, u64) {
+        (
+            self.concurrency.unwrap_or(providers::DEFAULT_CONCURRENCY),
+            self.retries.unwrap_or(providers::DEFAULT_RETRIES),
+            self.request_timeout
+                .unwrap_or(providers::DEFAULT_REQUEST_TIMEOUT_SECS),
+        )
+    }
+}
+
+/// Limits; defaults are those of `Limits::default()`.
+#[derive(Args)]
+pub struct LimitArgs {
+    /// Nested template calls.
+    #[arg(long, default_value_t = Limits::default().call_depth)]
+    pub max_call_depth: usize,
+    /// Nested subtasks.
+    #[arg(long, default_value_t = Limits::default().subtask_depth)]
+    pub max_subtask_depth: usize,
+    /// Director-evaluator iterations over the run.
+    #[arg(long, default_value_t = Limits::default().loop_iterations)]
+    pub max_iterations: u64,
+    /// Assistant turns over the run.
+    #[arg(long, default_value_t = Limits::default().turns)]
+    pub max_turns: u64,
+    /// Tokens over the run.
+    #[arg(long, default_value_t = Limits::default().tokens)]
+    pub max_tokens: u64,
+    /// Wall-clock seconds for the run.
+    #[arg(long, default_value_t = Limits::default().wall_time.as_secs())]
+    pub timeout: u64,
+    /// Instructions executed.
+    #[arg(long, default_value_t = Limits::default().instructions)]
+    pub max_instructions: u64,
+    /// Memory the run's values may take: bytes, or with a unit (KiB, MiB, GiB).
+    #[arg(long, value_name = "SIZE", default_value = "512MiB", value_parser = size)]
+    pub max_memory: u64,
+}
+
+/// `512MiB`, `64KiB`, `1GiB` (also `K`, `M`, `G`, binary multiples), or plain bytes.
+fn size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        other => return Err(format!("unknown unit `{other}` (use KiB, MiB or GiB)")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{s}` is not a positive size"))
+}
+
+impl LimitArgs {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            call_depth: self.max_call_depth,
+            subtask_depth: self.max_subtask_depth,
+            loop_iterations: self.max_iterations,
+            turns: self.max_turns,
+            tokens: self.max_tokens,
+            wall_time: Duration::from_secs(self.timeout),
+            instructions: self.max_instructions,
+            memory: self.max_memory,
+        }
+    }
+}
+
+/// The host for a run: provider adapters, cassette, recorder, trace, workspace.
+pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
+    if let Some(w) = &a.workspace {
+        if !w.is_dir() {
+            return Err(format!("--workspace {}: no such directory", w.display()));
+        }
+    }
+    let model = a.model.clone();
+    let (concurrency, retries, timeout) = a.calls();
+    let timeout = Duration::from_secs(timeout.max(1));
+    let max_reply_bytes = a.max_reply_bytes();
+    let tune = move |s: &mut Settings| {
+        if let Some(m) = &model {
+            s.default_model = m.clone();
+        }
+        s.concurrency = concurrency;
+        s.max_retries = retries;
+        s.request_timeout = timeout;
+        s.max_reply_bytes = max_reply_bytes;
+    };
+    let mut host = RunHost::new(choice, tune, ScriptRunner::default())?;
+    host.defaults = a.sampling();
+    if let Some(m) = &a.force_model {
+        tv_stdlib::models::parse_model(m)
+            .map_err(|e| format!("--force-model `{m}` is not a model identifier: {e}"))?;
+        host.force_model = Some(m.clone());
+    }
+    match (&a.cassette, choice) {
+        (Some(path), Some(Choice::Replay)) => host.cassette = Some(Cassette::load(path)?),
+        (None, Some(Choice::Replay)) => {
+            return Err("--provider replay needs --cassette FILE".into())
+        }
+        (Some(_), _) => return Err("--cassette is read by --provider replay only".into()),
+        (None, _) => {}
+    }
+    if let Some(path) = &a.record {
+        host.recorder = Some(Recorder::create(path)?);
+    }
+    if let Some(path) = &a.trace {
+        host.trace = Some(Trace::create(path)?);
+    }
+    host.progress = Some(Progress::new());
+    host.context.workspace = a.workspace.clone();
+    host.context.allow_read = a.allow_read.clone();
+    Ok(host)
+}

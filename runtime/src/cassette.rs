@@ -1,0 +1,312 @@
+//! Record and replay: every LLM reply of a run can be written to a cassette (JSON
+//! lines), keyed by a hash of the normalized request, and a later run can be answered
+//! from it with no network at all. A request the cassette lacks fails loudly.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use tv_vm::host::{HostError, LlmReply, LlmRequest};
+
+/// What identifies a request: what the model is asked, not who is asked. The provider
+/// and its default model stay out, so a cassette replays under any provider setting.
+/// Settings and the subtask tool are in only when a request has them, so cassettes
+/// recorded before they existed keep their keys.
+pub fn normalized(r: &LlmRequest) -> Value {
+    let mut v = json!({
+        "model": r.model,
+        "system": r.system_prompt,
+        "context": r.context,
+        "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
+        "output": format!("{:?}", r.task.output),
+    });
+    if !r.settings.is_empty() {
+        v["settings"] = json!(r.settings);
+    }
+    if r.task.subtasks {
+        v["subtasks"] = json!(true);
+    }
+    v
+}
+
+pub fn key(r: &LlmRequest) -> String {
+    let digest = Sha256::digest(normalized(r).to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One line of a cassette.
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    key: String,
+    /// For people reading the cassette; replay uses only the key.
+    task: String,
+    prompt: String,
+    reply: RecordedReply,
+    /// The normalized request, so that a miss can say where a new request differs
+    /// (absent in cassettes recorded before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    request: Option<Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RecordedReply {
+    content: String,
+    input_tokens: u64,
+    output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subtask_request: Option<Value>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    model: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
+}
+
+/// Appends each reply to a cassette file as it arrives.
+pub struct Recorder {
+    file: Mutex<std::fs::File>,
+}
+
+impl Recorder {
+    pub fn create(path: &Path) -> Result<Recorder, String> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        Ok(Recorder {
+            file: Mutex::new(file),
+        })
+    }
+
+    pub fn record(&self, r: &LlmRequest, reply: &LlmReply) -> Result<(), String> {
+        let entry = Entry {
+            key: key(r),
+            task: r.task.name.clone(),
+            prompt: r
+                .messages
+                .last()
+                .map(|m| m.content.clone())
+                .unwrap_or_default(),
+            reply: RecordedReply {
+                content: reply.content.clone(),
+                input_tokens: reply.input_tokens,
+                output_tokens: reply.output_tokens,
+                subtask_request: reply.subtask_request.clone(),
+                model: reply.model.clone(),
+                truncated: reply.truncated,
+                max_tokens: reply.max_tokens,
+            },
+            request: Some(normalized(r)),
+        };
+        let line = serde_json::to_string(&entry).map_err(|e| e.to_string())?;
+        let mut f = self
+            .file
+            .lock()
+            .map_err(|_| "the cassette writer failed earlier".to_string())?;
+        writeln!(f, "{line}")
+            .and_then(|()| f.flush())
+            .map_err(|e| format!("cannot write the cassette: {e}"))
+    }
+}
+
+/// Replies by request key; the same request asked twice gets its replies in order.
+pub struct Cassette {
+    replies: Mutex<HashMap<String, VecDeque<LlmReply>>>,
+    /// Every recorded request (task name, normalized request when kept, prompt), in
+    /// order, to explain a miss.
+    recorded: Vec<(String, Option<Value>, String)>,
+}
+
+impl Cassette {
+    pub fn load(path: &Path) -> Result<Cassette, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read cassette {}: {e}", path.display()))?;
+        let mut replies: HashMap<String, VecDeque<LlmReply>> = HashMap::new();
+        let mut recorded = Vec::new();
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let e: Entry = serde_json::from_str(line).map_err(|err| {
+                format!("{}:{}: not a cassette entry: {err}", path.display(), i + 1)
+            })?;
+            recorded.push((e.task, e.request, e.prompt));
+            replies.entry(e.key).or_default().push_back(LlmReply {
+                content: e.reply.content,
+                input_tokens: e.reply.input_tokens,
+                output_tokens: e.reply.output_tokens,
+                subtask_request: e.reply.subtask_request,
+                model: e.reply.model,
+                truncated: e.reply.truncated,
+                max_tokens: e.reply.max_tokens,
+                ..LlmReply::default()
+            });
+        }
+        Ok(Cassette {
+            replies: Mutex::new(replies),
+            recorded,
+        })
+    }
+
+    pub fn answer(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
+        let k = key(r);
+        let found = self
+            .replies
+            .lock()
+            .ok()
+            .and_then(|mut m| m.get_mut(&k).and_then(VecDeque::pop_front));
+        found.ok_or_else(|| {
+            let prompt: String = r.messages.last().map_or("", |m| m.content.as_str()).chars().take(80).collect();
+            HostError {
+                reason: "execution_halted".into(),
+                message: format!(
+                    "the cassette has no reply for request {k} (task `{}`, prompt {prompt:?}){}; record it with --record",
+                    r.task.name,
+                    self.nearest_difference(r),
+                ),
+            }
+        })
+    }
+
+    /// Where `r` differs from the recorded request nearest to it: the one of the same
+    /// task, else any, with the fewest differing fields.
+    fn nearest_difference(&self, r: &LlmRequest) -> String {
+        let asked = normalized(r);
+        let prompt = r.messages.last().map_or("", |m| m.content.as_str());
+        let candidates = self
+            .recorded
+            .iter()
+            .filter(|(task, ..)| *task == r.task.name)
+            .chain(
+                self.recorded
+                    .iter()
+                    .filter(|(task, ..)| *task != r.task.name),
+            );
+        let best = candidates
+            .map(|(task, request, recorded_prompt)| {
+                let diffs = match request {
+                    Some(req) => differences(req, &asked),
+                    None => differences(
+                        &json!({"prompt": recorded_prompt}),
+                        &json!({"prompt": prompt}),
+                    ),
+                };
+                (task, diffs)
+            })
+            .min_by_key(|(task, d)| (**task != r.task.name, d.len()));
+        match best {
+            Some((task, diffs)) if !diffs.is_empty() => format!(
+                ";\n  nearest recorded request (task `{task}`) differs in {}",
+                diffs.join("; ")
+            ),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The fields in which two normalized requests differ, each with where and how.
+fn differences(recorded: &Value, asked: &Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let (a, b) = (
+        recorded.as_object().unwrap_or(&empty),
+        asked.as_object().unwrap_or(&empty),
+    );
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (x, y) = (
+                a.get(k).unwrap_or(&Value::Null),
+                b.get(k).unwrap_or(&Value::Null),
+            );
+            (x != y).then(|| format!("`{k}`: {}", first_difference(&text(x), &text(y))))
+        })
+        .collect()
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Where two texts part: the character position and a short excerpt of each.
+fn first_difference(recorded: &str, asked: &str) -> String {
+    let at = recorded
+        .chars()
+        .zip(asked.chars())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let excerpt = |s: &str| -> String { s.chars().skip(at.saturating_sub(10)).take(40).collect() };
+    format!(
+        "from character {at}, recorded {:?}, asked {:?}",
+        excerpt(recorded),
+        excerpt(asked)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tv_vm::bundle::TaskMeta;
+    use tv_vm::host::Message;
+
+    fn request(task: &str, prompt: &str, temperature: Option<f64>) -> LlmRequest {
+        LlmRequest {
+            query: None,
+            requested_files: Vec::new(),
+            task: TaskMeta::named(task).into(),
+            system_prompt: "You are terse.".into(),
+            messages: vec![Message {
+                role: "user".into(),
+                content: prompt.into(),
+            }]
+            .into(),
+            context: Default::default(),
+            model: None,
+            settings: tv_vm::bundle::ModelSettings {
+                temperature,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_miss_says_where_the_request_differs_from_the_nearest_recorded_one() {
+        let path = std::env::temp_dir().join(format!("cassette-miss-{}.jsonl", std::process::id()));
+        let recorder = Recorder::create(&path).unwrap();
+        let reply = LlmReply {
+            content: "ok".into(),
+            ..LlmReply::default()
+        };
+        for (task, prompt) in [
+            ("review#1", "Review the change to deploy.py"),
+            ("other#1", "Unrelated"),
+        ] {
+            recorder
+                .record(&request(task, prompt, None), &reply)
+                .unwrap();
+        }
+        let cassette = Cassette::load(&path).unwrap();
+        let asked = request("review#1", "Review the change to setup.py", Some(0.5));
+        let message = cassette.answer(&asked).unwrap_err().message;
+        assert!(
+            message.contains("nearest recorded request (task `review#1`)"),
+            "{message}"
+        );
+        assert!(message.contains("`messages`: from character"), "{message}");
+        assert!(message.contains("deploy.py"), "{message}");
+        assert!(message.contains("`settings`"), "{message}");
+        assert!(!message.contains("`system`"), "{message}");
+        // The same request is answered, and only as often as it was recorded.
+        let same = request("review#1", "Review the change to deploy.py", None);
+        assert_eq!(cassette.answer(&same).unwrap().content, "ok");
+        assert!(cassette.answer(&same).is_err());
+        let _ = std::fs::remove_file(&path);
+    }
+}

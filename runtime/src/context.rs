@@ -1,0 +1,638 @@
+//! Context look-ups for an LLM call (DESIGN §9, "files" and "memory"): the files a task
+//! names through `file_paths`, and for fresh context the workspace files that best match
+//! the request's text.
+//!
+//! Almost everything here is best effort: a path that cannot be used becomes a warning
+//! for the notes, never an error, because a missing file should not cost a whole run. The
+//! exception is a `file_paths` command that fails or times out: the task needs the files
+//! it would list, so the task fails ([`Assembled::failure`]) and the model is not called.
+//! A local file reaches a model only when the task names it or it lies under the workspace
+//! the user gave (`tvm run --workspace DIR`); without a workspace nothing is searched.
+//! `context_assembly` globs order the files a search finds and keep excluded ones out of
+//! every source (see [`assembly`]).
+
+mod assembly;
+mod search;
+
+use crate::script::ScriptRunner;
+use assembly::{written_form, Globs};
+use search::{excerpt, rank, walk, Hit, Query, MAX_CANDIDATES};
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+use tv_vm::bundle::{Assembly, FilePaths, TaskMeta};
+use tv_vm::host::{LlmRequest, ScriptRequest};
+
+/// Caps that keep one request's context within what any model accepts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes kept of one file; fresh context considers files up to four times this size.
+    pub max_file_bytes: usize,
+    /// Bytes of context added to one request, all sources together.
+    pub max_total_bytes: usize,
+    /// Files added to one request, all sources together.
+    pub max_files: usize,
+    /// For a `file_paths` command.
+    pub command_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 64 << 10,
+            max_total_bytes: 256 << 10,
+            max_files: 20,
+            command_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Looks up the files for LLM requests.
+#[derive(Clone, Debug, Default)]
+pub struct Assembler {
+    /// The folder the user named; fresh context and descriptions search only here.
+    pub workspace: Option<PathBuf>,
+    /// Folders outside the workspace (or the current directory) whose files a task may
+    /// name literally (`tvm run --allow-read PATH`); see [`Scope`].
+    pub allow_read: Vec<PathBuf>,
+    pub limits: Limits,
+}
+
+/// The context found for one request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Assembled {
+    /// To append to the request's context.
+    pub text: String,
+    /// The paths included, relative to the workspace when possible.
+    pub files: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Set when the context the task needs could not be retrieved (its `file_paths`
+    /// command failed or timed out): the LLM call is not made, and the task fails with
+    /// TASK_FAILURE [`RETRIEVAL_FAILURE`] and this message.
+    pub failure: Option<String>,
+}
+
+/// The TaskFailureReason of a task whose context could not be retrieved.
+pub const RETRIEVAL_FAILURE: &str = "context_retrieval_failure";
+
+const NO_WORKSPACE: &str = "fresh context was requested but no workspace was given \
+     (tvm run --workspace DIR); no files were searched";
+const NO_WORKSPACE_COMMAND: &str = "file_paths: a command's paths are read only with \
+     --workspace DIR; the command was not run";
+const NO_WORKSPACE_REQUESTED: &str = "file_paths: the paths a subtask request names are \
+     read only with --workspace DIR; none was read";
+/// Bytes kept of a `file_paths` command's output: plenty for a list of paths.
+const COMMAND_OUTPUT: usize = 256 << 10;
+
+impl Assembler {
+    pub async fn assemble(&self, req: &LlmRequest) -> Assembled {
+        let mut warnings = Vec::new();
+        let (paths, source, description) = match &req.task.file_paths {
+            _ if !req.requested_files.is_empty() => self.requested(req, &mut warnings),
+            FilePaths::None => (Vec::new(), Source::Literal, None),
+            FilePaths::Literal(p) => (p.clone(), Source::Literal, None),
+            // Its paths could not be read: the command is not run at all.
+            FilePaths::Command(_) if self.workspace.is_none() => {
+                warnings.push(NO_WORKSPACE_COMMAND.into());
+                (Vec::new(), Source::Command, None)
+            }
+            FilePaths::Command(c) => match self.command_paths(req, c, &mut warnings).await {
+                Ok(listed) => (listed, Source::Command, None),
+                Err(failure) => {
+                    return Assembled {
+                        warnings,
+                        failure: Some(failure),
+                        ..Assembled::default()
+                    }
+                }
+            },
+            FilePaths::Description(d) => (Vec::new(), Source::Literal, Some(d.as_str())),
+        };
+        let search = self.search_for(req, description, &mut warnings);
+        self.unused_assembly(&req.task.assembly, search.is_some(), &mut warnings);
+        if paths.is_empty() && (search.is_none() || self.workspace.is_none()) {
+            // Most tasks read no file: no thread is started for them.
+            return Assembled {
+                warnings,
+                ..Assembled::default()
+            };
+        }
+        let this = self.clone();
+        let task = req.task.clone();
+        // Walking a workspace is blocking file I/O: keep it off the async threads.
+        let mut out = tokio::task::spawn_blocking(move || {
+            this.collect(&paths, source, search, &task.assembly)
+        })
+        .await
+        .unwrap_or_else(|e| Assembled {
+            warnings: vec![format!("the context look-up failed: {e}")],
+            ..Assembled::default()
+        });
+        warnings.append(&mut out.warnings);
+        out.warnings = warnings;
+        out
+    }
+
+    /// The paths a subtask request named (DESIGN §19), which replace the task's
+    /// `file_paths`. A model chose them, so they are read like a command's: only inside
+    /// the workspace, never without one.
+    fn requested<'r>(
+        &self,
+        req: &LlmRequest,
+        warnings: &mut Vec<String>,
+    ) -> (Vec<String>, Source, Option<&'r str>) {
+        if self.workspace.is_none() {
+            warnings.push(NO_WORKSPACE_REQUESTED.into());
+            return (Vec::new(), Source::Command, None);
+        }
+        (req.requested_files.clone(), Source::Command, None)
+    }
+
+    /// The text to search the workspace with, and the label of its warnings, if the task
+    /// asks for a search and a workspace was given.
+    fn search_for(
+        &self,
+        req: &LlmRequest,
+        description: Option<&str>,
+        warnings: &mut Vec<String>,
+    ) -> Option<(String, &'static str)> {
+        let fresh = req.task.context.fresh;
+        if self.workspace.is_none() {
+            if description.is_some() {
+                warnings.push("file_paths description needs --workspace".into());
+            }
+            if fresh {
+                warnings.push(NO_WORKSPACE.into());
+            }
+            return None;
+        }
+        if !fresh {
+            return description.map(|d| (d.to_owned(), "file_paths description"));
+        }
+        let mut text = fresh_query(req);
+        text.push('\n');
+        text.push_str(description.unwrap_or_default());
+        Some((text, "fresh context"))
+    }
+
+    /// Says when `primary_elements` or `secondary_elements` were given but cannot order
+    /// anything: they choose among the files a workspace search finds.
+    fn unused_assembly(&self, assembly: &Assembly, searched: bool, warnings: &mut Vec<String>) {
+        if assembly.primary.is_empty() && assembly.secondary.is_empty() {
+            return;
+        }
+        if self.workspace.is_none() {
+            warnings.push(
+                "context_assembly: primary_elements and secondary_elements choose workspace \
+                 files, and no workspace was given (tvm run --workspace DIR); they were not used"
+                    .into(),
+            );
+        } else if !searched {
+            warnings.push(
+                "context_assembly: primary_elements and secondary_elements order the files a \
+                 workspace search finds (fresh_context or a file_paths description), and this \
+                 task runs none; they were not used"
+                    .into(),
+            );
+        }
+    }
+
+    /// Runs a `file_paths` command; each non-empty line of its output is a path. A
+    /// command that fails, times out or cannot run is the error: the task needs its files.
+    async fn command_paths(
+        &self,
+        req: &LlmRequest,
+        command: &str,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<String>, String> {
+        let timeout = self.limits.command_timeout;
+        let runner = ScriptRunner {
+            max_output: COMMAND_OUTPUT,
+            default_timeout: timeout,
+            workdir: self.workspace.clone(),
+        };
+        // The context limit applies, not the task's own script timeout.
+        let task = TaskMeta {
+            timeout: None,
+            ..(*req.task).clone()
+        };
+        let command = command.to_owned();
+        let what = format!("file_paths: the command `{command}`");
+        let script = ScriptRequest {
+            task: task.into(),
+            command,
+            inputs: serde_json::Map::new(),
+        };
+        match runner.run(&script).await {
+            Ok(r) if r.exit_code == 0 => {
+                warnings.extend(r.notes.iter().map(|n| format!("{what}: {n}")));
+                let lines = r.stdout.lines().map(str::trim).filter(|l| !l.is_empty());
+                Ok(lines.map(String::from).collect())
+            }
+            Ok(r) => {
+                let why = r.stderr.lines().find(|l| !l.trim().is_empty());
+                let why = why.map_or(String::new(), |w| format!(": {}", w.trim()));
+                Err(format!("{what} failed with exit code {}{why}", r.exit_code))
+            }
+            Err(e) if e.reason == "execution_timeout" => Err(format!(
+                "{what} did not finish within {timeout:?} and was stopped"
+            )),
+            Err(e) => Err(format!("{what} could not run: {}", e.message)),
+        }
+    }
+
+    fn collect(
+        &self,
+        paths: &[String],
+        source: Source,
+        search: Option<(String, &str)>,
+        assembly: &Assembly,
+    ) -> Assembled {
+        let mut b = Builder {
+            limits: &self.limits,
+            out: Assembled::default(),
+            seen: HashSet::new(),
+        };
+        let globs = Globs::new(assembly, &mut b.out.warnings);
+        let scope = Scope::new(self.workspace.as_deref(), &self.allow_read);
+        self.add_named(paths, source, &scope, &globs, &mut b);
+        if let (Some(ws), Some((text, label))) = (&self.workspace, search) {
+            self.add_found(ws, &scope, &text, label, &globs, &mut b);
+        }
+        b.out
+    }
+
+    fn add_named(
+        &self,
+        paths: &[String],
+        source: Source,
+        scope: &Scope,
+        globs: &Globs,
+        b: &mut Builder,
+    ) {
+        let ws = self.workspace.as_deref();
+        for (i, written) in paths.iter().map(|p| p.trim()).enumerate() {
+            if written.is_empty() {
+                continue;
+            }
+            // Relative to the workspace when there is one, else to the current directory.
+            let text = scope
+                .resolve(written, source)
+                .and_then(|path| match excluded_name(globs, scope, written, &path) {
+                    Some(glob) => Err(format!(
+                        "matches {} `{glob}`; skipped",
+                        globs.excluded.name()
+                    )),
+                    None => Ok(path),
+                })
+                .and_then(|path| Ok((read_text(&path, self.limits.max_file_bytes)?, path)));
+            let (text, path) = match text {
+                Ok(read) => read,
+                Err(why) => {
+                    b.warn(format!("file_paths: `{written}` {why}"));
+                    continue;
+                }
+            };
+            let display = ws.and_then(|ws| relative(ws, &path));
+            let display = display.unwrap_or_else(|| written.to_owned());
+            let section = section(&display, &text, self.limits.max_file_bytes);
+            if let Some(reason) = b.add(&path, display, section) {
+                return b.left_out("file_paths", paths.len() - i, &reason);
+            }
+        }
+    }
+
+    /// The files a workspace search finds, in order: those matching a primary glob (in
+    /// path order), the ranked ones, then those matching a secondary glob that were not
+    /// ranked in; all within the limits, excluded files never.
+    fn add_found(
+        &self,
+        ws: &Path,
+        scope: &Scope,
+        text: &str,
+        label: &str,
+        globs: &Globs,
+        b: &mut Builder,
+    ) {
+        let query = Query::new(text);
+        if query.is_none() {
+            b.warn(format!("{label}: the request has no words to search for"));
+            if !globs.orders() {
+                return;
+            }
+        }
+        if !ws.is_dir() {
+            let ws = ws.display();
+            return b.warn(format!("{label}: the workspace `{ws}` is not a directory"));
+        }
+        let cap = self.limits.max_file_bytes.saturating_mul(4);
+        let mut walked = walk(ws, query.as_ref(), cap, globs);
+        if walked.capped {
+            b.warn(format!(
+                "{label}: only the first {MAX_CANDIDATES} files were searched"
+            ));
+        }
+        let idf = match &query {
+            Some(q) => rank(&mut walked.hits, walked.total, q.index.len()),
+            None => Vec::new(),
+        };
+        // The ranked rest: primary files have their place already.
+        let top: Vec<&Hit> = (walked.hits.iter())
+            .filter(|h| !globs.primary.matches(&[&h.display]))
+            .take(self.limits.max_files)
+            .collect();
+        let ranked_in: HashSet<&str> = top.iter().map(|h| h.display.as_str()).collect();
+        let mut picks: Vec<Pick> = walked.primary.iter().map(Pick::Primary).collect();
+        picks.extend(top.iter().map(|h| Pick::Ranked(h)));
+        picks.extend(
+            (walked.secondary.iter())
+                .filter(|f| !ranked_in.contains(f.display.as_str()))
+                .map(Pick::Secondary),
+        );
+        let best = top.first().map_or(1.0, |h| h.score);
+        for (i, pick) in picks.iter().enumerate() {
+            let (path, display) = pick.file();
+            // The walk follows no link, but a folder on the way may have become one.
+            let Ok(real) = scope.resolve(display, Source::Matched) else {
+                continue;
+            };
+            let section = match (pick, &query) {
+                (Pick::Ranked(hit), Some(q)) => {
+                    let Ok(text) = read_text(&real, cap) else {
+                        continue;
+                    };
+                    let header = format!("{display} (relevance {:.2})", hit.score / best);
+                    section(
+                        &header,
+                        &excerpt(&text, q, &idf),
+                        self.limits.max_file_bytes,
+                    )
+                }
+                _ => {
+                    let Ok(text) = read_text(&real, self.limits.max_file_bytes) else {
+                        continue;
+                    };
+                    let header = format!("{display} ({})", pick.kind());
+                    section(&header, &text, self.limits.max_file_bytes)
+                }
+            };
+            if let Some(reason) = b.add(path, display.to_owned(), section) {
+                return b.left_out(label, picks.len() - i, &reason);
+            }
+        }
+    }
+}
+
+/// A file a workspace search adds, and why.
+enum Pick<'a> {
+    Primary(&'a search::Found),
+    Ranked(&'a Hit),
+    Secondary(&'a search::Found),
+}
+
+impl Pick<'_> {
+    /// Its path as walked, and relative to the workspace.
+    fn file(&self) -> (&Path, &str) {
+        match self {
+            Pick::Primary(f) | Pick::Secondary(f) => (&f.path, &f.display),
+            Pick::Ranked(h) => (&h.path, &h.display),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Pick::Primary(_) => "primary",
+            Pick::Ranked(_) => "ranked",
+            Pick::Secondary(_) => "secondary",
+        }
+    }
+}
+
+/// The excluded glob a named file matches, as written or as found (relative to the
+/// workspace, else to the current directory), so that neither `./`, `..` nor a link
+/// inside the workspace gets around it.
+fn excluded_name<'g>(
+    globs: &'g Globs,
+    scope: &Scope,
+    written: &str,
+    real: &Path,
+) -> Option<&'g str> {
+    if globs.excluded.is_empty() {
+        return None;
+    }
+    let found = scope.relative_name(real);
+    let mut names = vec![written_form(written)];
+    names.extend(found.as_deref());
+    globs.excluded.first_match(&names)
+}
+
+/// What fresh context searches the workspace with: the text of the inputs the task's
+/// `context_relevance` chose, when the compiler made a query of them; else the request's
+/// own text (system prompt and messages).
+fn fresh_query(req: &LlmRequest) -> String {
+    if let Some(query) = &req.query {
+        return query.clone();
+    }
+    let mut text = req.system_prompt.clone();
+    for m in req.messages.iter() {
+        text.push('\n');
+        text.push_str(&m.content);
+    }
+    text
+}
+
+/// The context so far, within the limits.
+struct Builder<'a> {
+    limits: &'a Limits,
+    out: Assembled,
+    /// Canonical paths already included, so that no file appears twice.
+    seen: HashSet<PathBuf>,
+}
+
+impl Builder<'_> {
+    fn warn(&mut self, warning: String) {
+        self.out.warnings.push(warning);
+    }
+
+    /// Adds a section unless its file is in already; says why not when a limit is reached.
+    fn add(&mut self, path: &Path, display: String, section: String) -> Option<String> {
+        let (l, key) = (self.limits, canonical(path));
+        if self.out.files.len() >= l.max_files && !self.seen.contains(&key) {
+            return Some(format!("the limit of {} files was reached", l.max_files));
+        }
+        if self.out.text.len() + section.len() > l.max_total_bytes && !self.seen.contains(&key) {
+            return Some(format!(
+                "the limit of {} bytes was reached",
+                l.max_total_bytes
+            ));
+        }
+        if self.seen.insert(key) {
+            self.out.files.push(display);
+            self.out.text.push_str(&section);
+        }
+        None
+    }
+
+    /// Stops adding: this file and the rest, `left` in all, do not fit.
+    fn left_out(&mut self, label: &str, left: usize, reason: &str) {
+        let files = if left == 1 { "file" } else { "files" };
+        self.warn(format!("{label}: {left} {files} left out: {reason}"));
+    }
+}
+
+/// `--- header ---` and the text, cut at `max` bytes on a character boundary.
+fn section(header: &str, text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = &text[..end];
+    let mut s = format!("--- {header} ---\n{kept}");
+    if !kept.ends_with('\n') {
+        s.push('\n');
+    }
+    if end < text.len() {
+        s.push_str(&format!("[... cut at {end} bytes]\n"));
+    }
+    s
+}
+
+/// The text of a file, read only a little past `cap` bytes (longer means more than `cap`);
+/// the error says why the file cannot be used.
+fn read_text(path: &Path, cap: usize) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+        _ => format!("cannot be read: {e}"),
+    })?;
+    if !meta.is_file() {
+        return Err("is not a regular file".into());
+    }
+    let limit = cap.saturating_add(4);
+    let mut buf = Vec::new();
+    File::open(path)
+        .and_then(|f| f.take(limit as u64).read_to_end(&mut buf))
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    let binary = || "is not a text file (binary or not UTF-8); skipped".to_owned();
+    if buf.contains(&0) {
+        return Err(binary());
+    }
+    match std::str::from_utf8(&buf) {
+        Ok(s) => Ok(s.to_owned()),
+        // A character split by the read limit is no sign of binary data.
+        Err(e) if e.error_len().is_none() && buf.len() == limit => {
+            Ok(String::from_utf8_lossy(&buf[..e.valid_up_to()]).into_owned())
+        }
+        Err(_) => Err(binary()),
+    }
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// `path` relative to `ws`, as written or once both are canonical; None when outside it.
+fn relative(ws: &Path, path: &Path) -> Option<String> {
+    let (ws_c, path_c) = (canonical(ws), canonical(path));
+    let rel = path
+        .strip_prefix(ws)
+        .or_else(|_| path_c.strip_prefix(&ws_c))
+        .ok()?;
+    rel.to_str().filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// Where a `file_paths` entry came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    Literal,
+    Command,
+    Matched,
+}
+
+/// The folders reads may happen in, each resolved once per look-up.
+///
+/// Which files `file_paths` may read (DESIGN §18). A bundle is untrusted code: its
+/// `file_paths` (or a command it runs, or a link someone left in a folder) must not carry
+/// `/etc/passwd` or `~/.ssh/id_rsa` to a model. A path is read only once resolved, links
+/// followed, and found inside a folder the user named:
+/// - with `--workspace DIR`, every entry (literal, command-listed or matched) must stay
+///   inside DIR; a literal one may also lie inside an `--allow-read PATH`;
+/// - without a workspace, only literal entries are read: a relative one must stay inside
+///   the current directory, and one that is absolute, uses `..` or leads out through a
+///   link must lie inside an `--allow-read PATH`.
+///
+/// The file read is the resolved path, not the written one, so that a link swapped in
+/// after the check does not change what is read.
+struct Scope {
+    /// The workspace as given (relative entries are joined to it) and resolved.
+    workspace: Option<(PathBuf, PathBuf)>,
+    /// The resolved current directory, when there is no workspace.
+    current: Option<PathBuf>,
+    allowed: Vec<PathBuf>,
+}
+
+impl Scope {
+    fn new(workspace: Option<&Path>, allow_read: &[PathBuf]) -> Scope {
+        let workspace = workspace.map(|w| (w.to_path_buf(), resolved(w)));
+        let current = match workspace {
+            Some(_) => None,
+            None => std::env::current_dir().ok().map(|d| resolved(&d)),
+        };
+        Scope {
+            workspace,
+            current,
+            allowed: allow_read.iter().map(|p| resolved(p)).collect(),
+        }
+    }
+
+    /// A resolved path relative to the workspace, else to the current directory.
+    fn relative_name(&self, real: &Path) -> Option<String> {
+        let base = match &self.workspace {
+            Some((_, ws_real)) => ws_real,
+            None => self.current.as_ref()?,
+        };
+        let rel = real.strip_prefix(base).ok()?.to_str()?;
+        (!rel.is_empty()).then(|| rel.to_owned())
+    }
+
+    /// The path to read for `written`, or why it is not read.
+    fn resolve(&self, written: &str, source: Source) -> Result<PathBuf, String> {
+        let given = Path::new(written);
+        let (path, inside) = match (&self.workspace, source) {
+            (Some((ws, ws_real)), _) => (ws.join(given), Some(ws_real)),
+            (None, Source::Literal) => (given.to_path_buf(), None),
+            (None, _) => return Err("is read only with --workspace DIR".into()),
+        };
+        let real = path.canonicalize().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+            _ => format!("cannot be read: {e}"),
+        })?;
+        if inside.is_some_and(|ws| real.starts_with(ws)) {
+            return Ok(real);
+        }
+        let granted = source == Source::Literal && self.allowed.iter().any(|a| real.starts_with(a));
+        if granted {
+            return Ok(real);
+        }
+        if inside.is_some() {
+            return Err("leads outside the workspace; skipped".into());
+        }
+        let escapes = given.is_absolute() || given.components().any(|c| c == Component::ParentDir);
+        let here = self.current.as_ref().is_some_and(|d| real.starts_with(d));
+        if here && !escapes {
+            return Ok(real);
+        }
+        Err(
+            "is outside the current directory (absolute, `..` or a link); \
+             skipped: pass --allow-read PATH to let it be read"
+                .into(),
+        )
+    }
+}
+
+/// `path` with links and `..` resolved; as given when it cannot be (it then matches
+/// nothing it should not: a resolved path never contains `..`).
+fn resolved(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}

@@ -1,0 +1,349 @@
+//! The host `tvm run` uses: LLM calls go to the provider a task names (by
+//! `<provider>` or a `provider:` model prefix) or else the run's default; scripts run as
+//! real processes.
+
+use crate::cassette::{Cassette, Recorder};
+use crate::context::{Assembler, RETRIEVAL_FAILURE};
+use crate::host::AsyncHost;
+use crate::observe::{Progress, Trace};
+use crate::providers::{Anthropic, OpenAi, Settings};
+use crate::script::ScriptRunner;
+use std::sync::Mutex;
+use tv_stdlib::models::{parse_model, Provider};
+use tv_vm::bundle::{Inherit, ModelSettings};
+use tv_vm::host::{HostError, HostReply, HostRequest, LlmReply, LlmRequest};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Answers with the prompt: a dry run.
+    Echo,
+    /// Answers from a cassette.
+    Replay,
+    Remote(Provider),
+}
+
+impl Choice {
+    pub fn parse(s: &str) -> Option<Choice> {
+        match s {
+            "echo" => Some(Choice::Echo),
+            "replay" => Some(Choice::Replay),
+            other => Provider::parse(other).map(Choice::Remote),
+        }
+    }
+
+    /// The name [`Choice::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Choice::Echo => "echo",
+            Choice::Replay => "replay",
+            Choice::Remote(p) => p.as_str(),
+        }
+    }
+}
+
+pub struct RunHost {
+    /// The run's provider; `None` when none is configured, which only matters once a
+    /// task makes an LLM call.
+    default: Option<Choice>,
+    /// Sampling settings for tasks that do not state their own (`--temperature`, ...).
+    pub defaults: ModelSettings,
+    /// Replaces every task's model (`--force-model`).
+    pub force_model: Option<String>,
+    /// Set with `--provider replay`.
+    pub cassette: Option<Cassette>,
+    /// Set with `--record`: every reply is written down.
+    pub recorder: Option<Recorder>,
+    /// Set with `--trace`: one line per host call.
+    pub trace: Option<Trace>,
+    pub progress: Option<Progress>,
+    /// Files and workspace excerpts for each LLM call.
+    pub context: Assembler,
+    openai: Option<OpenAi>,
+    anthropic: Option<Anthropic>,
+    scripts: ScriptRunner,
+    /// Why an LLM call found no usable provider, the first time one did not.
+    unconfigured: Mutex<Option<String>>,
+}
+
+/// What `tvm` says when a run needs a provider and none is configured.
+pub const NO_PROVIDER: &str = "no provider is configured: pass --provider openai|anthropic (with OPENAI_API_KEY or ANTHROPIC_API_KEY set, \
+or OPENAI_BASE_URL pointing at a local server), or --provider echo for a dry run; TVM_PROVIDER sets the default";
+
+impl RunHost {
+    /// Builds the adapters the run may need; `tune` adjusts their settings (model,
+    /// concurrency) after they were read from the environment. A provider without a key
+    /// is not an error yet: a run that makes no LLM call needs none.
+    pub fn new(
+        default: Option<Choice>,
+        tune: impl Fn(&mut Settings),
+        scripts: ScriptRunner,
+    ) -> Result<RunHost, String> {
+        let openai = usable(
+            Settings::openai_from_env(),
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            &tune,
+        )
+        .map(OpenAi::new)
+        .transpose()?;
+        let anthropic = usable(
+            Settings::anthropic_from_env(),
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            &tune,
+        )
+        .map(Anthropic::new)
+        .transpose()?;
+        let mut host = RunHost::with_adapters(Choice::Echo, openai, anthropic, scripts);
+        host.default = default;
+        Ok(host)
+    }
+
+    /// A host with adapters made by the caller (tests, embedding).
+    pub fn with_adapters(
+        default: Choice,
+        openai: Option<OpenAi>,
+        anthropic: Option<Anthropic>,
+        scripts: ScriptRunner,
+    ) -> RunHost {
+        RunHost {
+            default: Some(default),
+            defaults: ModelSettings::default(),
+            force_model: None,
+            cassette: None,
+            recorder: None,
+            trace: None,
+            progress: None,
+            context: Assembler::default(),
+            openai,
+            anthropic,
+            scripts,
+            unconfigured: Mutex::new(None),
+        }
+    }
+
+    /// The provider when none is named: `TVM_PROVIDER` is read by the caller; else a
+    /// provider whose key is present.
+    pub fn default_from_keys() -> Option<Choice> {
+        if env_set("OPENAI_API_KEY") || env_set("OPENAI_BASE_URL") {
+            Some(Choice::Remote(Provider::OpenAi))
+        } else if env_set("ANTHROPIC_API_KEY") || env_set("ANTHROPIC_BASE_URL") {
+            Some(Choice::Remote(Provider::Anthropic))
+        } else {
+            None
+        }
+    }
+
+    /// Why the run could not reach a provider it needed: a usage error, not a failure
+    /// of the workflow.
+    pub fn unconfigured(&self) -> Option<String> {
+        self.unconfigured.lock().ok().and_then(|u| u.clone())
+    }
+
+    fn choose(&self, r: &LlmRequest) -> Option<Choice> {
+        if matches!(self.default, Some(Choice::Echo | Choice::Replay)) {
+            return self.default;
+        }
+        let named = r.task.provider.as_deref().and_then(Provider::parse);
+        let prefixed = r
+            .model
+            .as_deref()
+            .and_then(|m| parse_model(m).ok())
+            .and_then(|m| m.provider);
+        named.or(prefixed).map(Choice::Remote).or(self.default)
+    }
+
+    /// The request as it is sent: `--force-model` and the run's default settings applied.
+    fn prepare(&self, r: &LlmRequest) -> LlmRequest {
+        let mut sent = r.clone();
+        if let Some(m) = &self.force_model {
+            sent.model = Some(m.clone());
+        }
+        sent.settings = r.settings.or(&self.defaults);
+        sent
+    }
+
+    /// The request as sent (settings, inherited subset, files) and its reply.
+    async fn llm(&self, r: &LlmRequest) -> (LlmRequest, Result<LlmReply, HostError>) {
+        let mut sent = self.prepare(r);
+        if sent.task.context.inherit == Inherit::Subset && !sent.context.is_empty() {
+            let prompt: String = sent
+                .messages
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            sent.context = relevant_subset(&sent.context.to_string(), &prompt).into();
+        }
+        let assembled = self.context.assemble(&sent).await;
+        if let Some(message) = assembled.failure {
+            // The files the task needs could not be retrieved: it fails, and the model
+            // is not called without them.
+            let reason = RETRIEVAL_FAILURE.into();
+            return (sent, Err(HostError { reason, message }));
+        }
+        if !assembled.text.is_empty() {
+            sent.context = if sent.context.is_empty() {
+                assembled.text.clone()
+            } else {
+                format!("{}\n{}", sent.context, assembled.text)
+            }
+            .into();
+        }
+        let reply = match self.ask(&sent).await {
+            Ok(mut reply) => {
+                reply.context_files = assembled.files;
+                reply.warnings = assembled.warnings;
+                if reply.model.is_empty() {
+                    reply.model = self.model_name(&sent);
+                }
+                match &self.recorder {
+                    Some(rec) => rec
+                        .record(&sent, &reply)
+                        .map(|()| reply)
+                        .map_err(|message| HostError {
+                            reason: "execution_halted".into(),
+                            message,
+                        }),
+                    None => Ok(reply),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        (sent, reply)
+    }
+
+    /// The model a reply that names none came from: the one asked for, else the
+    /// provider's default, else the pseudo-provider's name.
+    fn model_name(&self, r: &LlmRequest) -> String {
+        let default = match self.choose(r) {
+            Some(Choice::Echo) => return Choice::Echo.name().to_string(),
+            Some(Choice::Remote(Provider::OpenAi)) => self.openai.as_ref().map(|p| p.settings()),
+            Some(Choice::Remote(Provider::Anthropic)) => {
+                self.anthropic.as_ref().map(|p| p.settings())
+            }
+            _ => None,
+        };
+        match (default, &r.model) {
+            (Some(s), _) => s.model_for(r),
+            (None, Some(m)) => m.clone(),
+            (None, None) => self.default.map_or("none", Choice::name).to_string(),
+        }
+    }
+
+    async fn ask(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
+        let unavailable = |message: String| {
+            if let Ok(mut u) = self.unconfigured.lock() {
+                u.get_or_insert_with(|| message.clone());
+            }
+            HostError {
+                reason: "execution_halted".into(),
+                message,
+            }
+        };
+        let missing = |name: &str, key: &str, url: &str| {
+            unavailable(format!(
+                "task `{}` needs provider `{name}`, but neither {key} nor {url} is set",
+                r.task.name
+            ))
+        };
+        match self.choose(r) {
+            None => Err(unavailable(NO_PROVIDER.to_string())),
+            Some(Choice::Echo) => Ok(tv_vm::host::echo(r)),
+            Some(Choice::Replay) => match &self.cassette {
+                Some(c) => c.answer(r),
+                None => Err(unavailable(
+                    "replay needs a cassette: --cassette FILE".into(),
+                )),
+            },
+            Some(Choice::Remote(Provider::OpenAi)) => match &self.openai {
+                Some(p) => p.complete(r).await,
+                None => Err(missing("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL")),
+            },
+            Some(Choice::Remote(Provider::Anthropic)) => match &self.anthropic {
+                Some(p) => p.complete(r).await,
+                None => Err(missing(
+                    "anthropic",
+                    "ANTHROPIC_API_KEY",
+                    "ANTHROPIC_BASE_URL",
+                )),
+            },
+        }
+    }
+}
+
+/// `inherit_context=subset`: the lines of the inherited context that share a word of
+/// four letters or more with what the task asks, in their order.
+pub fn relevant_subset(context: &str, prompt: &str) -> String {
+    let words = |s: &str| -> std::collections::HashSet<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 4)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let wanted = words(prompt);
+    context
+        .lines()
+        .filter(|line| !words(line).is_disjoint(&wanted))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Whether an environment variable is set to something.
+fn env_set(k: &str) -> bool {
+    std::env::var(k).is_ok_and(|v| !v.is_empty())
+}
+
+/// Settings are usable when a key is present or a base URL was chosen (a local server).
+fn usable(
+    mut s: Settings,
+    key: &str,
+    url: &str,
+    tune: &impl Fn(&mut Settings),
+) -> Option<Settings> {
+    if !env_set(key) && !env_set(url) {
+        return None;
+    }
+    tune(&mut s);
+    Some(s)
+}
+
+impl AsyncHost for RunHost {
+    async fn call(&self, request: &HostRequest) -> HostReply {
+        let start = std::time::Instant::now();
+        if let Some(p) = &self.progress {
+            p.started();
+        }
+        // The trace shows what was sent: settings, model and context as the provider saw them.
+        let (sent, reply) = match request {
+            HostRequest::Llm(r) => {
+                let (sent, reply) = self.llm(r).await;
+                (Some(HostRequest::Llm(sent)), HostReply::Llm(reply))
+            }
+            HostRequest::Script(s) => (None, HostReply::Script(self.scripts.run(s).await)),
+        };
+        if let Some(p) = &self.progress {
+            p.finished(&reply);
+        }
+        if let Some(t) = &self.trace {
+            t.write(sent.as_ref().unwrap_or(request), &reply, start.elapsed());
+        }
+        reply
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relevant_subset;
+
+    #[test]
+    fn a_subset_of_the_inherited_context_keeps_the_lines_the_task_is_about() {
+        let context =
+            "Step 1: the login form validates emails\nStep 2: the billing page shows invoices\n";
+        assert_eq!(
+            relevant_subset(context, "Fix the login validation"),
+            "Step 1: the login form validates emails\n"
+        );
+        assert_eq!(relevant_subset(context, "unrelated"), "");
+    }
+}

@@ -1,0 +1,13 @@
+//! The runtime: everything that touches the world on the machine's behalf. It answers
+//! the host calls a `tv-vm` machine halts with (LLM providers, scripts, files and
+//! context), drives runs to their end, keeps the journal and cassettes, and reports
+//! progress. The `tvm` binary is its front end.
+
+pub mod cassette;
+pub mod context;
+pub mod driver;
+pub mod host;
+pub mod journal;
+pub mod observe;
+pub mod providers;
+pub mod script;

@@ -1,0 +1,158 @@
+//! Watching a run: `--trace FILE` writes one JSON line per host call (what was asked,
+//! how long it took, tokens, outcome), and a progress line on stderr shows calls done,
+//! in flight and tokens while the run goes on. Neither ever holds an API key: requests
+//! carry none, and provider errors arrive already scrubbed.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+use tv_vm::host::{HostReply, HostRequest};
+
+pub struct Trace {
+    file: Mutex<std::fs::File>,
+    seq: AtomicU64,
+}
+
+impl Trace {
+    pub fn create(path: &Path) -> Result<Trace, String> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        Ok(Trace {
+            file: Mutex::new(file),
+            seq: AtomicU64::new(0),
+        })
+    }
+
+    pub fn write(&self, request: &HostRequest, reply: &HostReply, took: Duration) {
+        let mut line = describe(request, reply);
+        line["seq"] = json!(self.seq.fetch_add(1, Ordering::SeqCst) + 1);
+        line["ms"] = json!(took.as_millis() as u64);
+        if let Ok(mut f) = self.file.lock() {
+            // A trace that cannot be written must not stop the run it describes.
+            let _ = writeln!(f, "{line}").and_then(|()| f.flush());
+        }
+    }
+}
+
+fn describe(request: &HostRequest, reply: &HostReply) -> Value {
+    let mut line = match request {
+        HostRequest::Llm(r) => {
+            // The model that answered; before an answer, the one asked for.
+            let model = match reply {
+                HostReply::Llm(Ok(a)) if !a.model.is_empty() => a.model.clone(),
+                _ => r
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| "(provider default)".into()),
+            };
+            let mut line = json!({
+                "kind": "llm",
+                "task": r.task.name,
+                "model": model,
+                "system": r.system_prompt,
+                "context": r.context.to_string(),
+                "prompt": r.messages.last().map(|m| m.content.as_str()).unwrap_or(""),
+                "turn": r.messages.len().div_ceil(2),
+                "context_chars": r.context.chars().count(),
+            });
+            if !r.settings.is_empty() {
+                line["settings"] = json!(r.settings);
+            }
+            line
+        }
+        HostRequest::Script(s) => {
+            json!({"kind": "script", "task": s.task.name, "command": s.command})
+        }
+    };
+    match reply {
+        HostReply::Llm(Ok(r)) => {
+            line["outcome"] = json!(if r.subtask_request.is_some() {
+                "subtask"
+            } else {
+                "ok"
+            });
+            line["tokens"] = json!({"input": r.input_tokens, "output": r.output_tokens});
+            if r.truncated {
+                line["truncated"] = json!(true);
+            }
+            line["reply_chars"] = json!(r.content.chars().count());
+        }
+        HostReply::Script(Ok(r)) => {
+            line["outcome"] = json!("ok");
+            line["exit_code"] = json!(r.exit_code);
+        }
+        HostReply::Llm(Err(e)) | HostReply::Script(Err(e)) => {
+            line["outcome"] = json!("error");
+            line["error"] = json!({"reason": e.reason, "message": e.message});
+        }
+    }
+    line
+}
+
+/// Calls done and in flight, and tokens, on one line of stderr (hidden when stderr is
+/// not a terminal).
+pub struct Progress {
+    bar: ProgressBar,
+    done: AtomicU64,
+    in_flight: AtomicU64,
+    tokens: AtomicU64,
+}
+
+impl Progress {
+    pub fn new() -> Progress {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        // The ticker is a thread of its own; nobody sees it when stderr is not a terminal.
+        if !bar.is_hidden() {
+            bar.enable_steady_tick(Duration::from_millis(120));
+        }
+        Progress {
+            bar,
+            done: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            tokens: AtomicU64::new(0),
+        }
+    }
+
+    pub fn started(&self) {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.show();
+    }
+
+    pub fn finished(&self, reply: &HostReply) {
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.done.fetch_add(1, Ordering::SeqCst);
+        if let HostReply::Llm(Ok(r)) = reply {
+            self.tokens
+                .fetch_add(r.input_tokens + r.output_tokens, Ordering::SeqCst);
+        }
+        self.show();
+    }
+
+    fn show(&self) {
+        let (d, f, t) = (
+            self.done.load(Ordering::SeqCst),
+            self.in_flight.load(Ordering::SeqCst),
+            self.tokens.load(Ordering::SeqCst),
+        );
+        self.bar
+            .set_message(format!("{d} calls done · {f} in flight · {t} tokens"));
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress::new()
+    }
+}

@@ -1,0 +1,151 @@
+//! Anthropic's messages API (`POST {base}/v1/messages`).
+
+use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
+use reqwest::header::HeaderName;
+use serde_json::{json, Value};
+use tv_vm::host::{HostError, LlmReply, LlmRequest};
+
+/// Where the key comes from, named when a server refuses it.
+pub const KEY_VAR: &str = "ANTHROPIC_API_KEY";
+
+/// The API version the request and reply shapes below follow.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// The API requires a limit on the reply: this one is sent when neither the task nor
+/// the run sets `max_tokens`.
+pub const MAX_TOKENS: u64 = 4096;
+
+#[derive(Debug)]
+pub struct Anthropic {
+    transport: Transport,
+}
+
+impl Anthropic {
+    /// One HTTP client for all requests. Fails only on a base URL that is not a URL or a
+    /// key that cannot be sent in a header.
+    pub fn new(settings: Settings) -> Result<Anthropic, String> {
+        let mut headers = vec![(
+            HeaderName::from_static("anthropic-version"),
+            API_VERSION.to_string(),
+            false,
+        )];
+        // No key, no header: a local or proxying server may not want one.
+        if let Some(key) = &settings.api_key {
+            headers.push((HeaderName::from_static("x-api-key"), key.clone(), true));
+        }
+        let transport = Transport::new(settings, "anthropic", KEY_VAR, headers)?;
+        Ok(Anthropic { transport })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.transport.settings
+    }
+
+    /// The request body for `req` (public so that a recorder can store what was sent).
+    pub fn body(&self, req: &LlmRequest) -> Value {
+        // The API has no system role inside `messages`: system messages of the session
+        // join the system text, in order, instead of being dropped.
+        let mut system = system_text(req);
+        let mut messages = Vec::with_capacity(req.messages.len());
+        for m in req.messages.iter() {
+            if m.role == "system" {
+                if !system.is_empty() {
+                    system.push_str("\n\n");
+                }
+                system.push_str(&m.content);
+            } else {
+                messages.push(json!({"role": m.role, "content": m.content}));
+            }
+        }
+        let s = &req.settings;
+        let mut body = json!({
+            "model": self.transport.settings.model_for(req),
+            "max_tokens": s.max_tokens.unwrap_or(MAX_TOKENS),
+        });
+        if !system.is_empty() {
+            body["system"] = Value::String(system);
+        }
+        body["messages"] = Value::Array(messages);
+        if let Some(t) = s.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(p) = s.top_p {
+            body["top_p"] = json!(p);
+        }
+        // The messages API has no seed: a run that sets one is as repeatable as the
+        // provider makes it, and the seed still keys the cache and the cassette.
+        if let Some(stop) = &s.stop {
+            body["stop_sequences"] = json!([stop]);
+        }
+        if req.task.subtasks {
+            body["tools"] = json!([{
+                "name": SPAWN_SUBTASK,
+                "description": SPAWN_SUBTASK_DESCRIPTION,
+                "input_schema": super::subtask_schema(),
+            }]);
+        }
+        body
+    }
+
+    /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
+    pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
+        let body = self.body(req);
+        let reply = self
+            .transport
+            .post("/v1/messages", &body)
+            .await
+            .map_err(|e| super::explain_unsupported(e, req))?;
+        let mut reply = self.read(&reply)?;
+        if reply.model.is_empty() {
+            reply.model = self.transport.settings.model_for(req);
+        }
+        reply.max_tokens = body.get("max_tokens").and_then(Value::as_u64);
+        Ok(reply)
+    }
+
+    fn read(&self, reply: &Value) -> Result<LlmReply, HostError> {
+        let t = &self.transport;
+        let blocks = reply
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| t.malformed("`content` array", reply))?;
+        let mut content = String::new();
+        let mut subtask_request = None;
+        for block in blocks {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    let text = block.get("text").and_then(Value::as_str);
+                    content.push_str(
+                        text.ok_or_else(|| t.malformed("`text` in a text block", reply))?,
+                    );
+                }
+                Some("tool_use")
+                    if subtask_request.is_none()
+                        && block.get("name").and_then(Value::as_str) == Some(SPAWN_SUBTASK) =>
+                {
+                    let input = block.get("input").filter(|i| i.is_object());
+                    let input = input.ok_or_else(|| {
+                        t.malformed("object `input` in the spawn_subtask call", reply)
+                    })?;
+                    subtask_request = Some(input.clone());
+                }
+                // Thinking blocks, other tools: nothing the machine acts on.
+                _ => {}
+            }
+        }
+        let usage = reply.get("usage");
+        Ok(LlmReply {
+            content,
+            input_tokens: tokens(usage, "input_tokens"),
+            output_tokens: tokens(usage, "output_tokens"),
+            subtask_request,
+            model: reply
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            truncated: reply.get("stop_reason").and_then(Value::as_str) == Some("max_tokens"),
+            ..LlmReply::default()
+        })
+    }
+}

@@ -1,0 +1,480 @@
+//! LLM provider adapters (DESIGN §9): a HandlerPayload ([`LlmRequest`]) becomes one HTTP
+//! call to an OpenAI-compatible chat-completions server or to Anthropic's messages API,
+//! with retries ([`retry`]), a per-attempt timeout and a cap on concurrent calls.
+//!
+//! The API key never appears in an error, a `Debug` rendering or a log line: it is held
+//! in a header value marked sensitive, and error excerpts of response bodies are scrubbed
+//! of it (servers sometimes echo the key they refused).
+
+pub mod anthropic;
+pub mod openai;
+mod retry;
+
+pub use anthropic::Anthropic;
+pub use openai::OpenAi;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use retry::Failure;
+use serde_json::{json, Value};
+use std::fmt;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tv_vm::host::{HostError, LlmRequest};
+
+/// The name of the tool through which a model asks for a subtask.
+pub const SPAWN_SUBTASK: &str = "spawn_subtask";
+
+/// How long an excerpt of a response body in an error message may be.
+const EXCERPT_CHARS: usize = 200;
+
+/// How one provider is reached. Every field is public so that a caller (or a test) can
+/// start from [`Settings::new`] or the `*_from_env` constructors and adjust.
+#[derive(Clone)]
+pub struct Settings {
+    /// Without a trailing slash, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// Used when a task names no model.
+    pub default_model: String,
+    /// Applies to each attempt: connecting, sending, and reading the whole reply.
+    pub request_timeout: Duration,
+    /// Retries after the first attempt (default 4).
+    pub max_retries: u32,
+    /// Total time a request may spend waiting between attempts (default 30 s).
+    pub max_retry_wait: Duration,
+    /// The first backoff; it doubles with each retry (default 500 ms).
+    pub backoff_base: Duration,
+    /// Attempts in flight at once, over all requests to this provider (default 16).
+    pub concurrency: usize,
+    /// Bytes one reply may have (default 8 MiB); a longer one fails its call, unretried.
+    pub max_reply_bytes: usize,
+}
+
+/// Retries after a call's first attempt, unless told otherwise (`tvm run --retries`).
+pub const DEFAULT_RETRIES: u32 = 4;
+/// Seconds one attempt may take, unless told otherwise (`tvm run --request-timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
+/// Attempts in flight at once, unless told otherwise (`tvm run --concurrency`).
+pub const DEFAULT_CONCURRENCY: usize = 16;
+
+impl Settings {
+    /// The defaults of DESIGN §9 for a server at `base_url`, with no key.
+    pub fn new(base_url: impl Into<String>, default_model: impl Into<String>) -> Settings {
+        Settings {
+            base_url: base_url.into().trim_end_matches('/').to_string(),
+            api_key: None,
+            default_model: default_model.into(),
+            request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
+            max_retries: DEFAULT_RETRIES,
+            max_retry_wait: Duration::from_secs(30),
+            backoff_base: Duration::from_millis(500),
+            concurrency: DEFAULT_CONCURRENCY,
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+        }
+    }
+
+    /// `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `TVM_MODEL` from the environment.
+    pub fn openai_from_env() -> Settings {
+        Settings::openai_from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY` and `TVM_MODEL` from the environment.
+    pub fn anthropic_from_env() -> Settings {
+        Settings::anthropic_from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// [`Settings::openai_from_env`] reading variables through `var` (tests avoid
+    /// mutating the process environment, which other threads may be reading).
+    pub fn openai_from_vars(var: impl Fn(&str) -> Option<String>) -> Settings {
+        Settings::from_vars(
+            &var,
+            "OPENAI_BASE_URL",
+            "https://api.openai.com/v1",
+            openai::KEY_VAR,
+            "gpt-4o-mini",
+        )
+    }
+
+    /// [`Settings::anthropic_from_env`] reading variables through `var`.
+    pub fn anthropic_from_vars(var: impl Fn(&str) -> Option<String>) -> Settings {
+        Settings::from_vars(
+            &var,
+            "ANTHROPIC_BASE_URL",
+            "https://api.anthropic.com",
+            anthropic::KEY_VAR,
+            "claude-sonnet-4-5",
+        )
+    }
+
+    fn from_vars(
+        var: &dyn Fn(&str) -> Option<String>,
+        url_var: &str,
+        url: &str,
+        key_var: &str,
+        model: &str,
+    ) -> Settings {
+        // An exported but empty variable (`OPENAI_API_KEY=`) counts as unset.
+        let get = |k: &str| {
+            var(k)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let mut s = Settings::new(
+            get(url_var).unwrap_or_else(|| url.to_string()),
+            get("TVM_MODEL").unwrap_or_else(|| model.to_string()),
+        );
+        s.api_key = get(key_var);
+        s
+    }
+
+    /// The model a request asks for, without a `provider:` prefix, else the default.
+    pub fn model_for(&self, req: &LlmRequest) -> String {
+        match req.model.as_deref().map(tv_stdlib::models::parse_model) {
+            Some(Ok(m)) => m.name,
+            // The compiler rejects malformed identifiers; a bundle that still has
+            // one is better served by the default than by a request sure to fail.
+            Some(Err(_)) | None => self.default_model.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("default_model", &self.default_model)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("max_retry_wait", &self.max_retry_wait)
+            .field("backoff_base", &self.backoff_base)
+            .field("concurrency", &self.concurrency)
+            .field("max_reply_bytes", &self.max_reply_bytes)
+            .finish()
+    }
+}
+
+/// The JSON schema of the seeds' SubtaskRequest, as the spawning tool's parameters.
+pub fn subtask_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "type": {
+                "type": "string",
+                "enum": ["atomic", "sequential", "reduce", "script", "director_evaluator_loop"],
+                "description": "The kind of task to spawn; usually atomic."
+            },
+            "description": {
+                "type": "string",
+                "description": "What the subtask must do; used to choose its template."
+            },
+            "inputs": {
+                "type": "object",
+                "description": "Named input values for the subtask."
+            },
+            "template_hints": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Names of templates that may fit."
+            },
+            "subtype": {
+                "type": "string",
+                "description": "Optional subtype of an atomic task."
+            },
+            "file_paths": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Files to include in the subtask's context."
+            }
+        },
+        "required": ["type", "description", "inputs"]
+    })
+}
+
+/// What the spawning tool is for, in words a model reads.
+pub const SPAWN_SUBTASK_DESCRIPTION: &str = "Run a subtask and continue this task with its \
+result. Use it when part of the work is a separate task of its own.";
+
+/// A request the server refused as malformed (HTTP 400 or 422) that names a feature the
+/// request used gets told which element turns the feature off: stock local servers
+/// (llama.cpp without `--jinja`, some Ollama models) refuse tools.
+fn explain_unsupported(mut e: HostError, req: &LlmRequest) -> HostError {
+    let refused = e.message.contains("HTTP 400") || e.message.contains("HTTP 422");
+    let lower = e.message.to_lowercase();
+    if refused && req.task.subtasks && lower.contains("tool") {
+        e.message.push_str(&format!(
+            "\n(the server seems not to support tools: task `{}` offers the spawn_subtask tool \
+             because it says `<subtasks>enabled</subtasks>`; remove that element, or use a \
+             server with tool support)",
+            req.task.name
+        ));
+    }
+    e
+}
+
+/// The system text: the system prompt, then the memory system's context when there is one.
+fn system_text(req: &LlmRequest) -> String {
+    match (req.system_prompt.is_empty(), req.context.is_empty()) {
+        (_, true) => req.system_prompt.clone(),
+        (true, false) => format!("Context:\n{}", req.context),
+        (false, false) => format!("{}\n\nContext:\n{}", req.system_prompt, req.context),
+    }
+}
+
+/// The part of both adapters that talks HTTP: one client, the concurrency cap, retries,
+/// and the translation of every failure into a [`HostError`].
+struct Transport {
+    client: reqwest::Client,
+    settings: Settings,
+    permits: Semaphore,
+    /// `openai` or `anthropic`, to open error messages with.
+    provider: &'static str,
+    /// The environment variable a refused key came from, for the 401 message.
+    key_var: &'static str,
+    /// Headers every request carries (authentication, API version).
+    headers: HeaderMap,
+}
+
+impl Transport {
+    fn new(
+        mut settings: Settings,
+        provider: &'static str,
+        key_var: &'static str,
+        headers: Vec<(HeaderName, String, bool)>,
+    ) -> Result<Transport, String> {
+        // The field is public, so `Settings::new`'s trimming may have been bypassed.
+        settings.base_url = settings.base_url.trim_end_matches('/').to_string();
+        let url = reqwest::Url::parse(&settings.base_url).map_err(|e| {
+            format!(
+                "{provider}: the base URL `{}` is not a URL: {e}",
+                settings.base_url
+            )
+        })?;
+        let mut map = HeaderMap::new();
+        for (name, value, sensitive) in headers {
+            // The value is not quoted: it may be the key.
+            let mut v = HeaderValue::from_str(&value).map_err(|_| {
+                format!("{provider}: the value for the `{name}` header (from {key_var}) contains characters not allowed in HTTP headers")
+            })?;
+            v.set_sensitive(sensitive);
+            map.insert(name, v);
+        }
+        // reqwest finds no crypto provider on its own with `rustls-no-provider`; an error
+        // here only means one is installed already, which reqwest then uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder();
+        // A local server (llama.cpp, vLLM, a test) must not be sent through a proxy
+        // configured for the internet.
+        let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+        if loopback {
+            builder = builder.no_proxy();
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("{provider}: cannot build the HTTP client: {e}"))?;
+        Ok(Transport {
+            client,
+            // Zero permits would hang every call; too many would panic in tokio.
+            permits: Semaphore::new(settings.concurrency.clamp(1, Semaphore::MAX_PERMITS)),
+            settings,
+            provider,
+            key_var,
+            headers: map,
+        })
+    }
+
+    /// POSTs `body` to `{base_url}{path}` and returns the JSON of a successful reply.
+    async fn post(&self, path: &str, body: &Value) -> Result<Value, HostError> {
+        let url = format!("{}{path}", self.settings.base_url);
+        let policy = retry::Policy {
+            max_retries: self.settings.max_retries,
+            max_wait: self.settings.max_retry_wait,
+            base: self.settings.backoff_base,
+        };
+        policy.run(|| self.attempt(&url, body)).await
+    }
+
+    async fn attempt(&self, url: &str, body: &Value) -> Result<Value, Failure> {
+        // The permit is held for the whole attempt, reply body included, and released
+        // while backing off so that waiting requests do not starve the others.
+        let _permit = self.permits.acquire().await.map_err(|_| {
+            Failure::Fatal(self.error("unexpected_error", "the request queue was closed".into()))
+        })?;
+        let response = self
+            .client
+            .post(url)
+            .headers(self.headers.clone())
+            .timeout(self.settings.request_timeout)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| self.transport_failure(e))?;
+        let status = response.status();
+        let wait = retry::retry_after(response.headers());
+        // An error reply is only excerpted, so little of it is read.
+        let cap = if status.is_success() {
+            self.settings.max_reply_bytes
+        } else {
+            ERROR_BODY_BYTES.min(self.settings.max_reply_bytes)
+        };
+        let bytes = match read_body(response, cap)
+            .await
+            .map_err(|e| self.transport_failure(e))?
+        {
+            Body::Whole(bytes) => bytes,
+            Body::Cut(bytes) if !status.is_success() => bytes,
+            // The same request would get the same reply: not retried.
+            Body::Cut(_) => {
+                return Err(Failure::Fatal(self.error(
+                    "unexpected_error",
+                    format!(
+                        "the reply is larger than the limit of {} bytes (--max-reply-bytes); \
+                         reading stopped there",
+                        self.settings.max_reply_bytes
+                    ),
+                )))
+            }
+        };
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(|e| {
+                Failure::Fatal(self.error(
+                    "unexpected_error",
+                    format!("the reply is not JSON ({e}): {}", self.excerpt(&bytes)),
+                ))
+            });
+        }
+        let code = status.as_u16();
+        let what = format!("HTTP {status}: {}", self.excerpt(&bytes));
+        if code == 429 || status.is_server_error() {
+            return Err(Failure::Retry {
+                error: self.error("unexpected_error", what),
+                wait,
+            });
+        }
+        let message = match code {
+            401 if self.settings.api_key.is_none() => {
+                format!("the server wants an API key; set {} ({what})", self.key_var)
+            }
+            401 => format!("the API key in {} was refused ({what})", self.key_var),
+            403 => format!("access denied; check the key in {} ({what})", self.key_var),
+            _ => what,
+        };
+        Err(Failure::Fatal(self.error("unexpected_error", message)))
+    }
+
+    fn transport_failure(&self, e: reqwest::Error) -> Failure {
+        let error = if e.is_timeout() {
+            self.error(
+                "execution_timeout",
+                format!("no reply within {:?}", self.settings.request_timeout),
+            )
+        } else {
+            // reqwest's message names the URL but never headers, so not the key.
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text.push_str(": ");
+                text.push_str(&s.to_string());
+                source = s.source();
+            }
+            self.error("unexpected_error", text)
+        };
+        if e.is_builder() {
+            Failure::Fatal(error)
+        } else {
+            Failure::Retry { error, wait: None }
+        }
+    }
+
+    fn error(&self, reason: &str, message: String) -> HostError {
+        HostError {
+            reason: reason.to_string(),
+            message: self.redact(format!("{}: {message}", self.provider)),
+        }
+    }
+
+    /// `text` without the API key, whatever put it there.
+    fn redact(&self, text: String) -> String {
+        match self.settings.api_key.as_deref().filter(|k| !k.is_empty()) {
+            Some(key) if text.contains(key) => text.replace(key, "<redacted>"),
+            _ => text,
+        }
+    }
+
+    /// The start of a body for an error message, on one line and without the key.
+    fn excerpt(&self, bytes: &[u8]) -> String {
+        let text = String::from_utf8_lossy(bytes);
+        // Redacted before cutting, so that no part of the key survives at the cut.
+        let one_line = self.redact(text.split_whitespace().collect::<Vec<_>>().join(" "));
+        if one_line.is_empty() {
+            return "(empty body)".into();
+        }
+        match one_line.char_indices().nth(EXCERPT_CHARS) {
+            Some((cut, _)) => format!("{}…", &one_line[..cut]),
+            None => one_line,
+        }
+    }
+
+    /// A reply that parsed as JSON but lacks what the adapter needs.
+    fn malformed(&self, what: &str, reply: &Value) -> HostError {
+        let text = reply.to_string();
+        self.error(
+            "unexpected_error",
+            format!("the reply has no {what}: {}", self.excerpt(text.as_bytes())),
+        )
+    }
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transport")
+            .field("provider", &self.provider)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Token counts from a reply's `usage`; a server that reports none (some local ones)
+/// counts as zero rather than failing the run.
+fn tokens(usage: Option<&Value>, field: &str) -> u64 {
+    usage
+        .and_then(|u| u.get(field))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+// Reading a reply's body within a cap (DESIGN §18): a server, or anything between tvm
+// and it, can send an endless body; reading it whole would take all the memory there is
+// within seconds. Bodies are read chunk by chunk and the reading stops past the cap.
+
+/// Bytes a reply may have, unless told otherwise (`tvm run --max-reply-bytes`).
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 8 << 20;
+/// Bytes read of an error reply: its excerpt shows 200 characters, the rest is noise.
+const ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// What reading a body gave.
+enum Body {
+    /// The whole body.
+    Whole(Vec<u8>),
+    /// The body passed the cap; what was read of it, up to the cap.
+    Cut(Vec<u8>),
+}
+
+/// Reads `response`'s body, stopping once it has more than `cap` bytes. A declared
+/// length over the cap is refused before anything is read.
+async fn read_body(mut response: reqwest::Response, cap: usize) -> Result<Body, reqwest::Error> {
+    if response.content_length().is_some_and(|n| n > cap as u64) {
+        return Ok(Body::Cut(Vec::new()));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap - bytes.len();
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            // Dropping the response closes the connection: nothing more is read.
+            return Ok(Body::Cut(bytes));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Body::Whole(bytes))
+}

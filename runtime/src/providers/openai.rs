@@ -1,0 +1,169 @@
+//! OpenAI chat completions (`POST {base}/chat/completions`), which OpenAI-compatible
+//! servers (llama.cpp, vLLM, Ollama) also speak.
+
+use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
+use reqwest::header::AUTHORIZATION;
+use serde_json::{json, Value};
+use tv_vm::host::{HostError, LlmReply, LlmRequest};
+
+/// Where the key comes from, named when a server refuses it.
+pub const KEY_VAR: &str = "OPENAI_API_KEY";
+
+#[derive(Debug)]
+pub struct OpenAi {
+    transport: Transport,
+}
+
+impl OpenAi {
+    /// One HTTP client for all requests. Fails only on a base URL that is not a URL or a
+    /// key that cannot be sent in a header.
+    pub fn new(settings: Settings) -> Result<OpenAi, String> {
+        // No key, no header: local servers accept anonymous requests.
+        let headers = match &settings.api_key {
+            Some(key) => vec![(AUTHORIZATION, format!("Bearer {key}"), true)],
+            None => Vec::new(),
+        };
+        let transport = Transport::new(settings, "openai", KEY_VAR, headers)?;
+        Ok(OpenAi { transport })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.transport.settings
+    }
+
+    /// The request body for `req` (public so that a recorder can store what was sent).
+    pub fn body(&self, req: &LlmRequest) -> Value {
+        let mut messages = Vec::with_capacity(req.messages.len() + 1);
+        let system = system_text(req);
+        if !system.is_empty() {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for m in req.messages.iter() {
+            messages.push(json!({"role": m.role, "content": m.content}));
+        }
+        let model = self.transport.settings.model_for(req);
+        let mut body = json!({"model": model, "messages": messages});
+        let s = &req.settings;
+        if let Some(t) = s.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(p) = s.top_p {
+            body["top_p"] = json!(p);
+        }
+        if let Some(n) = s.max_tokens {
+            body[max_tokens_field(&model)] = json!(n);
+        }
+        if let Some(seed) = s.seed {
+            body["seed"] = json!(seed);
+        }
+        if let Some(stop) = &s.stop {
+            body["stop"] = json!([stop]);
+        }
+        if req.task.subtasks {
+            body["tools"] = json!([{
+                "type": "function",
+                "function": {
+                    "name": SPAWN_SUBTASK,
+                    "description": SPAWN_SUBTASK_DESCRIPTION,
+                    "parameters": super::subtask_schema(),
+                }
+            }]);
+        }
+        body
+    }
+
+    /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
+    pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
+        let reply = self
+            .transport
+            .post("/chat/completions", &self.body(req))
+            .await
+            .map_err(|e| super::explain_unsupported(e, req))?;
+        let mut reply = self.read(&reply)?;
+        if reply.model.is_empty() {
+            reply.model = self.transport.settings.model_for(req);
+        }
+        reply.max_tokens = req.settings.max_tokens;
+        Ok(reply)
+    }
+
+    fn read(&self, reply: &Value) -> Result<LlmReply, HostError> {
+        let t = &self.transport;
+        let message = reply
+            .pointer("/choices/0/message")
+            .filter(|m| m.is_object())
+            .ok_or_else(|| t.malformed("`choices[0].message`", reply))?;
+        let subtask_request = self.subtask(message)?;
+        let content = match message.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            // Some servers send content parts even for plain text.
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect(),
+            // Null (or absent) is normal when the model called the tool instead.
+            Some(Value::Null) | None if subtask_request.is_some() => String::new(),
+            _ => {
+                return Err(t.malformed(
+                    "text in `choices[0].message.content` and no spawn_subtask call",
+                    reply,
+                ))
+            }
+        };
+        let usage = reply.get("usage");
+        let finish = reply.pointer("/choices/0/finish_reason");
+        Ok(LlmReply {
+            content,
+            input_tokens: tokens(usage, "prompt_tokens"),
+            output_tokens: tokens(usage, "completion_tokens"),
+            subtask_request,
+            model: reply
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            truncated: finish.and_then(Value::as_str) == Some("length"),
+            ..LlmReply::default()
+        })
+    }
+
+    /// The arguments of the first `spawn_subtask` call, if the model made one.
+    fn subtask(&self, message: &Value) -> Result<Option<Value>, HostError> {
+        let calls = message.get("tool_calls").and_then(Value::as_array);
+        let Some(function) = calls
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("function"))
+            .find(|f| f.get("name").and_then(Value::as_str) == Some(SPAWN_SUBTASK))
+        else {
+            return Ok(None);
+        };
+        match function.get("arguments") {
+            // The API sends the arguments as a JSON document inside a string.
+            Some(Value::String(text)) => serde_json::from_str(text).map(Some).map_err(|e| {
+                self.transport.error(
+                    "unexpected_error",
+                    format!("the spawn_subtask call's arguments are not JSON ({e})"),
+                )
+            }),
+            // Some compatible servers send the object itself.
+            Some(v @ Value::Object(_)) => Ok(Some(v.clone())),
+            _ => Err(self
+                .transport
+                .malformed("`arguments` in the spawn_subtask call", message)),
+        }
+    }
+}
+
+/// OpenAI's reasoning models (o1, o3, o4, gpt-5) refuse `max_tokens` and take
+/// `max_completion_tokens`; OpenAI-compatible local servers know only `max_tokens`.
+fn max_tokens_field(model: &str) -> &'static str {
+    let reasoning = ["o1", "o3", "o4", "gpt-5"]
+        .iter()
+        .any(|p| model.starts_with(p));
+    if reasoning {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    }
+}

@@ -1,0 +1,176 @@
+//! The verifier: proves, before anything runs, that every index an instruction uses
+//! is in range, every jump lands on an instruction, and the stack depth at every
+//! instruction is the same on all paths, never negative, and at least one at `Return`.
+//! The interpreter still checks its indices, but a verified bundle never trips them.
+
+use super::{Bundle, Const, Function};
+use crate::isa::Op;
+use tv_stdlib::builtins::BUILTINS;
+
+/// The deepest operand stack a frame may need.
+pub const MAX_STACK: usize = 4096;
+
+pub fn verify(b: &Bundle) -> Result<(), String> {
+    for (i, f) in b.functions.iter().enumerate() {
+        verify_function(b, f).map_err(|e| format!("function {i} (`{}`): {e}", f.name))?;
+    }
+    for e in &b.entries {
+        if e.function as usize >= b.functions.len() {
+            return Err(format!(
+                "entry `{}` names function {}, which does not exist",
+                e.name, e.function
+            ));
+        }
+    }
+    for t in &b.tasks {
+        if t.loc.file as usize >= b.files.len() {
+            return Err(format!(
+                "task `{}` points into file {}, which does not exist",
+                t.name, t.loc.file
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn verify_function(b: &Bundle, f: &Function) -> Result<(), String> {
+    if f.code.is_empty() {
+        return Err("no code".into());
+    }
+    if f.locals > crate::limits::MAX_LOCALS {
+        return Err(format!(
+            "{} locals, more than the {} a frame may have",
+            f.locals,
+            crate::limits::MAX_LOCALS
+        ));
+    }
+    if f.lines.len() != f.code.len() {
+        return Err("the source map does not cover every instruction".into());
+    }
+    if (f.locals as usize) < f.params.len() {
+        return Err("fewer locals than parameters".into());
+    }
+    for (pc, (op, loc)) in f.code.iter().zip(&f.lines).enumerate() {
+        check_operands(b, f, *op).map_err(|e| format!("pc {pc}: {e}"))?;
+        if loc.file as usize >= b.files.len() {
+            return Err(format!("pc {pc}: source file {} does not exist", loc.file));
+        }
+    }
+    check_stack(f)
+}
+
+fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
+    let constant = |i: u32| {
+        b.constants
+            .get(i as usize)
+            .ok_or_else(|| format!("constant {i} does not exist"))
+    };
+    let string = |i: u32| match constant(i)? {
+        Const::Str(_) => Ok(()),
+        _ => Err(format!("constant {i} is not a string")),
+    };
+    let local = |i: u16| {
+        if i < f.locals {
+            Ok(())
+        } else {
+            Err(format!("local {i} does not exist"))
+        }
+    };
+    let task = |t: u32| {
+        if (t as usize) < b.tasks.len() {
+            Ok(())
+        } else {
+            Err(format!("task {t} does not exist"))
+        }
+    };
+    match op {
+        Op::Const(i) | Op::TextConst(i) => constant(i).map(|_| ()),
+        Op::Load(i)
+        | Op::Store(i)
+        | Op::Append(i)
+        | Op::Increment(i)
+        | Op::AccumulateLocal(i, _)
+        | Op::KeepValue(i)
+        | Op::TextLocal(i) => local(i),
+        Op::Field(i) | Op::CheckReturn(i) => string(i),
+        Op::MakeObject(first, n) => {
+            (0..u32::from(n)).try_for_each(|k| string(first.saturating_add(k)))
+        }
+        Op::Builtin(id, argc) => {
+            let builtin = BUILTINS
+                .get(id as usize)
+                .ok_or_else(|| format!("built-in {id} does not exist"))?;
+            let argc = argc as usize;
+            if argc < builtin.min_arity() || argc > builtin.max_arity() {
+                return Err(format!("`{}` called with {argc} arguments", builtin.name));
+            }
+            Ok(())
+        }
+        Op::Call(callee, argc) => {
+            let g = b
+                .functions
+                .get(callee as usize)
+                .ok_or_else(|| format!("function {callee} does not exist"))?;
+            if g.params.len() != argc as usize {
+                return Err(format!(
+                    "`{}` called with {argc} arguments, takes {}",
+                    g.name,
+                    g.params.len()
+                ));
+            }
+            Ok(())
+        }
+        Op::Atomic(t) | Op::Script(t) | Op::AtomicFocused(t) | Op::Finish(t) => task(t),
+        Op::AtomicAccumulated(t, i, _) => task(t).and_then(|_| local(i)),
+        Op::EndLoop(mode) if mode > crate::isa::LOOP_ACCEPTED => {
+            Err(format!("EndLoop mode {mode} does not exist"))
+        }
+        _ => match op.target() {
+            Some(t) if t as usize >= f.code.len() => Err(format!("jump to {t}, past the end")),
+            _ => Ok(()),
+        },
+    }
+}
+
+/// Abstract interpretation of the stack depth over the control-flow graph.
+fn check_stack(f: &Function) -> Result<(), String> {
+    let mut depth: Vec<Option<usize>> = vec![None; f.code.len()];
+    let mut work = vec![(0usize, 0usize)];
+    while let Some((pc, d)) = work.pop() {
+        let Some(op) = f.code.get(pc).copied() else {
+            return Err(format!("control runs past the end at pc {pc}"));
+        };
+        match depth[pc] {
+            Some(seen) if seen == d => continue,
+            Some(seen) => {
+                return Err(format!(
+                    "pc {pc}: stack depth {d} here but {seen} on another path"
+                ))
+            }
+            None => depth[pc] = Some(d),
+        }
+        // `Return` takes the top value and drops the rest of the frame's stack.
+        let Some((pops, pushes)) = op.stack_effect() else {
+            if d < 1 {
+                return Err(format!("pc {pc}: `Return` with an empty stack"));
+            }
+            continue;
+        };
+        if d < pops {
+            return Err(format!(
+                "pc {pc}: {op:?} needs {pops} values, the stack holds {d}"
+            ));
+        }
+        let after = d - pops + pushes;
+        if after > MAX_STACK {
+            return Err(format!("pc {pc}: the stack grows past {MAX_STACK}"));
+        }
+        if let Some(t) = op.target() {
+            work.push((t as usize, after));
+        }
+        if !matches!(op, Op::Jump(_)) {
+            work.push((pc + 1, after));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,586 @@
+//! The interpreter: explicit call frames, a synchronous dispatch loop that halts on
+//! host calls, and the limits checked before any further host call is made.
+
+mod calls;
+mod memory;
+mod session;
+mod stack;
+pub mod subtask;
+mod text;
+
+use crate::bundle::{Bundle, Const};
+use crate::host::{HostRequest, Message};
+use crate::isa::{Op, Quote};
+use crate::limits::{nesting, weight, Budget, Limits, BYTES_PER_INSTRUCTION, MAX_NESTING};
+use crate::outcome::{
+    accumulate, check_return, compare, end_loop, evaluation, fail_reduce, fail_sequence, finish,
+    shell_quote_in, Accumulator,
+};
+use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
+use crate::shared::SharedText;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use tv_stdlib::bounds::{result_bound, text_bound};
+use tv_stdlib::builtins::BUILTINS;
+use tv_stdlib::values::{into_text, push_text, to_text, truthy};
+
+/// Why [`Vm::run`] stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Waiting for this host call; resume with its reply.
+    Host(Box<HostRequest>),
+    /// Waiting for these calls (function, arguments) to run as concurrent branches;
+    /// resume with their results in order.
+    Gather(Vec<(u32, Vec<Value>)>),
+    /// The entry function returned this TaskResult.
+    Done(Value),
+}
+
+#[derive(Debug)]
+pub(crate) struct Frame {
+    pub(crate) function: usize,
+    pc: usize,
+    base: usize,
+    pub(crate) locals: Vec<Value>,
+    /// Set on the frame of a subtask: the session waiting for its result.
+    pub(crate) spawned: Option<Box<Spawn>>,
+    /// Set on the frames running inside a spawned subtask: its frame, the frames it
+    /// calls, and the branches they start.
+    pub(crate) scope: Option<Arc<SubtaskScope>>,
+    /// The accumulated context of each sequence running in this frame, by the local
+    /// that holds its results.
+    accumulators: Vec<(u16, Accumulator)>,
+    /// Bytes charged to the memory budget for what this frame built.
+    pub(crate) charged: u64,
+}
+
+/// One handler session: the conversation of an atomic task so far.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    pub(crate) task: u32,
+    pub(crate) system: String,
+    pub(crate) context: SharedText,
+    pub(crate) messages: Arc<Vec<Message>>,
+    /// The fresh-context query `context_relevance` chose, if any.
+    pub(crate) query: Option<String>,
+    /// Set when the session runs inside a spawned subtask.
+    pub(crate) spawned: Option<RunsAs>,
+}
+
+/// What the atomic tasks of a spawned subtask run with (DESIGN §19): the request's
+/// `context_management` and `file_paths`, and the context of the session that asked.
+#[derive(Debug)]
+pub(crate) struct SubtaskScope {
+    pub(crate) overrides: subtask::Overrides,
+    pub(crate) parent_context: SharedText,
+}
+
+/// An atomic task as it runs inside a spawned subtask: with the request's settings
+/// merged over the template's, and the files the request named.
+#[derive(Debug, Clone)]
+pub(crate) struct RunsAs {
+    pub(crate) task: Arc<crate::bundle::TaskMeta>,
+    pub(crate) files: Arc<Vec<String>>,
+}
+
+/// A subtask in progress and the session that asked for it.
+#[derive(Debug)]
+pub(crate) struct Spawn {
+    pub(crate) session: Session,
+    pub(crate) request: Value,
+    pub(crate) inputs: Value,
+    pub(crate) depth: usize,
+}
+
+/// The host call in flight.
+#[derive(Debug)]
+pub(crate) enum Waiting {
+    Llm(Session),
+    /// A script task's run (the task, for its criteria).
+    Script(u32),
+    Gather,
+}
+
+/// What is used of the limits so far.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub instructions: u64,
+    pub iterations: u64,
+    pub turns: u64,
+    pub tokens: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// The run's `notes.usage` (DESIGN §15): LLM calls answered and their tokens.
+    pub fn notes(&self) -> Value {
+        json!({
+            "calls": self.turns,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+        })
+    }
+}
+
+pub struct Vm<'b> {
+    pub(crate) bundle: &'b Bundle,
+    pub(crate) limits: Limits,
+    pub(crate) frames: Vec<Frame>,
+    pub(crate) stack: Vec<Value>,
+    pub(crate) budget: Arc<Budget>,
+    pub(crate) instructions: u64,
+    /// Frames and subtasks of the machines this one is a branch of.
+    pub(crate) depth_offset: usize,
+    pub(crate) subtask_offset: usize,
+    /// The subtask a branch runs inside, if any: its first frame's scope.
+    pub(crate) scope: Option<Arc<SubtaskScope>>,
+    pub(crate) waiting: Option<Waiting>,
+    pub(crate) done: Option<Value>,
+}
+
+/// A run-time fault: the run ends with this result.
+pub(crate) type Fault = Value;
+
+impl<'b> Vm<'b> {
+    /// A machine about to run `function` with `args` (one per parameter).
+    pub fn new(bundle: &'b Bundle, function: u32, args: Vec<Value>, limits: Limits) -> Self {
+        let mut vm = Vm {
+            bundle,
+            limits,
+            frames: Vec::new(),
+            stack: Vec::new(),
+            budget: Arc::new(Budget::default()),
+            instructions: 0,
+            depth_offset: 0,
+            subtask_offset: 0,
+            scope: None,
+            waiting: None,
+            done: None,
+        };
+        if let Err(fault) = vm.push_frame(function as usize, args) {
+            vm.done = Some(fault);
+        }
+        vm
+    }
+
+    pub fn usage(&self) -> Usage {
+        let (input_tokens, output_tokens) = self.budget.tokens_by_kind();
+        Usage {
+            instructions: self.instructions,
+            iterations: self.budget.iterations(),
+            turns: self.budget.turns(),
+            tokens: self.budget.tokens(),
+            input_tokens,
+            output_tokens,
+        }
+    }
+
+    /// Runs until the next host call or the end.
+    pub fn run(&mut self) -> Step {
+        if let Some(r) = &self.done {
+            return Step::Done(r.clone());
+        }
+        if self.waiting.is_some() {
+            return self.finish(fault(
+                "the machine was run again before its host call was answered",
+            ));
+        }
+        // The branches of a run share its instruction budget: this machine goes on
+        // from what all of them have spent so far.
+        let start = self.budget.instructions();
+        self.instructions = start;
+        let step = loop {
+            match self.step() {
+                Ok(None) => {}
+                Ok(Some(step)) => break step,
+                Err(fault) => break self.finish(fault),
+            }
+        };
+        self.budget.add_instructions(self.instructions - start);
+        step
+    }
+
+    fn finish(&mut self, r: Value) -> Step {
+        self.release_all();
+        self.frames.clear();
+        self.stack.clear();
+        self.done = Some(r.clone());
+        Step::Done(r)
+    }
+
+    fn step(&mut self) -> Result<Option<Step>, Fault> {
+        self.charge(BYTES_PER_INSTRUCTION)?;
+        let frame = self
+            .frames
+            .last_mut()
+            .ok_or_else(|| fault("no frame to run"))?;
+        let function = self
+            .bundle
+            .functions
+            .get(frame.function)
+            .ok_or_else(|| fault("no such function"))?;
+        let op = *function
+            .code
+            .get(frame.pc)
+            .ok_or_else(|| fault("control ran past the end of a function"))?;
+        frame.pc += 1;
+        let next = self.exec(op)?;
+        self.check_nesting(op)?;
+        Ok(next)
+    }
+
+    /// Instructions that wrap values in a new array or object make sure the result
+    /// does not nest deeper than [`MAX_NESTING`].
+    fn check_nesting(&self, op: Op) -> Result<(), Fault> {
+        let depth = match op {
+            Op::MakeArray(_)
+            | Op::MakeObject(..)
+            | Op::Complete
+            | Op::FailSequence(..)
+            | Op::FailReduce
+            | Op::CheckReturn(_)
+            | Op::Evaluation
+            | Op::EndLoop(_) => self.stack.last().map_or(0, nesting),
+            Op::Append(i) => {
+                let items = self
+                    .frame()?
+                    .locals
+                    .get(i as usize)
+                    .and_then(Value::as_array);
+                1 + items.and_then(|a| a.last()).map_or(0, nesting)
+            }
+            _ => return Ok(()),
+        };
+        if depth > MAX_NESTING {
+            return Err(exhausted(
+                "depth",
+                format!("a value nests arrays and objects deeper than {MAX_NESTING} levels"),
+                depth as u64,
+                MAX_NESTING as u64,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Counts the work of copying or building `bytes` of values against the
+    /// instruction limit: one instruction per [`BYTES_PER_INSTRUCTION`] bytes.
+    pub(crate) fn charge(&mut self, bytes: u64) -> Result<(), Fault> {
+        self.instructions += bytes / BYTES_PER_INSTRUCTION;
+        if let Some(held) = self.budget.refused() {
+            return Err(self.out_of_memory(held));
+        }
+        if self.instructions > self.limits.instructions {
+            return Err(exhausted(
+                "instructions",
+                format!(
+                    "the run executed more than {} instructions",
+                    self.limits.instructions
+                ),
+                self.instructions,
+                self.limits.instructions,
+            ));
+        }
+        Ok(())
+    }
+
+    fn exec(&mut self, op: Op) -> Result<Option<Step>, Fault> {
+        match op {
+            Op::Const(i) => {
+                let c = self
+                    .bundle
+                    .constants
+                    .get(i as usize)
+                    .ok_or_else(|| fault("no such constant"))?;
+                self.stack.push(const_value(c));
+            }
+            Op::Load(i) => {
+                let w = weight(
+                    self.frame()?
+                        .locals
+                        .get(i as usize)
+                        .ok_or_else(|| fault("no such local"))?,
+                );
+                self.charge(w)?;
+                self.reserve(w)?;
+                let v = self.frame()?.locals.get(i as usize).cloned();
+                self.stack.push(v.unwrap_or_default());
+            }
+            Op::Store(i) => {
+                let v = self.pop()?;
+                *self.local(i)? = v;
+            }
+            Op::Pop => {
+                self.pop()?;
+            }
+            Op::Dup => {
+                let w = weight(self.peek()?);
+                self.charge(w)?;
+                self.reserve(w)?;
+                let v = self.peek()?.clone();
+                self.stack.push(v);
+            }
+            Op::Field(i) => {
+                let name = self.string_const(i)?.to_string();
+                let v = self.pop()?;
+                self.stack
+                    .push(v.get(&name).cloned().unwrap_or(Value::Null));
+            }
+            Op::Index(i) => {
+                let v = self.pop()?;
+                self.stack
+                    .push(v.get(i as usize).cloned().unwrap_or(Value::Null));
+            }
+            Op::IndexDyn => {
+                let i = self.pop()?;
+                let v = self.pop()?;
+                let item = i
+                    .as_u64()
+                    .and_then(|i| v.get(i as usize))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                self.stack.push(item);
+            }
+            Op::Not => {
+                let v = self.pop()?;
+                self.stack.push(Value::Bool(!truthy(&v)));
+            }
+            Op::Compare(c) => {
+                let b = self.pop()?;
+                let a = self.pop()?;
+                self.stack.push(Value::Bool(compare(c, &a, &b)));
+            }
+            Op::Jump(t) => self.frame_mut()?.pc = t as usize,
+            Op::JumpIfFalse(t) => {
+                if !truthy(&self.pop()?) {
+                    self.frame_mut()?.pc = t as usize;
+                }
+            }
+            Op::JumpIfTrue(t) => {
+                if truthy(&self.pop()?) {
+                    self.frame_mut()?.pc = t as usize;
+                }
+            }
+            Op::JumpIfFailed(t) => {
+                if is_failed(self.peek()?) {
+                    self.frame_mut()?.pc = t as usize;
+                }
+            }
+            Op::Concat(n) => {
+                let parts = self.pop_n(n as usize)?;
+                self.reserve(parts.iter().map(text_bound).sum())?;
+                let size = parts.iter().map(|p| p.as_str().map_or(8, str::len)).sum();
+                let mut text = String::with_capacity(size);
+                parts.iter().for_each(|p| push_text(&mut text, p));
+                self.charge(text.len() as u64)?;
+                self.stack.push(Value::String(text));
+            }
+            Op::ShellQuote | Op::ShellQuoteIn(_) => {
+                let quote = match op {
+                    Op::ShellQuoteIn(q) => q,
+                    _ => Quote::Bare,
+                };
+                let v = self.pop()?;
+                // Each `'` becomes four bytes (a `\` two), and two quotes go around.
+                self.reserve(4 * text_bound(&v) + 2)?;
+                let text = shell_quote_in(&to_text(&v), quote);
+                self.charge(text.len() as u64)?;
+                self.stack.push(Value::String(text));
+            }
+            Op::Builtin(id, n) => {
+                let args = self.pop_n(n as usize)?;
+                let b = BUILTINS
+                    .get(id as usize)
+                    .ok_or_else(|| fault("no such built-in"))?;
+                let v = self.builtin_call(b.name, &args)?;
+                self.charge(weight(&v))?;
+                self.stack.push(v);
+            }
+            Op::Call(callee, n) => {
+                let args = self.pop_n(n as usize)?;
+                self.push_frame(callee as usize, args)?;
+            }
+            Op::Return => return self.ret(),
+            Op::ReturnIfFailed => {
+                if is_failed(self.peek()?) {
+                    return self.ret();
+                }
+            }
+            Op::Value => {
+                let r = self.pop()?;
+                self.stack.push(value_of(&r));
+            }
+            Op::TextConst(_) | Op::TextLocal(_) | Op::TextValue => self.text(op)?,
+            Op::KeepValue(i) => {
+                let top = self.top()?;
+                let w = weight(
+                    top.get("parsedContent")
+                        .or(top.get("content"))
+                        .unwrap_or_default(),
+                );
+                self.charge(w)?;
+                self.reserve(w)?;
+                let v = value_of(self.top()?);
+                *self.local(i)? = v;
+            }
+            Op::Complete => {
+                let v = self.pop()?;
+                self.reserve(text_bound(&v))?;
+                let text = to_text(&v);
+                self.charge(text.len() as u64)?;
+                let mut r = complete(text);
+                if !v.is_string() {
+                    r["parsedContent"] = v;
+                }
+                self.stack.push(r);
+            }
+            Op::MakeArray(n) => {
+                let items = self.pop_n(n as usize)?;
+                self.stack.push(Value::Array(items));
+            }
+            Op::MakeObject(first, n) => {
+                let values = self.pop_n(n as usize)?;
+                let mut obj = Map::new();
+                for (k, v) in values.into_iter().enumerate() {
+                    obj.insert(self.string_const(first + k as u32)?.to_string(), v);
+                }
+                self.stack.push(Value::Object(obj));
+            }
+            Op::Append(i) => {
+                let v = self.pop()?;
+                match self.local(i)? {
+                    Value::Array(items) => items.push(v),
+                    other => *other = Value::Array(vec![v]),
+                }
+            }
+            Op::Increment(i) => {
+                let l = self.local(i)?;
+                *l = json!(l.as_u64().unwrap_or(0) + 1);
+            }
+            Op::LoopGuard => {
+                let used = self.budget.iterate();
+                if used > self.limits.loop_iterations {
+                    return Err(exhausted(
+                        "iterations",
+                        format!(
+                            "loops ran more than {} iterations",
+                            self.limits.loop_iterations
+                        ),
+                        used,
+                        self.limits.loop_iterations,
+                    ));
+                }
+            }
+            Op::AccumulateLocal(i, full) => {
+                let text = self.accumulated(i, full)?.to_string();
+                self.stack.push(Value::String(text));
+            }
+            Op::Accumulate(full) => {
+                let results = self.pop()?;
+                let text = accumulate(&results, full);
+                self.charge(text.len() as u64)?;
+                self.stack.push(Value::String(text));
+            }
+            Op::FailSequence(step, total) => {
+                let failed = self.pop()?;
+                let partial = self.pop()?;
+                self.stack.push(fail_sequence(failed, partial, step, total));
+            }
+            Op::FailReduce => {
+                let total = self.pop()?;
+                let index = self.pop()?;
+                let failed = self.pop()?;
+                let accumulator = self.pop()?;
+                let processed = self.pop()?;
+                self.stack
+                    .push(fail_reduce(failed, index, total, processed, accumulator));
+            }
+            Op::CheckReturn(i) => {
+                let ty = self.string_const(i)?.to_string();
+                let r = self.pop()?;
+                self.stack.push(check_return(r, &ty));
+            }
+            Op::Gather(n) => {
+                let calls = self.pop_n(n as usize)?;
+                let calls = calls
+                    .into_iter()
+                    .map(call_of)
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.waiting = Some(Waiting::Gather);
+                return Ok(Some(Step::Gather(calls)));
+            }
+            Op::Atomic(t) => {
+                let context = into_text(self.pop()?).into();
+                return self.atomic(t, context, None).map(Some);
+            }
+            Op::AtomicFocused(t) => {
+                let query = into_text(self.pop()?);
+                let context = into_text(self.pop()?).into();
+                return self.atomic(t, context, Some(query)).map(Some);
+            }
+            Op::Finish(t) => {
+                let r = self.pop()?;
+                let meta = self.task(t)?;
+                let r = finish(r, &meta);
+                self.charge(weight(&r))?;
+                self.stack.push(r);
+            }
+            Op::AtomicAccumulated(t, i, full) => {
+                let context = self.accumulated(i, full)?;
+                return self.atomic(t, context, None).map(Some);
+            }
+            Op::Script(t) => return self.script(t).map(Some),
+            Op::Evaluation => {
+                let r = self.pop()?;
+                let content = r.get("content").cloned().unwrap_or_default();
+                self.reserve(result_bound("parse_json", &[content]))?;
+                let r = evaluation(r);
+                self.charge(weight(&r))?;
+                self.stack.push(r);
+            }
+            Op::EndLoop(mode) => {
+                let iterations = self.pop()?;
+                let evaluation = self.pop()?;
+                let result = self.pop()?;
+                self.stack
+                    .push(end_loop(result, evaluation, iterations, mode));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// `[function, arg1, ...]` as built for `Gather`.
+fn call_of(v: Value) -> Result<(u32, Vec<Value>), Fault> {
+    let Value::Array(mut items) = v else {
+        return Err(fault("a branch is not a call"));
+    };
+    if items.is_empty() {
+        return Err(fault("a branch is not a call"));
+    }
+    let f = items
+        .remove(0)
+        .as_u64()
+        .ok_or_else(|| fault("a branch names no function"))?;
+    Ok((f as u32, items))
+}
+
+/// A fault of the machine itself: a verified bundle never causes one.
+pub(crate) fn fault(message: &str) -> Value {
+    task_failure(
+        "unexpected_error",
+        format!("internal VM error: {message}"),
+        Value::Null,
+    )
+}
+
+pub(crate) fn const_value(c: &Const) -> Value {
+    match c {
+        Const::Null => Value::Null,
+        Const::Bool(b) => Value::Bool(*b),
+        // Whole numbers stay integers, so `12` is spliced as `12`, not `12.0`.
+        Const::Num(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Value::from(*n as i64),
+        Const::Num(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
+        Const::Str(s) => Value::String(s.clone()),
+    }
+}
