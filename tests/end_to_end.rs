@@ -1,8 +1,7 @@
 //! Every operator end to end through the OpenAI adapter against a real HTTP server on
 //! 127.0.0.1 that answers like a model would, with scripts as real processes.
 
-#[path = "../runtime/tests/support/http.rs"]
-mod http;
+use crate::http;
 
 use http::{Reply, Server};
 use serde_json::{json, Value};

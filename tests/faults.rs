@@ -6,8 +6,7 @@
 //! steps ran and what the server was asked. (A damaged bundle given to `tvm` is covered
 //! by `runtime/tests/cli.rs` and `runtime/tests/secrets.rs`.)
 
-#[path = "../runtime/tests/support/http.rs"]
-mod http;
+use crate::http;
 
 use http::{Reply, Server};
 use serde_json::{json, Value};

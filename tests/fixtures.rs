@@ -2,26 +2,25 @@
 //! the diagnostics in `snapshots/diagnostics`; valid ones compile without errors, with
 //! their syntax tree in `snapshots/ast` and their warnings in `snapshots/diagnostics`.
 
-use tv_tests::{compile, fixtures, in_suite, rendered};
+use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered};
 
 #[test]
 fn every_invalid_fixture_is_rejected_with_its_snapshotted_diagnostics() {
     let all = fixtures("invalid");
     assert!(all.len() >= 60, "only {} invalid fixtures", all.len());
-    for f in &all {
+    each_fixture("invalid", |f| {
         let c = compile(f);
         assert!(c.diags.has_errors(), "{} was accepted", f.path.display());
         in_suite("diagnostics", || {
             insta::assert_snapshot!(format!("invalid__{}", f.name), rendered(&c));
         });
-    }
+    });
 }
 
 #[test]
 fn every_valid_fixture_compiles_and_its_syntax_tree_is_snapshotted() {
-    let all = fixtures("valid");
-    assert!(!all.is_empty());
-    for f in &all {
+    assert!(!fixtures("valid").is_empty());
+    each_fixture("valid", |f| {
         let c = compile(f);
         assert!(
             !c.diags.has_errors(),
@@ -62,7 +61,7 @@ fn every_valid_fixture_compiles_and_its_syntax_tree_is_snapshotted() {
                 insta::assert_snapshot!(format!("valid__{}", f.name), rendered(&c));
             });
         }
-    }
+    });
 }
 
 #[test]
@@ -107,15 +106,15 @@ fn expressions_read_as_snapshotted_one_per_line() {
 
 #[test]
 fn every_valid_fixture_has_its_xml_tree_snapshotted() {
-    for f in fixtures("valid") {
-        let c = compile(&f);
+    each_fixture("valid", |f| {
+        let c = compile(f);
         in_suite("xml", || {
             insta::assert_snapshot!(
                 format!("valid__{}", f.name),
                 tv_compiler::xml::dump_docs(&tv_compiler::driver::xml_docs(&c), &c.sources)
             );
         });
-    }
+    });
 }
 
 #[test]

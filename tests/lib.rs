@@ -31,6 +31,26 @@ pub fn fixtures(kind: &str) -> Vec<Fixture> {
     out
 }
 
+/// Runs `check` on every fixture of one folder, each fixture its own snapshot (insta's
+/// `glob!`): a mismatch is reported and the other fixtures still run; the test fails at
+/// the end with every mismatch shown.
+pub fn each_fixture(kind: &str, mut check: impl FnMut(&Fixture)) {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let crate_dir = crate_dir
+        .canonicalize()
+        .unwrap_or_else(|_| crate_dir.into());
+    insta::glob!("fixtures", &format!("{kind}/*"), |path| {
+        if !(path.is_dir() || path.extension().is_some_and(|e| e == "xml")) {
+            return;
+        }
+        let name = path.file_stem().expect("file name");
+        check(&Fixture {
+            name: name.to_string_lossy().into_owned(),
+            path: path.strip_prefix(&crate_dir).unwrap_or(path).to_path_buf(),
+        });
+    });
+}
+
 pub fn compile(f: &Fixture) -> Compilation {
     driver::check_paths(std::slice::from_ref(&f.path)).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -50,6 +70,9 @@ pub fn in_suite(suite: &str, assert: impl FnOnce()) {
     );
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
+    // Each fixture names its own snapshot: not the suffix and input file `glob!` sets.
+    settings.remove_snapshot_suffix();
+    settings.remove_input_file();
     settings.bind(assert);
 }
 

@@ -9,7 +9,7 @@
 //! prints its command.
 
 use serde_json::Value;
-use tv_tests::{compile, fixtures, in_suite, rendered, run_with};
+use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered, run_with};
 use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::limits::Limits;
 
@@ -79,7 +79,7 @@ fn args_of(source: &str) -> Value {
 fn every_run_fixture_asks_and_returns_what_its_snapshot_shows() {
     let all = fixtures("runs");
     assert!(all.len() >= 8, "only {} run fixtures", all.len());
-    for f in &all {
+    each_fixture("runs", |f| {
         let c = compile(f);
         assert!(
             !c.diags.has_errors(),
@@ -104,5 +104,5 @@ fn every_run_fixture_asks_and_returns_what_its_snapshot_shows() {
             serde_json::to_string_pretty(&result).expect("json")
         );
         in_suite("runs", || insta::assert_snapshot!(f.name.clone(), shown));
-    }
+    });
 }

@@ -1,9 +1,7 @@
 //! `tvm` as a user runs it: exit codes and messages, on the checked-in golden bundle.
 
-#[path = "support/files.rs"]
-mod files;
-#[path = "support/http.rs"]
-mod http;
+use crate::support::files;
+use crate::support::http;
 
 use http::{Reply, Server};
 use serde_json::json;

@@ -5,10 +5,8 @@
 //! under way, a second `run --journal` or `resume` on the same file exits 2 naming the
 //! holder, makes no call, and leaves a journal that resumes to the run's own result.
 
-#[path = "support/files.rs"]
-mod files;
-#[path = "support/http.rs"]
-mod http;
+use crate::support::files;
+use crate::support::http;
 
 use files::{golden, runtime, scratch};
 use http::{Reply, Server};

@@ -1,8 +1,7 @@
 //! Context look-ups: files named by `file_paths` (literal, command, description) and
 //! fresh context searched in a workspace, within limits, with warnings instead of errors.
 
-#[path = "support/files.rs"]
-mod files;
+use crate::support::files;
 
 use files::TempDir;
 use std::time::{Duration, Instant};
@@ -183,11 +182,12 @@ async fn a_command_that_outlives_its_timeout_is_stopped_and_is_a_retrieval_failu
     let started = Instant::now();
     let out = assemble(
         &assembler,
-        &request(FilePaths::Command("sleep 5".into()), false, "hi"),
+        &request(FilePaths::Command("sleep 600".into()), false, "hi"),
     )
     .await;
+    // Stopped at 200 ms; the bound only tells "stopped" from "waited for the command".
     assert!(
-        started.elapsed() < Duration::from_secs(3),
+        started.elapsed() < Duration::from_secs(120),
         "{:?}",
         started.elapsed()
     );

@@ -7,8 +7,7 @@
 //! with the prompt's size times the files, and the file the prompt is about still comes
 //! first.
 
-#[path = "support/files.rs"]
-mod files;
+use crate::support::files;
 
 use files::TempDir;
 use std::os::unix::fs::symlink;
@@ -340,7 +339,7 @@ async fn a_huge_prompt_still_brings_the_file_it_is_about_first() {
 }
 
 /// The figure for the record: a 540 KB prompt of about 77,000 distinct words against
-/// 6,000 files whose words are drawn from them. `cargo test -p tv-vm --test context_bounds -- --ignored --nocapture`.
+/// 6,000 files whose words are drawn from them. `cargo test -p tv-runtime --test runtime -- --ignored --nocapture 540_kb`.
 #[tokio::test]
 #[ignore]
 async fn a_540_kb_prompt_against_6000_files_reports_its_peak_memory() {

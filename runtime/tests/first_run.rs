@@ -2,10 +2,8 @@
 //! arguments checked before anything runs, run defaults and `--force-model` in the
 //! request, the run's usage in the result, and pipes closed early.
 
-#[path = "support/files.rs"]
-mod files;
-#[path = "support/http.rs"]
-mod http;
+use crate::support::files;
+use crate::support::http;
 
 use http::{Reply, Server};
 use serde_json::{json, Value};

@@ -2,10 +2,8 @@
 //! points, then `tvm resume`, against an OpenAI-compatible server on 127.0.0.1 that
 //! keeps every request it was sent.
 
-#[path = "support/files.rs"]
-mod files;
-#[path = "support/http.rs"]
-mod http;
+use crate::support::files;
+use crate::support::http;
 
 use files::{golden, runtime, scratch};
 use http::{Reply, Request, Server};

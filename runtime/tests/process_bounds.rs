@@ -5,10 +5,8 @@
 //! `tvm`); leave processes behind by leaving its process group (`setsid`); or fail to
 //! start because an input is too large for the environment or holds a NUL byte.
 
-#[path = "support/files.rs"]
-mod files;
-#[path = "support/http.rs"]
-mod http;
+use crate::support::files;
+use crate::support::http;
 
 use files::{golden, runtime, scratch};
 use http::{Reply, Server};

@@ -5,10 +5,8 @@
 //! stdout or stderr of `tvm`, the `Debug` text of the settings, adapters, requests and
 //! replies, or what a script can see of its environment.
 
-#[path = "support/files.rs"]
-mod files;
-#[path = "support/http.rs"]
-mod http;
+use crate::support::files;
+use crate::support::http;
 
 use files::{golden, runtime, scratch};
 use http::{Reply, Request, Server};

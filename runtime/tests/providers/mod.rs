@@ -3,11 +3,9 @@
 
 mod bounds;
 mod faults;
-#[path = "../support/http.rs"]
-mod http;
+use crate::support::http;
 mod openai_spec;
-#[path = "../support/openapi.rs"]
-mod openapi;
+use crate::support::openapi;
 mod settings;
 
 use futures::future::join_all;

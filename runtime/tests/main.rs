@@ -1,0 +1,15 @@
+//! The runtime's integration tests, one binary: `tvm` as a process, the providers against
+//! a real HTTP server on 127.0.0.1, scripts as real processes, files in real folders.
+
+mod support;
+
+mod cli;
+mod cli_bounds;
+mod context;
+mod context_bounds;
+mod first_run;
+mod journal;
+mod process_bounds;
+mod providers;
+mod scripts;
+mod secrets;

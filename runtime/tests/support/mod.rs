@@ -1,0 +1,6 @@
+//! What the runtime's tests share: files and folders, a scripted HTTP server, and
+//! OpenAI's published API description.
+
+pub mod files;
+pub mod http;
+pub mod openapi;
