@@ -194,7 +194,7 @@ async fn a_command_that_outlives_its_timeout_is_stopped_and_is_a_retrieval_failu
     assert!(out.warnings.is_empty() && out.files.is_empty(), "{out:?}");
     assert_eq!(
         out.failure.as_deref(),
-        Some("file_paths: the command `sleep 5` did not finish within 200ms and was stopped")
+        Some("file_paths: the command `sleep 600` did not finish within 200ms and was stopped")
     );
 }
 
