@@ -7,7 +7,7 @@ use crate::ir::{Expr, ExprKind, Node, NodeKind};
 use crate::source::Span;
 use tv_stdlib::builtins::{self, Ret};
 use tv_stdlib::types::Type;
-use tv_vm::isa::Quote;
+use tv_vm::isa::{self, Quote};
 
 impl<'a> Lowerer<'a> {
     /// A text template as one string expression; `shell` quotes every hole for the
@@ -81,7 +81,7 @@ impl<'a> Lowerer<'a> {
                 let kind = match op {
                     BinOp::And => ExprKind::And(l, r),
                     BinOp::Or => ExprKind::Or(l, r),
-                    BinOp::Cmp(c) => ExprKind::Compare(*c, l, r),
+                    BinOp::Cmp(c) => ExprKind::Compare(compare_op(*c), l, r),
                 };
                 Expr::new(kind, Type::Boolean, span)
             }
@@ -265,4 +265,17 @@ fn typed_text(text: &str, want: &Type, span: Span) -> Expr {
         _ => {}
     }
     Expr::str(text, span)
+}
+
+/// The machine's compare instruction for a comparison as written: the one place where
+/// the syntax tree's operators meet the instruction set.
+fn compare_op(c: ast::CmpOp) -> isa::CmpOp {
+    match c {
+        ast::CmpOp::Eq => isa::CmpOp::Eq,
+        ast::CmpOp::Ne => isa::CmpOp::Ne,
+        ast::CmpOp::Lt => isa::CmpOp::Lt,
+        ast::CmpOp::Le => isa::CmpOp::Le,
+        ast::CmpOp::Gt => isa::CmpOp::Gt,
+        ast::CmpOp::Ge => isa::CmpOp::Ge,
+    }
 }
