@@ -9,8 +9,9 @@
 use crate::values::weight;
 use serde_json::Value;
 
-/// What one value takes besides its text (the `NODE` of [`weight`]).
-const NODE: u64 = std::mem::size_of::<Value>() as u64;
+/// What one value takes besides its text (the `NODE` of [`weight`]): every result is
+/// at least one value.
+pub(crate) const NODE: u64 = std::mem::size_of::<Value>() as u64;
 
 /// JSON text can take up to six bytes per byte of a string (`\u0000`) and a few per
 /// value (`null,`), so a value written as JSON is at most this many times its weight.
@@ -24,28 +25,6 @@ const CASE_FACTOR: u64 = 3;
 /// text and one value.
 const PARSE_FACTOR: u64 = NODE / 2 + 1;
 
-/// The largest weight `name(args)` can have.
-pub fn result_bound(name: &str, args: &[Value]) -> u64 {
-    let arg = |i: usize| args.get(i).unwrap_or(&Value::Null);
-    let text = |i: usize| arg(i).as_str().map_or(0, |s| s.len() as u64);
-    let bound = match name {
-        "upper" | "lower" => CASE_FACTOR * text(0),
-        "trim" | "truncate" => text(0),
-        "len" | "contains" | "starts_with" | "ends_with" => 0,
-        "join" => join_bound(arg(0), args.get(1)),
-        "split" => split_bound(text(0), text(1)),
-        "replace" => replace_bound(text(0), text(1), text(2)),
-        "default" => args.iter().map(weight).max().unwrap_or(0),
-        "json" | "str" => JSON_FACTOR * weight(arg(0)),
-        "merge" => weight(arg(0)) + weight(arg(1)),
-        "keys" | "get" => weight(arg(0)) + args.get(2).map_or(0, weight),
-        "parse_json" => PARSE_FACTOR * text(0),
-        // Unknown names fail without building anything.
-        _ => 0,
-    };
-    NODE + bound
-}
-
 /// The largest text a value is written as: a string as it is, anything else as JSON.
 pub fn text_bound(v: &Value) -> u64 {
     match v {
@@ -54,25 +33,82 @@ pub fn text_bound(v: &Value) -> u64 {
     }
 }
 
-/// The items as text (JSON for non-strings) with a separator between each two.
-fn join_bound(items: &Value, separator: Option<&Value>) -> u64 {
-    let Value::Array(items) = items else { return 0 };
+// Each built-in's bound beyond the result's own node, registered with it in
+// `builtins::BUILTINS`. Arguments may be missing or of the wrong kind (the call then
+// fails): they count as null or as empty text.
+
+fn arg(args: &[Value], i: usize) -> &Value {
+    args.get(i).unwrap_or(&Value::Null)
+}
+
+fn text(args: &[Value], i: usize) -> u64 {
+    arg(args, i).as_str().map_or(0, |s| s.len() as u64)
+}
+
+/// `upper`, `lower`.
+pub(crate) fn case(args: &[Value]) -> u64 {
+    CASE_FACTOR * text(args, 0)
+}
+
+/// `trim`, `truncate`: a part of the first argument.
+pub(crate) fn first_text(args: &[Value]) -> u64 {
+    text(args, 0)
+}
+
+/// `len`, `contains`, `starts_with`, `ends_with`: a number or a boolean.
+pub(crate) fn scalar(_: &[Value]) -> u64 {
+    0
+}
+
+/// `default`: one of its arguments.
+pub(crate) fn largest_argument(args: &[Value]) -> u64 {
+    args.iter().map(weight).max().unwrap_or(0)
+}
+
+/// `json`, `str`.
+pub(crate) fn as_json(args: &[Value]) -> u64 {
+    JSON_FACTOR * weight(arg(args, 0))
+}
+
+/// `merge`: at most the fields of both objects.
+pub(crate) fn both_objects(args: &[Value]) -> u64 {
+    weight(arg(args, 0)) + weight(arg(args, 1))
+}
+
+/// `keys`, `get`: a part of the first argument, or the fallback.
+pub(crate) fn looked_up(args: &[Value]) -> u64 {
+    weight(arg(args, 0)) + args.get(2).map_or(0, weight)
+}
+
+/// `parse_json`.
+pub(crate) fn parsed(args: &[Value]) -> u64 {
+    PARSE_FACTOR * text(args, 0)
+}
+
+/// `join`: the items as text (JSON for non-strings) with a separator between each two.
+pub(crate) fn join(args: &[Value]) -> u64 {
+    let Value::Array(items) = arg(args, 0) else {
+        return 0;
+    };
     // The default separator, ", ", is two bytes.
-    let sep = separator
+    let sep = args
+        .get(1)
         .and_then(Value::as_str)
         .map_or(2, |s| s.len() as u64);
     let texts: u64 = items.iter().map(|i| JSON_FACTOR * weight(i)).sum();
     texts + sep * items.len() as u64
 }
 
-/// At most one piece per separator, plus one; every piece is a value.
-fn split_bound(text: u64, separator: u64) -> u64 {
+/// `split`: at most one piece per separator, plus one; every piece is a value.
+pub(crate) fn split(args: &[Value]) -> u64 {
+    let (text, separator) = (text(args, 0), text(args, 1));
     let pieces = text / separator.max(1) + 1;
     text + pieces * NODE
 }
 
-/// Every occurrence of `from` replaced by `to`: at most `text / from` occurrences.
-fn replace_bound(text: u64, from: u64, to: u64) -> u64 {
+/// `replace`: every occurrence of `from` replaced by `to`, at most `text / from` of them.
+pub(crate) fn replace(args: &[Value]) -> u64 {
+    let (text, from, to) = (text(args, 0), text(args, 1), text(args, 2));
     let occurrences = text / from.max(1);
     text.saturating_add(occurrences.saturating_mul(to))
 }
@@ -80,8 +116,7 @@ fn replace_bound(text: u64, from: u64, to: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtins::BUILTINS;
-    use crate::functions::call;
+    use crate::builtins::{lookup, BUILTINS};
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -107,11 +142,11 @@ mod tests {
             id in 0..BUILTINS.len(),
             args in prop::collection::vec(value(), 0..4),
         ) {
-            let name = BUILTINS[id].name;
-            if let Ok(result) = call(name, &args) {
+            let b = &BUILTINS[id];
+            if let Ok(result) = b.call(&args) {
                 prop_assert!(
-                    weight(&result) <= result_bound(name, &args),
-                    "{name}({args:?}) = {result:?}"
+                    weight(&result) <= b.result_bound(&args),
+                    "{}({args:?}) = {result:?}", b.name
                 );
             }
         }
@@ -119,10 +154,11 @@ mod tests {
 
     #[test]
     fn a_replacement_that_would_explode_is_bounded_before_it_is_built() {
+        let replace = lookup("replace").unwrap();
         let q = "a".repeat(100_000);
-        let bound = result_bound("replace", &[json!(q), json!("a"), json!(q)]);
+        let bound = replace.result_bound(&[json!(q), json!("a"), json!(q)]);
         assert!(bound >= 10_000_000_000, "{bound}");
-        let small = result_bound("replace", &[json!("abc"), json!("b"), json!("xy")]);
+        let small = replace.result_bound(&[json!("abc"), json!("b"), json!("xy")]);
         assert!(small < 200, "{small}");
     }
 }

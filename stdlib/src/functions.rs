@@ -1,6 +1,7 @@
-//! The built-in functions at run time, over `serde_json::Value`. Signatures (names,
-//! parameters, arity) come from `builtins::BUILTINS`; the value rules they share with the
-//! VM (text, truthiness, equality, JSON from model output) are in [`crate::values`].
+//! The built-in functions at run time, over `serde_json::Value`, each registered with its
+//! signature (names, parameters, arity) in `builtins::BUILTINS`; the value rules they
+//! share with the VM (text, truthiness, equality, JSON from model output) are in
+//! [`crate::values`].
 
 pub type Value = serde_json::Value;
 
@@ -24,69 +25,75 @@ impl fmt::Display for BuiltinError {
 
 impl std::error::Error for BuiltinError {}
 
-/// Calls a built-in by name with its arguments already bound by position (optional trailing
-/// ones may be absent). An unknown name or a wrong number of arguments is an error, not a
-/// panic: the VM may run bytecode from an older or foreign compiler.
+/// Calls a built-in by name, for callers that hold one (tests, tools): the machine calls
+/// by index through [`Builtin::call`]. An unknown name is an error, not a panic.
 pub fn call(name: &str, args: &[Value]) -> Result<Value, BuiltinError> {
-    let Some(builtin) = builtins::lookup(name) else {
-        return Err(BuiltinError {
+    match builtins::lookup(name) {
+        Some(builtin) => builtin.call(args),
+        None => Err(BuiltinError {
             function: name.to_string(),
             message: "there is no built-in function with this name".into(),
-        });
-    };
-    let c = Call { builtin, args };
-    let (min, max) = (builtin.min_arity(), builtin.max_arity());
-    if args.len() < min || args.len() > max {
-        let wanted = if min == max {
-            format!("{min}")
-        } else {
-            format!("{min} to {max}")
-        };
-        return Err(c.fail(format!("takes {wanted} arguments, found {}", args.len())));
+        }),
     }
-    dispatch(&c)
 }
 
-fn dispatch(c: &Call) -> Result<Value, BuiltinError> {
-    match c.builtin.name {
-        "upper" => Ok(c.str(0)?.to_uppercase().into()),
-        "lower" => Ok(c.str(0)?.to_lowercase().into()),
-        "trim" => Ok(c.str(0)?.trim().into()),
-        "len" => len(c),
-        "join" => join(c),
-        "split" => split(c),
-        "replace" => replace(c),
-        "contains" => contains(c),
-        "default" => Ok(default(c)),
-        "json" => Ok(c.arg(0).to_string().into()),
-        "keys" => Ok(c.object(0)?.keys().cloned().collect::<Vec<_>>().into()),
-        "get" => get(c),
-        "str" => Ok(to_text(c.arg(0)).into()),
-        "parse_json" => {
-            parse_json_text(c.str(0)?).map_err(|e| c.fail(format!("the text is not JSON: {e}")))
-        }
-        "truncate" => truncate(c),
-        "starts_with" => Ok(c.str(0)?.starts_with(c.str(1)?).into()),
-        "ends_with" => Ok(c.str(0)?.ends_with(c.str(1)?).into()),
-        "merge" => {
-            let mut merged = c.object(0)?.clone();
-            merged.extend(c.object(1)?.iter().map(|(k, v)| (k.clone(), v.clone())));
-            Ok(Value::Object(merged))
-        }
-        // A signature in BUILTINS without a body here; a test keeps this unreachable.
-        _ => Err(c.fail("is declared but has no implementation".into())),
-    }
+// The implementations, registered with their signatures in `builtins::BUILTINS`.
+
+pub(crate) fn upper(c: &Call) -> Result<Value, BuiltinError> {
+    Ok(c.str(0)?.to_uppercase().into())
+}
+
+pub(crate) fn lower(c: &Call) -> Result<Value, BuiltinError> {
+    Ok(c.str(0)?.to_lowercase().into())
+}
+
+pub(crate) fn trim(c: &Call) -> Result<Value, BuiltinError> {
+    Ok(c.str(0)?.trim().into())
+}
+
+pub(crate) fn json(c: &Call) -> Result<Value, BuiltinError> {
+    Ok(c.arg(0).to_string().into())
+}
+
+pub(crate) fn keys(c: &Call) -> Result<Value, BuiltinError> {
+    Ok(c.object(0)?.keys().cloned().collect::<Vec<_>>().into())
+}
+
+pub(crate) fn str(c: &Call) -> Result<Value, BuiltinError> {
+    Ok(to_text(c.arg(0)).into())
+}
+
+pub(crate) fn parse_json(c: &Call) -> Result<Value, BuiltinError> {
+    parse_json_text(c.str(0)?).map_err(|e| c.fail(format!("the text is not JSON: {e}")))
+}
+
+pub(crate) fn starts_with(c: &Call) -> Result<Value, BuiltinError> {
+    Ok(c.str(0)?.starts_with(c.str(1)?).into())
+}
+
+pub(crate) fn ends_with(c: &Call) -> Result<Value, BuiltinError> {
+    Ok(c.str(0)?.ends_with(c.str(1)?).into())
+}
+
+pub(crate) fn merge(c: &Call) -> Result<Value, BuiltinError> {
+    let mut merged = c.object(0)?.clone();
+    merged.extend(c.object(1)?.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Ok(Value::Object(merged))
 }
 
 /// One call in progress: the signature (for the function and parameter names in errors)
 /// and the arguments.
-struct Call<'a> {
+pub(crate) struct Call<'a> {
     builtin: &'static Builtin,
     args: &'a [Value],
 }
 
 impl<'a> Call<'a> {
-    fn fail(&self, message: String) -> BuiltinError {
+    pub(crate) fn new(builtin: &'static Builtin, args: &'a [Value]) -> Self {
+        Call { builtin, args }
+    }
+
+    pub(crate) fn fail(&self, message: String) -> BuiltinError {
         BuiltinError {
             function: self.builtin.name.to_string(),
             message,
@@ -140,7 +147,7 @@ impl<'a> Call<'a> {
     }
 }
 
-fn len(c: &Call) -> Result<Value, BuiltinError> {
+pub(crate) fn len(c: &Call) -> Result<Value, BuiltinError> {
     let n = match c.arg(0) {
         Value::String(s) => s.chars().count(),
         Value::Array(a) => a.len(),
@@ -150,7 +157,7 @@ fn len(c: &Call) -> Result<Value, BuiltinError> {
     Ok(n.into())
 }
 
-fn join(c: &Call) -> Result<Value, BuiltinError> {
+pub(crate) fn join(c: &Call) -> Result<Value, BuiltinError> {
     let items = c.array(0)?;
     let separator = match c.opt(1) {
         Some(_) => c.str(1)?,
@@ -160,20 +167,20 @@ fn join(c: &Call) -> Result<Value, BuiltinError> {
     Ok(texts.join(separator).into())
 }
 
-fn split(c: &Call) -> Result<Value, BuiltinError> {
+pub(crate) fn split(c: &Call) -> Result<Value, BuiltinError> {
     let text = c.str(0)?;
     let separator = c.non_empty_str(1)?;
     Ok(text.split(separator).collect::<Vec<_>>().into())
 }
 
-fn replace(c: &Call) -> Result<Value, BuiltinError> {
+pub(crate) fn replace(c: &Call) -> Result<Value, BuiltinError> {
     let text = c.str(0)?;
     let from = c.non_empty_str(1)?;
     let to = c.str(2)?;
     Ok(text.replace(from, to).into())
 }
 
-fn contains(c: &Call) -> Result<Value, BuiltinError> {
+pub(crate) fn contains(c: &Call) -> Result<Value, BuiltinError> {
     let needle = c.arg(1);
     let found = match c.arg(0) {
         Value::String(s) => s.contains(to_text(needle).as_str()),
@@ -185,15 +192,15 @@ fn contains(c: &Call) -> Result<Value, BuiltinError> {
     Ok(found.into())
 }
 
-fn default(c: &Call) -> Value {
-    match c.arg(0) {
+pub(crate) fn default(c: &Call) -> Result<Value, BuiltinError> {
+    Ok(match c.arg(0) {
         Value::Null => c.arg(1).clone(),
         Value::String(s) if s.is_empty() => c.arg(1).clone(),
         v => v.clone(),
-    }
+    })
 }
 
-fn get(c: &Call) -> Result<Value, BuiltinError> {
+pub(crate) fn get(c: &Call) -> Result<Value, BuiltinError> {
     let fallback = || c.opt(2).cloned().unwrap_or(Value::Null);
     let key = c.arg(1);
     let found = match c.arg(0) {
@@ -237,7 +244,7 @@ fn resolve_index(items: &[Value], index: i128) -> Option<&Value> {
     usize::try_from(i).ok().and_then(|i| items.get(i))
 }
 
-fn truncate(c: &Call) -> Result<Value, BuiltinError> {
+pub(crate) fn truncate(c: &Call) -> Result<Value, BuiltinError> {
     let text = c.str(0)?;
     let max = c
         .arg(1)

@@ -5,17 +5,18 @@
 
 mod build;
 mod dump;
+mod expr;
 mod fields;
 mod parts;
 mod schema;
 
 pub use build::{build_entries, build_module, build_module_with, is_identifier};
 pub use dump::dump_program;
+pub use expr::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
 pub use schema::{did_you_mean, did_you_mean_preferring};
 
 use crate::source::{FileId, Span, Spanned};
 use tv_stdlib::types::Type;
-pub use tv_vm::isa::CmpOp;
 
 pub type Ident = Spanned<String>;
 
@@ -278,22 +279,6 @@ fn body_variables<'a>(body: &'a Body, out: &mut Vec<&'a str>) {
     }
 }
 
-impl Expr {
-    /// Every variable the expression reads, in order, repeats included.
-    pub fn variables<'a>(&'a self, out: &mut Vec<&'a str>) {
-        match &self.kind {
-            ExprKind::Var(v) => out.push(v),
-            ExprKind::Field(e, _) | ExprKind::Not(e) => e.variables(out),
-            ExprKind::Call { args, .. } => args.iter().for_each(|a| a.value.variables(out)),
-            ExprKind::Binary(_, a, b) => {
-                a.variables(out);
-                b.variables(out);
-            }
-            ExprKind::Lit(_) | ExprKind::Error => {}
-        }
-    }
-}
-
 #[derive(Clone, Debug)]
 pub enum InputValue {
     Empty,
@@ -429,101 +414,4 @@ pub struct Case {
     pub test: Expr,
     pub body: Body,
     pub span: Span,
-}
-
-/// Text with `{{ ... }}` holes.
-#[derive(Clone, Debug, Default)]
-pub struct TextTemplate {
-    pub parts: Vec<TextPart>,
-    pub span: Span,
-}
-
-impl TextTemplate {
-    /// The literal text when there are no holes.
-    pub fn as_literal(&self) -> Option<String> {
-        let mut out = String::new();
-        for p in &self.parts {
-            match p {
-                TextPart::Lit(s, _) => out.push_str(s),
-                TextPart::Expr(_) => return None,
-            }
-        }
-        Some(out)
-    }
-
-    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
-        self.parts.iter().filter_map(|p| match p {
-            TextPart::Expr(e) => Some(e),
-            TextPart::Lit(..) => None,
-        })
-    }
-}
-
-#[derive(Clone, Debug)]
-pub enum TextPart {
-    Lit(String, Span),
-    Expr(Expr),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Expr {
-    pub kind: ExprKind,
-    pub span: Span,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum ExprKind {
-    Var(String),
-    Field(Box<Expr>, Spanned<Segment>),
-    Lit(Literal),
-    Call {
-        name: Ident,
-        args: Vec<Arg>,
-    },
-    Not(Box<Expr>),
-    Binary(BinOp, Box<Expr>, Box<Expr>),
-    /// A place where the parser recovered; the error is already reported.
-    Error,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum Segment {
-    Name(String),
-    Index(u64),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum Literal {
-    Str(String),
-    Num(f64),
-    Bool(bool),
-    Null,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Arg {
-    pub name: Option<Ident>,
-    pub value: Expr,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinOp {
-    /// A comparison, spelled as the machine's compare instruction spells it.
-    Cmp(CmpOp),
-    And,
-    Or,
-}
-
-impl BinOp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BinOp::Cmp(c) => c.as_str(),
-            BinOp::And => "&&",
-            BinOp::Or => "||",
-        }
-    }
-
-    pub fn is_comparison(self) -> bool {
-        matches!(self, BinOp::Cmp(_))
-    }
 }

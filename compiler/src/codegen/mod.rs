@@ -271,7 +271,7 @@ impl<'ir> Gen<'_, 'ir> {
             ExprKind::Builtin(id, args) => {
                 args.iter().for_each(|a| self.expr(a));
                 let n = self.operand(args.len(), "arguments to one built-in call");
-                self.emit(Op::Builtin(*id, n));
+                self.emit(Op::Builtin(id.index(), n));
             }
             ExprKind::Call(f, args) => {
                 args.iter().for_each(|a| self.expr(a));

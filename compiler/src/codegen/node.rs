@@ -2,6 +2,7 @@
 
 use super::{Gen, Hole, Use};
 use crate::ir::{ExprKind, Loop, Node, NodeKind, Reduce, Sequence};
+use tv_stdlib::builtins;
 use tv_vm::bundle::Const;
 use tv_vm::isa::{CmpOp, Op, LOOP_ACCEPTED, LOOP_EXHAUSTED, LOOP_SUCCEEDED};
 
@@ -237,7 +238,7 @@ impl<'ir> Gen<'_, 'ir> {
             let key = self.consts.add(Use::Str("scriptOutput"));
             self.emit(Op::Load(l.script_output));
             self.emit(Op::MakeObject(key, 1));
-            self.emit(Op::Builtin(builtin("merge"), 2));
+            self.emit(Op::Builtin(builtins::MERGE.index(), 2));
         }
         self.emit(Op::Dup);
         self.emit(Op::Store(l.evaluation));
@@ -273,12 +274,4 @@ impl<'ir> Gen<'_, 'ir> {
         self.emit(Op::Load(l.iteration));
         self.emit(Op::EndLoop(mode));
     }
-}
-
-/// The index of a built-in the generated code calls itself.
-fn builtin(name: &str) -> u16 {
-    tv_stdlib::builtins::BUILTINS
-        .iter()
-        .position(|b| b.name == name)
-        .map_or(u16::MAX, |i| i as u16)
 }

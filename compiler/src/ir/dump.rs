@@ -235,10 +235,7 @@ impl Dumper<'_> {
                 format!("concat({})", ps.join(", "))
             }
             ExprKind::Builtin(id, args) => {
-                let name = tv_stdlib::builtins::BUILTINS
-                    .get(*id as usize)
-                    .map_or("?", |b| b.name);
-                format!("{name}({})", self.args(args))
+                format!("{}({})", id.builtin().name, self.args(args))
             }
             ExprKind::Call(f, args) => format!("value(fn{f}({}))", self.args(args)),
             ExprKind::Task(_) => "value(task below)".into(),

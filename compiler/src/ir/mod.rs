@@ -4,6 +4,7 @@
 
 use crate::source::Span;
 use std::sync::Arc;
+use tv_stdlib::builtins::BuiltinId;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::TaskMeta;
 use tv_vm::isa::{CmpOp, Quote};
@@ -173,7 +174,8 @@ pub enum ExprKind {
     /// Text from parts; `true` parts are shell-quoted.
     /// Text parts; a part with a quoting context is shell-quoted for it.
     Concat(Vec<(Expr, Option<Quote>)>),
-    Builtin(u16, Vec<Expr>),
+    /// A built-in call, its id found by name once when lowering.
+    Builtin(BuiltinId, Vec<Expr>),
     /// The value of a template call.
     Call(u32, Vec<Expr>),
     /// The value of a nested task.

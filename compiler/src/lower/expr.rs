@@ -7,7 +7,7 @@ use crate::ir::{Expr, ExprKind, Node, NodeKind};
 use crate::source::Span;
 use tv_stdlib::builtins::{self, Ret};
 use tv_stdlib::types::Type;
-use tv_vm::isa::Quote;
+use tv_vm::isa::{self, Quote};
 
 impl<'a> Lowerer<'a> {
     /// A text template as one string expression; `shell` quotes every hole for the
@@ -81,7 +81,7 @@ impl<'a> Lowerer<'a> {
                 let kind = match op {
                     BinOp::And => ExprKind::And(l, r),
                     BinOp::Or => ExprKind::Or(l, r),
-                    BinOp::Cmp(c) => ExprKind::Compare(*c, l, r),
+                    BinOp::Cmp(c) => ExprKind::Compare(compare_op(*c), l, r),
                 };
                 Expr::new(kind, Type::Boolean, span)
             }
@@ -115,13 +115,11 @@ impl<'a> Lowerer<'a> {
             let ty = self.symbols.returns.get(name).cloned().unwrap_or(Type::Any);
             return Expr::new(ExprKind::Call(function, bound), ty, span);
         }
-        let Some((id, b)) = builtins::BUILTINS
-            .iter()
-            .enumerate()
-            .find(|(_, b)| b.name == name)
-        else {
+        // The checker has reported a name that is neither a template nor a built-in.
+        let Some(id) = builtins::find(name) else {
             return Expr::new(ExprKind::Null, Type::Null, span);
         };
+        let b = id.builtin();
         let params: Vec<&str> = b.params.iter().map(|p| p.name).collect();
         let mut bound = bind(&params, args, span);
         // Absent optional parameters at the end are not passed at all.
@@ -132,7 +130,7 @@ impl<'a> Lowerer<'a> {
             Ret::Fixed(t) => t.to_type(),
             Ret::SameAsFirst => bound.first().map_or(Type::Any, |a| a.ty.clone()),
         };
-        Expr::new(ExprKind::Builtin(id as u16, bound), ty, span)
+        Expr::new(ExprKind::Builtin(id, bound), ty, span)
     }
 
     /// The parameter names of item `name`, borrowed from the symbols (which outlive
@@ -258,12 +256,8 @@ fn typed_text(text: &str, want: &Type, span: Span) -> Expr {
         }
         Type::Null if t == "null" => return Expr::new(ExprKind::Null, Type::Null, span),
         Type::Object | Type::Array(_) if serde_json::from_str::<serde_json::Value>(t).is_ok() => {
-            let parse = builtins::BUILTINS
-                .iter()
-                .position(|b| b.name == "parse_json")
-                .unwrap_or(0);
             return Expr::new(
-                ExprKind::Builtin(parse as u16, vec![Expr::str(t, span)]),
+                ExprKind::Builtin(builtins::PARSE_JSON, vec![Expr::str(t, span)]),
                 want.clone(),
                 span,
             );
@@ -271,4 +265,17 @@ fn typed_text(text: &str, want: &Type, span: Span) -> Expr {
         _ => {}
     }
     Expr::str(text, span)
+}
+
+/// The machine's compare instruction for a comparison as written: the one place where
+/// the syntax tree's operators meet the instruction set.
+fn compare_op(c: ast::CmpOp) -> isa::CmpOp {
+    match c {
+        ast::CmpOp::Eq => isa::CmpOp::Eq,
+        ast::CmpOp::Ne => isa::CmpOp::Ne,
+        ast::CmpOp::Lt => isa::CmpOp::Lt,
+        ast::CmpOp::Le => isa::CmpOp::Le,
+        ast::CmpOp::Gt => isa::CmpOp::Gt,
+        ast::CmpOp::Ge => isa::CmpOp::Ge,
+    }
 }

@@ -6,7 +6,7 @@
 use super::{Fault, Frame, Vm};
 use crate::result::exhausted;
 use serde_json::Value;
-use tv_stdlib::bounds::result_bound;
+use tv_stdlib::builtins::Builtin;
 use tv_stdlib::values::weight;
 
 /// What a frame takes besides its locals.
@@ -68,10 +68,14 @@ impl Vm<'_> {
 
     /// Calls a built-in, charging its largest possible result first and keeping the
     /// charge at what it really built.
-    pub(crate) fn builtin_call(&mut self, name: &str, args: &[Value]) -> Result<Value, Fault> {
-        let bound = result_bound(name, args);
+    pub(crate) fn builtin_call(
+        &mut self,
+        b: &'static Builtin,
+        args: &[Value],
+    ) -> Result<Value, Fault> {
+        let bound = b.result_bound(args);
         self.reserve(bound)?;
-        let v = tv_stdlib::functions::call(name, args).map_err(|e| self.located(e.to_string()));
+        let v = b.call(args).map_err(|e| self.located(e.to_string()));
         let built = v.as_ref().map_or(0, weight);
         self.unreserve(bound.saturating_sub(built));
         v

@@ -20,8 +20,8 @@ use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
 use crate::shared::SharedText;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use tv_stdlib::bounds::{result_bound, text_bound};
-use tv_stdlib::builtins::BUILTINS;
+use tv_stdlib::bounds::text_bound;
+use tv_stdlib::builtins::{BUILTINS, PARSE_JSON};
 use tv_stdlib::values::{into_text, push_text, to_text, truthy};
 
 /// Why [`Vm::run`] stopped.
@@ -389,10 +389,12 @@ impl<'b> Vm<'b> {
             }
             Op::Builtin(id, n) => {
                 let args = self.pop_n(n as usize)?;
+                // The verifier has checked the index; a bundle it did not see still
+                // cannot make the machine panic.
                 let b = BUILTINS
-                    .get(id as usize)
+                    .get(usize::from(id))
                     .ok_or_else(|| fault("no such built-in"))?;
-                let v = self.builtin_call(b.name, &args)?;
+                let v = self.builtin_call(b, &args)?;
                 self.charge(weight(&v))?;
                 self.stack.push(v);
             }
@@ -533,7 +535,8 @@ impl<'b> Vm<'b> {
             Op::Evaluation => {
                 let r = self.pop()?;
                 let content = r.get("content").cloned().unwrap_or_default();
-                self.reserve(result_bound("parse_json", &[content]))?;
+                // The evaluation is the reply parsed as JSON: as large as `parse_json`'s.
+                self.reserve(PARSE_JSON.builtin().result_bound(&[content]))?;
                 let r = evaluation(r);
                 self.charge(weight(&r))?;
                 self.stack.push(r);
