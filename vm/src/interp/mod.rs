@@ -392,7 +392,7 @@ impl<'b> Vm<'b> {
                 // The verifier has checked the index; a bundle it did not see still
                 // cannot make the machine panic.
                 let b = BUILTINS
-                    .get(usize::from(id))
+                    .get(id as usize)
                     .ok_or_else(|| fault("no such built-in"))?;
                 let v = self.builtin_call(b, &args)?;
                 self.charge(weight(&v))?;
