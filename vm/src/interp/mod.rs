@@ -8,21 +8,21 @@ mod stack;
 pub mod subtask;
 mod text;
 
+use crate::accumulate::{accumulate, Accumulator};
 use crate::bundle::{Bundle, Const};
 use crate::host::{HostRequest, Message};
-use crate::isa::{Op, Quote};
+use crate::isa::{CmpOp, Op, Quote};
 use crate::limits::{nesting, weight, Budget, Limits, BYTES_PER_INSTRUCTION, MAX_NESTING};
-use crate::outcome::{
-    accumulate, check_return, compare, end_loop, evaluation, fail_reduce, fail_sequence, finish,
-    shell_quote_in, Accumulator,
-};
+use crate::outcome::{check_return, end_loop, evaluation, fail_reduce, fail_sequence, finish};
 use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
 use crate::shared::SharedText;
+use crate::shell::shell_quote_in;
 use serde_json::{json, Map, Value};
+use std::cmp::Ordering;
 use std::sync::Arc;
 use tv_stdlib::bounds::{result_bound, text_bound};
 use tv_stdlib::builtins::BUILTINS;
-use tv_stdlib::values::{into_text, push_text, to_text, truthy};
+use tv_stdlib::values::{self as f, into_text, push_text, to_text, truthy};
 
 /// Why [`Vm::run`] stopped.
 #[derive(Debug, Clone, PartialEq)]
@@ -582,5 +582,17 @@ pub(crate) fn const_value(c: &Const) -> Value {
         Const::Num(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Value::from(*n as i64),
         Const::Num(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
         Const::Str(s) => Value::String(s.clone()),
+    }
+}
+
+/// What the `Compare` instruction computes, by the value rules of the standard library.
+fn compare(op: CmpOp, a: &Value, b: &Value) -> bool {
+    match op {
+        CmpOp::Eq => f::equal(a, b),
+        CmpOp::Ne => !f::equal(a, b),
+        CmpOp::Lt => f::compare(a, b) == Some(Ordering::Less),
+        CmpOp::Le => matches!(f::compare(a, b), Some(Ordering::Less | Ordering::Equal)),
+        CmpOp::Gt => f::compare(a, b) == Some(Ordering::Greater),
+        CmpOp::Ge => matches!(f::compare(a, b), Some(Ordering::Greater | Ordering::Equal)),
     }
 }

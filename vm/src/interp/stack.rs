@@ -2,8 +2,8 @@
 //! checked, so a bundle that breaks the verifier's promises faults instead of panicking.
 
 use super::{fault, Fault, Frame, Step, Vm};
+use crate::accumulate::Accumulator;
 use crate::bundle::Const;
-use crate::outcome::Accumulator;
 use crate::result::{exhausted, task_failure};
 use crate::shared::SharedText;
 use serde_json::{json, Value};
