@@ -157,7 +157,7 @@ fn a_process_that_left_the_group_with_setsid_dies_when_the_script_times_out() {
     let pids = pid_file("timeout");
     let err =
         run(&request(&escaping(&pids, "sleep 30"), json!({}), Some(1))).expect_err("times out");
-    assert_eq!(err.reason, "execution_timeout");
+    assert_eq!(err.reason, tv_vm::result::Reason::ExecutionTimeout);
     let pid = std::fs::read_to_string(&pids).expect("pid file");
     assert!(!runs(&pid), "the setsid process {pid} survived the timeout");
     let _ = std::fs::remove_file(&pids);

@@ -119,7 +119,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::result::complete;
+    fn complete(content: String) -> Value {
+        crate::result::TaskResult::complete(content).into()
+    }
 
     #[test]
     fn accumulated_context_keeps_the_latest_steps_within_its_cap() {
