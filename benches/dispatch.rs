@@ -17,6 +17,7 @@ use tv_vm::bundle::Bundle;
 use tv_vm::host::EchoHost;
 use tv_vm::interp::Vm;
 use tv_vm::limits::Limits;
+use tv_vm::result::{Status, TaskResult};
 
 const LONG: usize = 10_000;
 
@@ -31,12 +32,12 @@ fn limits() -> Limits {
 }
 
 /// Runs the `steps` sequence to its end with the echo host.
-fn run(bundle: &Bundle, function: u32) -> serde_json::Value {
+fn run(bundle: &Bundle, function: u32) -> TaskResult {
     Vm::new(bundle, function, vec![], limits()).run_with(&mut EchoHost)
 }
 
 /// The same run through the async driver, on a single-threaded tokio runtime.
-fn run_driven(rt: &tokio::runtime::Runtime, bundle: &Bundle, function: u32) -> serde_json::Value {
+fn run_driven(rt: &tokio::runtime::Runtime, bundle: &Bundle, function: u32) -> TaskResult {
     let host = Blocking(Mutex::new(EchoHost));
     rt.block_on(driver::run(bundle, function, vec![], limits(), &host))
         .0
@@ -68,7 +69,7 @@ fn main() {
         let started = Instant::now();
         let result = run(&bundle, function);
         let first = started.elapsed();
-        assert_eq!(result["status"], "COMPLETE", "{result:#}");
+        assert_eq!(result.status, Status::Complete, "{result:#}");
         println!("{steps} steps: compiled in {compiled:.2?}, first run {first:.2?}");
         if first > CRITERION_MAX_RUN {
             println!(
@@ -85,7 +86,7 @@ fn main() {
                 .enable_all()
                 .build()
                 .expect("runtime");
-            assert_eq!(run_driven(&rt, &bundle, function)["status"], "COMPLETE");
+            assert_eq!(run_driven(&rt, &bundle, function).status, Status::Complete);
             group.bench_with_input(BenchmarkId::new("driver", steps), &steps, |b, _| {
                 b.iter(|| run_driven(&rt, black_box(&bundle), function))
             });

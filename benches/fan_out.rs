@@ -20,6 +20,7 @@ use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::limits::Limits;
+use tv_vm::result::Status;
 
 const CALLS: usize = 64;
 const DELAY: Duration = Duration::from_millis(200);
@@ -98,7 +99,7 @@ fn main() {
     };
 
     let result = run();
-    assert_eq!(result["status"], "COMPLETE", "{result:#}");
+    assert_eq!(result.status, Status::Complete, "{result:#}");
     assert_eq!(server.hits(), CALLS + 1, "64 calls and the collecting one");
     println!(
         "fan-out: {} calls, at most {} in flight at the server",

@@ -417,6 +417,7 @@ fn branches_that_multiply_their_frames_hit_the_shared_memory_budget() {
         .build()
         .expect("runtime");
     let (r, _) = rt.block_on(tv_runtime::driver::run(&b, 0, Vec::new(), limits, &host));
+    let r = serde_json::Value::from(r);
     let error = &r["notes"]["error"];
     assert_eq!(error["resource"], "memory", "{r:#}");
     assert_eq!(error["metrics"]["limit"], 32 << 20);
@@ -438,7 +439,7 @@ fn a_loop_end_wrapped_in_itself_stops_at_the_nesting_limit() {
     let b = one_function(code, 1);
     let b = Bundle::from_bytes(&b.to_bytes()).expect("verifies");
     let mut vm = tv_vm::interp::Vm::new(&b, 0, vec![serde_json::Value::Null], Limits::default());
-    let r = vm.run_with(&mut tv_vm::host::EchoHost);
+    let r = serde_json::Value::from(vm.run_with(&mut tv_vm::host::EchoHost));
     assert_eq!(
         r["notes"]["error"]["resource"], "depth",
         "{}",

@@ -32,7 +32,7 @@ fn timed_run(src: &str, entry: &str) -> (Value, std::time::Duration) {
     rt.block_on(async {
         let start = tokio::time::Instant::now();
         let (r, _) = tv_runtime::driver::run(&b, f, vec![], Limits::default(), &Sleepy).await;
-        (r, start.elapsed())
+        (r.into(), start.elapsed())
     })
 }
 

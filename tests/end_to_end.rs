@@ -80,7 +80,7 @@ fn run_in(
         host.context.workspace = workspace;
         let f = b.entry(entry).expect("entry").function;
         let (r, _) = tv_runtime::driver::run(&b, f, args, Limits::default(), &host).await;
-        (r, server.requests())
+        (r.into(), server.requests())
     })
 }
 
@@ -283,7 +283,7 @@ fn a_sequence_with_a_subtask_runs_through_the_anthropic_adapter() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (r, hits) = rt.block_on(async {
+    let (r, hits): (Value, _) = rt.block_on(async {
         let server = Server::start(claude).await;
         let b = bundle_of(src);
         let settings = Settings::new(server.url(), "claude-test");
@@ -295,7 +295,7 @@ fn a_sequence_with_a_subtask_runs_through_the_anthropic_adapter() {
         );
         let f = b.entry("s").expect("entry").function;
         let (r, _) = tv_runtime::driver::run(&b, f, vec![], Limits::default(), &host).await;
-        (r, server.requests())
+        (r.into(), server.requests())
     });
     assert_eq!(hits.len(), 4, "parent, subtask, parent again, second step");
     assert_eq!(hits[0].path, "/v1/messages");

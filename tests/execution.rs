@@ -27,7 +27,7 @@ fn an_atomic_task_sends_its_rendered_prompt_and_system_prompt() {
         panic!("not an LLM call")
     };
     assert_eq!(req.system_prompt, "Be brief.");
-    assert_eq!(req.messages[0].role, "user");
+    assert_eq!(req.messages[0].role, tv_vm::host::Role::User);
     assert_eq!(req.messages[0].content, "Say hello to ADA (3 letters).");
 }
 

@@ -117,6 +117,7 @@ fn run(
         let start = Instant::now();
         let (result, _) =
             tv_runtime::driver::run(&bundle, f, vec![], Limits::default(), &host).await;
+        let result = serde_json::Value::from(result);
         let took = start.elapsed();
         let prompts = server
             .requests()

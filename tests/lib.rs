@@ -127,7 +127,7 @@ pub fn run_with(
         .entry_args(entry, &args)
         .unwrap_or_else(|| panic!("no entry {entry}"));
     let mut vm = Vm::new(bundle, function, values, limits);
-    vm.run_with(host)
+    vm.run_with(host).into()
 }
 
 /// The user message of every LLM request, in order.

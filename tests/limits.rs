@@ -140,9 +140,9 @@ fn the_wall_time_limit_is_enforced_by_the_async_driver() {
         ..Limits::default()
     };
     let (r, _) = rt.block_on(run(&b, 0, vec![], limits.clone(), &Slow));
-    assert_eq!(exhausted(&r), ("RESOURCE_EXHAUSTION", "time"));
+    assert_eq!(exhausted(&r.into()), ("RESOURCE_EXHAUSTION", "time"));
     let (r, usage) = rt.block_on(run(&b, 0, vec![], limits, &Blocking(Mutex::new(EchoHost))));
-    assert_eq!((status(&r), usage.turns), ("COMPLETE", 1));
+    assert_eq!((status(&r.into()), usage.turns), ("COMPLETE", 1));
 }
 
 #[test]

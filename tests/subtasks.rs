@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 use tv_tests::{bundle_of, prompts, run_with, scripted};
-use tv_vm::host::{HostRequest, LlmReply};
+use tv_vm::host::{HostRequest, LlmReply, Role};
 use tv_vm::limits::Limits;
 
 const SUBTASK_LIBRARY: &str = r#"<library>
@@ -44,8 +44,8 @@ fn a_subtask_request_runs_the_best_matching_template_and_the_parent_continues() 
     let HostRequest::Llm(last) = &host.requests[2] else {
         panic!()
     };
-    let roles: Vec<&str> = last.messages.iter().map(|m| m.role.as_str()).collect();
-    assert_eq!(roles, ["user", "assistant", "user"]);
+    let roles: Vec<Role> = last.messages.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
 }
 
 #[test]

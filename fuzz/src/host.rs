@@ -3,6 +3,7 @@
 use arbitrary::Arbitrary;
 use serde_json::{json, Map, Value};
 use tv_vm::host::{Host, HostError, HostReply, HostRequest, LlmReply, ScriptReply};
+use tv_vm::result::Reason;
 
 /// A JSON value drawn from the fuzz input.
 #[derive(Arbitrary, Debug, Clone)]
@@ -41,12 +42,11 @@ pub(crate) const KINDS: &[&str] = &["atomic", "sequential", "reduce", "map", "sc
 pub(crate) const TYPES: &[&str] = &[
     "any", "string", "number", "boolean", "null", "object", "array", "string[]", "[]", "bogus",
 ];
-const REASONS: &[&str] = &[
-    "provider_error",
-    "timeout",
-    "execution_halted",
-    "unexpected_error",
-];
+
+/// A host error with one of the reasons, chosen by the input.
+fn failure(reason: u8, message: String) -> HostError {
+    HostError::new(Reason::ALL[reason as usize % Reason::ALL.len()], message)
+}
 
 /// What the model answers.
 #[derive(Arbitrary, Debug, Clone)]
@@ -201,10 +201,7 @@ impl Scripted {
             Reply::Subtask(s) => {
                 ok(json!({"status": "CONTINUATION", "subtask_request": s.request()}).to_string())
             }
-            Reply::Failure(reason, message) => HostReply::Llm(Err(HostError {
-                reason: REASONS[reason as usize % REASONS.len()].into(),
-                message,
-            })),
+            Reply::Failure(reason, message) => HostReply::Llm(Err(failure(reason, message))),
             Reply::Mismatched => HostReply::Script(Ok(ScriptReply::default())),
         }
     }
@@ -230,10 +227,9 @@ impl Scripted {
                 exit_code,
             } => ran(stdout, stderr, exit_code),
             ScriptOutcome::Json(j, code) => ran(j.to_json().to_string(), String::new(), code),
-            ScriptOutcome::Failure(reason, message) => HostReply::Script(Err(HostError {
-                reason: REASONS[reason as usize % REASONS.len()].into(),
-                message,
-            })),
+            ScriptOutcome::Failure(reason, message) => {
+                HostReply::Script(Err(failure(reason, message)))
+            }
             ScriptOutcome::Mismatched => HostReply::Llm(Ok(LlmReply::default())),
         }
     }

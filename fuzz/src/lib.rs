@@ -8,11 +8,12 @@ pub mod program;
 pub use host::{Reply, ScriptOutcome, Scripted, J};
 pub use program::Program;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tv_vm::bundle::Bundle;
 use tv_vm::host::Host;
 use tv_vm::interp::{Step, Vm};
 use tv_vm::limits::Limits;
+use tv_vm::result::{ErrorKind, Resource, TaskResult};
 
 /// Limits small enough that any run ends in well under a millisecond or so.
 pub fn small_limits() -> Limits {
@@ -35,19 +36,22 @@ pub fn run(
     args: Vec<Value>,
     limits: &Limits,
     host: &mut impl Host,
-) -> Value {
+) -> TaskResult {
     let mut vm = Vm::new(bundle, function, args, limits.clone());
     let result = vm.run_with(host);
     if vm.usage().instructions > limits.instructions {
+        let instructions = ErrorKind::ResourceExhaustion {
+            resource: Resource::Instructions,
+        };
         assert_eq!(
-            result.pointer("/notes/error/resource"),
-            Some(&json!("instructions")),
+            result.notes.error.as_ref().map(|e| e.kind),
+            Some(instructions),
             "a run went past its instruction limit without stopping: {result}"
         );
     }
     assert_eq!(
         vm.run(),
-        Step::Done(result.clone()),
+        Step::Done(Box::new(result.clone())),
         "a finished run changed"
     );
     result

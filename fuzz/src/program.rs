@@ -7,8 +7,8 @@ use arbitrary::Arbitrary;
 use serde_json::Value;
 use std::sync::Arc;
 use tv_vm::bundle::{
-    Bundle, Const, ContextSettings, Entry, FilePaths, Function, Loc, MatchInfo, Output, Param,
-    TaskMeta,
+    Bundle, Const, ContextSettings, Entry, FilePaths, Function, Inherit, Loc, MatchInfo, Output,
+    Param, TaskMeta,
 };
 use tv_vm::isa::{CmpOp, Op, Quote};
 
@@ -245,7 +245,7 @@ fn task(t: &TaskSpec) -> TaskMeta {
         )),
     };
     meta.context = ContextSettings {
-        inherit: ["none", "full", "subset"][t.inherit as usize % 3].into(),
+        inherit: [Inherit::None, Inherit::Full, Inherit::Subset][t.inherit as usize % 3],
         accumulate: t.accumulate,
         full_output: t.full_output,
         fresh: t.fresh,

@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 use tv_vm::host::{HostError, LlmReply, LlmRequest};
+use tv_vm::result::Reason;
 
 /// What identifies a request: what the model is asked, not who is asked. The provider
 /// and its default model stay out, so a cassette replays under any provider setting.
@@ -160,14 +161,14 @@ impl Cassette {
             .and_then(|mut m| m.get_mut(&k).and_then(VecDeque::pop_front));
         found.ok_or_else(|| {
             let prompt: String = r.messages.last().map_or("", |m| m.content.as_str()).chars().take(80).collect();
-            HostError {
-                reason: "execution_halted".into(),
-                message: format!(
+            HostError::new(
+                Reason::ExecutionHalted,
+                format!(
                     "the cassette has no reply for request {k} (task `{}`, prompt {prompt:?}){}; record it with --record",
                     r.task.name,
                     self.nearest_difference(r),
                 ),
-            }
+            )
         })
     }
 
@@ -262,11 +263,7 @@ mod tests {
             requested_files: Vec::new(),
             task: TaskMeta::named(task).into(),
             system_prompt: "You are terse.".into(),
-            messages: vec![Message {
-                role: "user".into(),
-                content: prompt.into(),
-            }]
-            .into(),
+            messages: vec![Message::user(prompt.into())].into(),
             context: Default::default(),
             model: None,
             settings: tv_vm::bundle::ModelSettings {

@@ -24,6 +24,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 use tv_vm::bundle::{Assembly, FilePaths, TaskMeta};
 use tv_vm::host::{LlmRequest, ScriptRequest};
+use tv_vm::result::Reason;
 
 /// Caps that keep one request's context within what any model accepts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,12 +71,9 @@ pub struct Assembled {
     pub warnings: Vec<String>,
     /// Set when the context the task needs could not be retrieved (its `file_paths`
     /// command failed or timed out): the LLM call is not made, and the task fails with
-    /// TASK_FAILURE [`RETRIEVAL_FAILURE`] and this message.
+    /// TASK_FAILURE `context_retrieval_failure` and this message.
     pub failure: Option<String>,
 }
-
-/// The TaskFailureReason of a task whose context could not be retrieved.
-pub const RETRIEVAL_FAILURE: &str = "context_retrieval_failure";
 
 const NO_WORKSPACE: &str = "fresh context was requested but no workspace was given \
      (tvm run --workspace DIR); no files were searched";
@@ -236,7 +234,7 @@ impl Assembler {
                 let why = why.map_or(String::new(), |w| format!(": {}", w.trim()));
                 Err(format!("{what} failed with exit code {}{why}", r.exit_code))
             }
-            Err(e) if e.reason == "execution_timeout" => Err(format!(
+            Err(e) if e.reason == Reason::ExecutionTimeout => Err(format!(
                 "{what} did not finish within {timeout:?} and was stopped"
             )),
             Err(e) => Err(format!("{what} could not run: {}", e.message)),

@@ -12,7 +12,7 @@ use tv_vm::bundle::Bundle;
 use tv_vm::host::{HostReply, HostRequest};
 use tv_vm::interp::{Step, Usage, Vm};
 use tv_vm::limits::Limits;
-use tv_vm::result::exhausted;
+use tv_vm::result::{Resource, TaskError, TaskResult};
 
 /// Runs `function` of `bundle` to its final task result.
 pub async fn run<H: AsyncHost>(
@@ -21,7 +21,7 @@ pub async fn run<H: AsyncHost>(
     args: Vec<Value>,
     limits: Limits,
     host: &H,
-) -> (Value, Usage) {
+) -> (TaskResult, Usage) {
     run_journaled(bundle, function, args, limits, host, None).await
 }
 
@@ -34,7 +34,7 @@ pub async fn run_journaled<H: AsyncHost>(
     limits: Limits,
     host: &H,
     journal: Option<&Journal>,
-) -> (Value, Usage) {
+) -> (TaskResult, Usage) {
     let deadline = Deadline {
         start: Instant::now(),
         wall: limits.wall_time,
@@ -68,14 +68,14 @@ struct Deadline {
 }
 
 impl Deadline {
-    fn exceeded(&self) -> Value {
+    fn exceeded(&self) -> TaskResult {
         let secs = self.wall.as_secs();
-        exhausted(
-            "time",
+        TaskResult::failed(TaskError::exhausted(
+            Resource::Time,
             format!("the run took longer than {secs} s"),
             self.start.elapsed().as_secs(),
             secs,
-        )
+        ))
     }
 }
 
@@ -87,7 +87,7 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
     via: &'a Calls<'a, H>,
     deadline: Deadline,
     path: String,
-) -> BoxFuture<'a, Value> {
+) -> BoxFuture<'a, TaskResult> {
     async move {
         let mut made = 0u64;
         loop {
@@ -96,7 +96,7 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                 return deadline.exceeded();
             };
             match vm.run() {
-                Step::Done(result) => return result,
+                Step::Done(result) => return *result,
                 Step::Host(request) => {
                     let call = via.call(&path, made, &request);
                     futures::pin_mut!(call);

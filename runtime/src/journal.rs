@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use tv_vm::host::{HostError, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::limits::Limits;
+use tv_vm::result::Reason;
 
 /// The journal format; a reader refuses any other.
 pub const FORMAT: u32 = 1;
@@ -327,10 +328,7 @@ impl Journal {
 
 /// The run stops: its record of what happened can no longer be trusted or kept.
 fn halted(request: &HostRequest, message: String) -> HostReply {
-    let e = HostError {
-        reason: "execution_halted".into(),
-        message,
-    };
+    let e = HostError::new(Reason::ExecutionHalted, message);
     match request {
         HostRequest::Llm(_) => HostReply::Llm(Err(e)),
         HostRequest::Script(_) => HostReply::Script(Err(e)),

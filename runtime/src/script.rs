@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 use tv_vm::host::{HostError, ScriptReply, ScriptRequest};
+use tv_vm::result::Reason;
 
 #[derive(Clone, Debug)]
 pub struct ScriptRunner {
@@ -47,20 +48,21 @@ impl ScriptRunner {
             .map_or(self.default_timeout, Duration::from_secs);
         if req.command.contains('\0') {
             return Err(error(
-                "unexpected_error",
+                Reason::UnexpectedError,
                 "the command holds a NUL byte, which no shell command can: pass such a value \
                  as \"$TVM_INPUT_NAME\" (its file, $TVM_INPUT_NAME_FILE) or on stdin instead"
                     .into(),
             ));
         }
-        let mut inputs = Inputs::prepare(&req.inputs).map_err(|e| error("unexpected_error", e))?;
+        let mut inputs =
+            Inputs::prepare(&req.inputs).map_err(|e| error(Reason::UnexpectedError, e))?;
         let mut cmd = Command::new("sh");
         // A command past the kernel's limit for one argument (values quoted into it)
         // is run from a file.
         if req.command.len() > ENV_VALUE_MAX {
             let file = inputs
                 .write("command", &req.command)
-                .map_err(|e| error("unexpected_error", e))?;
+                .map_err(|e| error(Reason::UnexpectedError, e))?;
             cmd.arg(file);
         } else {
             cmd.arg("-c").arg(&req.command);
@@ -81,9 +83,12 @@ impl ScriptRunner {
         cmd.envs(inputs.env.iter().map(|(k, v)| (k, v)));
         let marker = marker();
         cmd.env(MARKER_VAR, &marker);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| error("unexpected_error", format!("cannot start the script: {e}")))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            error(
+                Reason::UnexpectedError,
+                format!("cannot start the script: {e}"),
+            )
+        })?;
         let pgid = child.id().map(|id| Pid::from_raw(id as i32));
         let stdin = serde_json::Value::Object(req.inputs.clone()).to_string();
         let mut pipe_in = child.stdin.take();
@@ -112,8 +117,9 @@ impl ScriptRunner {
         };
         match tokio::time::timeout(timeout, work).await {
             Ok((out, err, status)) => {
-                let status = status
-                    .map_err(|e| error("unexpected_error", format!("the script vanished: {e}")))?;
+                let status = status.map_err(|e| {
+                    error(Reason::UnexpectedError, format!("the script vanished: {e}"))
+                })?;
                 let mut notes = std::mem::take(&mut inputs.notes);
                 let stdout = out.into_text("stdout", self.max_output, &mut notes);
                 let stderr = err.into_text("stderr", self.max_output, &mut notes);
@@ -130,7 +136,7 @@ impl ScriptRunner {
                 end_all(pgid, pgid, &marker).await;
                 let _ = child.wait().await;
                 Err(error(
-                    "execution_timeout",
+                    Reason::ExecutionTimeout,
                     format!(
                         "the script did not finish within {} s and was killed",
                         timeout.as_secs()
@@ -147,11 +153,8 @@ async fn end_all(group: Option<Pid>, leader: Option<Pid>, marker: &str) {
     let _ = tokio::task::spawn_blocking(move || kill_all(group, leader, &marker)).await;
 }
 
-fn error(reason: &str, message: String) -> HostError {
-    HostError {
-        reason: reason.into(),
-        message,
-    }
+fn error(reason: Reason, message: String) -> HostError {
+    HostError::new(reason, message)
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

@@ -26,11 +26,7 @@ fn request(file_paths: FilePaths, fresh: bool, prompt: &str) -> LlmRequest {
         }
         .into(),
         system_prompt: "You are a careful engineer.".into(),
-        messages: vec![Message {
-            role: "user".into(),
-            content: prompt.into(),
-        }]
-        .into(),
+        messages: vec![Message::user(prompt.into())].into(),
         context: Default::default(),
         model: None,
         settings: Default::default(),
@@ -220,7 +216,7 @@ async fn a_failing_file_paths_command_fails_the_task_and_the_model_is_not_called
     );
     match host.call(&HostRequest::Llm(failing)).await {
         HostReply::Llm(Err(e)) => {
-            assert_eq!(e.reason, "context_retrieval_failure");
+            assert_eq!(e.reason, tv_vm::result::Reason::ContextRetrievalFailure);
             assert_eq!(
                 e.message,
                 "file_paths: the command `echo a.txt; echo no index >&2; exit 2` \

@@ -67,11 +67,7 @@ async fn assemble(
         }
         .into(),
         system_prompt: String::new(),
-        messages: vec![Message {
-            role: "user".into(),
-            content: "hi".into(),
-        }]
-        .into(),
+        messages: vec![Message::user("hi".into())].into(),
         context: Default::default(),
         model: None,
         settings: Default::default(),
@@ -299,11 +295,7 @@ async fn search(ws: &Path, prompt: String) -> Assembled {
         }
         .into(),
         system_prompt: String::new(),
-        messages: vec![Message {
-            role: "user".into(),
-            content: prompt,
-        }]
-        .into(),
+        messages: vec![Message::user(prompt)].into(),
         context: Default::default(),
         model: None,
         settings: Default::default(),

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::{Bundle, Const, TaskMeta};
 use tv_vm::host::ScriptRequest;
-use tv_vm::outcome::shell_quote;
+use tv_vm::shell::shell_quote;
 
 const KEY: &str = "sk-proc-environ-SECRET-31337";
 
@@ -155,7 +155,7 @@ fn a_process_that_left_the_group_with_setsid_dies_when_the_script_times_out() {
     let pids = pid_file("timeout");
     let err =
         run(&request(&escaping(&pids, "sleep 30"), json!({}), Some(1))).expect_err("times out");
-    assert_eq!(err.reason, "execution_timeout");
+    assert_eq!(err.reason, tv_vm::result::Reason::ExecutionTimeout);
     let pid = std::fs::read_to_string(&pids).expect("pid file");
     assert!(!runs(&pid), "the setsid process {pid} survived the timeout");
     let _ = std::fs::remove_file(&pids);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::TaskMeta;
 use tv_vm::host::ScriptRequest;
-use tv_vm::outcome::shell_quote;
+use tv_vm::shell::shell_quote;
 
 fn request(command: &str, inputs: serde_json::Value, timeout: Option<u64>) -> ScriptRequest {
     ScriptRequest {
@@ -63,7 +63,7 @@ fn a_timeout_kills_the_script_and_the_children_it_started() {
     let err = rt()
         .block_on(ScriptRunner::default().run(&request(&cmd, json!({}), Some(1))))
         .expect_err("times out");
-    assert_eq!(err.reason, "execution_timeout");
+    assert_eq!(err.reason, tv_vm::result::Reason::ExecutionTimeout);
     assert!(
         start.elapsed() < Duration::from_secs(10),
         "took {:?}",

@@ -21,6 +21,7 @@ use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::{Bundle, Const};
 use tv_vm::host::{HostReply, HostRequest};
 use tv_vm::limits::Limits;
+use tv_vm::result::Status;
 
 const OPENAI_KEY: &str = "sk-secret-scan-0123456789abcdef";
 const ANTHROPIC_KEY: &str = "sk-ant-secret-scan-fedcba9876543210";
@@ -378,7 +379,7 @@ fn settings_adapters_requests_and_replies_print_no_key_in_their_debug_text() {
         Limits::default(),
         &host,
     ));
-    assert_eq!(result["status"], "FAILED", "{result:#}");
+    assert_eq!(result.status, Status::Failed, "{result:#}");
     scan.text("result", result.to_string());
     let seen = host.seen.into_inner().expect("lock");
     assert_eq!(seen.len(), 2, "the summary, then the refused review");

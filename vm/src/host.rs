@@ -2,6 +2,7 @@
 //! [`HostRequest`] and is resumed with the matching [`HostReply`].
 
 use crate::bundle::{ModelSettings, TaskMeta};
+use crate::result::Reason;
 use crate::shared::SharedText;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -40,8 +41,35 @@ pub struct LlmRequest {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Message {
-    pub role: String,
+    pub role: Role,
     pub content: String,
+}
+
+/// Who said a message of a session. The machine writes the task's prompt and each
+/// subtask result as `user` turns and a reply that asked for a subtask as an
+/// `assistant` turn; a host may meet `system` messages too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+impl Message {
+    pub fn user(content: String) -> Message {
+        Message {
+            role: Role::User,
+            content,
+        }
+    }
+
+    pub fn assistant(content: String) -> Message {
+        Message {
+            role: Role::Assistant,
+            content,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -92,9 +120,18 @@ pub struct ScriptReply {
 /// A host call that could not be answered.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostError {
-    /// One of the seeds' TaskFailureReason values.
-    pub reason: String,
+    /// What the task that made the call fails with.
+    pub reason: Reason,
     pub message: String,
+}
+
+impl HostError {
+    pub fn new(reason: Reason, message: impl Into<String>) -> HostError {
+        HostError {
+            reason,
+            message: message.into(),
+        }
+    }
 }
 
 /// A deterministic host for tests: answers each request from a function.

@@ -2,6 +2,7 @@
 //! the boundary it halts at for host calls. Nothing here touches the world: no files,
 //! processes, network or clock; the `tv-runtime` crate answers the host calls.
 
+pub mod accumulate;
 pub mod args;
 pub mod bundle;
 pub mod disasm;
@@ -12,3 +13,4 @@ pub mod limits;
 pub mod outcome;
 pub mod result;
 pub mod shared;
+pub mod shell;

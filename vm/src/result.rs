@@ -1,46 +1,352 @@
-//! Task results and errors as JSON, exactly as DESIGN §7 spells them.
+//! What a task result is: [`TaskResult`], its [`Status`], its [`Notes`] and the
+//! [`TaskError`] a failed one carries, with every failure [`Reason`] and exhausted
+//! [`Resource`] as an enum. Their serde attributes are the JSON of DESIGN §7, key
+//! for key and in the order `tvm run` prints them; nothing here builds a result from
+//! what happened (that is [`crate::outcome`]).
+//!
+//! Inside the machine a result is also a value: templates read `r.content`,
+//! `r.status` or `r.notes.x` of a step's result, so the operand stack holds results
+//! as JSON. [`Value::from`] turns a typed result into that form (moving its parts,
+//! since it runs on every LLM step) and [`TaskResult::try_from`] reads one back where
+//! it leaves the machine. The few functions at the end read and extend results in
+//! that value form.
 
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
 
-pub const COMPLETE: &str = "COMPLETE";
-pub const FAILED: &str = "FAILED";
-pub const CONTINUATION: &str = "CONTINUATION";
-
-/// A COMPLETE result with text content.
-pub fn complete(content: String) -> Value {
-    complete_with(content, Map::new())
+/// How a task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    Complete,
+    Failed,
+    /// A model's reply asking for a subtask; the machine runs it and goes on, so no
+    /// result it returns has this status.
+    Continuation,
 }
 
-/// A COMPLETE result with its notes; built in place, as every LLM step makes one.
-pub fn complete_with(content: String, notes: Map<String, Value>) -> Value {
-    let mut r = Map::with_capacity(4);
-    r.insert("status".into(), Value::String(COMPLETE.into()));
-    r.insert("content".into(), Value::String(content));
-    r.insert("notes".into(), Value::Object(notes));
-    Value::Object(r)
-}
-
-/// A FAILED result carrying a TASK_FAILURE.
-pub fn task_failure(reason: &str, message: impl Into<String>, details: Value) -> Value {
-    let mut error = json!({"type": "TASK_FAILURE", "reason": reason, "message": message.into()});
-    if !details.is_null() {
-        error["details"] = details;
+impl Status {
+    /// The status of a result in its value form, if it has a known one.
+    pub fn of(r: &Value) -> Option<Status> {
+        r.get("status").and_then(|s| Status::deserialize(s).ok())
     }
-    json!({"status": FAILED, "content": "", "notes": {"error": error}})
 }
 
-/// A FAILED result carrying a RESOURCE_EXHAUSTION.
-pub fn exhausted(resource: &str, message: impl Into<String>, used: u64, limit: u64) -> Value {
-    json!({"status": FAILED, "content": "", "notes": {"error": {
-        "type": "RESOURCE_EXHAUSTION",
-        "resource": resource,
-        "message": message.into(),
-        "metrics": {"used": used, "limit": limit},
-    }}})
+/// A task's result (DESIGN §7). Keys are printed in this order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub status: Status,
+    pub content: String,
+    pub notes: Notes,
+    /// The parsed reply or value; a `null` that was parsed stays `Some(Value::Null)`.
+    #[serde(
+        rename = "parsedContent",
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub parsed_content: Option<Value>,
+    /// The task's `<criteria>`, copied in (DESIGN §19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criteria: Option<String>,
 }
 
+/// A result's notes: the error of a failed one, first, then every other note in the
+/// order it was added (tokens, files, warnings, script output, loop notes, usage).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Notes {
+    /// Boxed: most results have none, and results and faults are moved about often.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Box<TaskError>>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Why a task failed: a TASK_FAILURE with its reason and `details`, or a
+/// RESOURCE_EXHAUSTION with its resource and `metrics`. The constructors set the one
+/// that belongs to the kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskError {
+    #[serde(flatten)]
+    pub kind: ErrorKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Metrics>,
+}
+
+/// The `type` of a [`TaskError`] with the field that goes with it. (Struct variants:
+/// serde writes an internally tagged variant's fields beside the tag, which a bare
+/// `TaskFailure(Reason)` could not give.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum ErrorKind {
+    #[serde(rename = "TASK_FAILURE")]
+    TaskFailure { reason: Reason },
+    #[serde(rename = "RESOURCE_EXHAUSTION")]
+    ResourceExhaustion { resource: Resource },
+}
+
+impl ErrorKind {
+    /// The kind of an error in its value form (`notes.error` of a result).
+    pub fn of(error: &Value) -> Option<ErrorKind> {
+        ErrorKind::deserialize(error).ok()
+    }
+
+    /// The reason a failure that contains this one passes on: a resource has none, so
+    /// a step that ran out of one makes its sequence an `unexpected_error`.
+    pub fn reason(self) -> Reason {
+        match self {
+            ErrorKind::TaskFailure { reason } => reason,
+            ErrorKind::ResourceExhaustion { .. } => Reason::UnexpectedError,
+        }
+    }
+}
+
+/// The seeds' TaskFailureReason, and `max_iterations_reached` (DESIGN §6). README's
+/// "Failure reasons" says when `tvm` reports each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    ContextRetrievalFailure,
+    ContextMatchingFailure,
+    /// Never reported at run time: a bundle is never reparsed.
+    ContextParsingFailure,
+    /// Never reported at run time: `tvc` validates templates when it compiles them.
+    XmlValidationFailure,
+    OutputFormatFailure,
+    ExecutionTimeout,
+    ExecutionHalted,
+    SubtaskFailure,
+    InputValidationFailure,
+    UnexpectedError,
+    MaxIterationsReached,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 11] = [
+        Reason::ContextRetrievalFailure,
+        Reason::ContextMatchingFailure,
+        Reason::ContextParsingFailure,
+        Reason::XmlValidationFailure,
+        Reason::OutputFormatFailure,
+        Reason::ExecutionTimeout,
+        Reason::ExecutionHalted,
+        Reason::SubtaskFailure,
+        Reason::InputValidationFailure,
+        Reason::UnexpectedError,
+        Reason::MaxIterationsReached,
+    ];
+}
+
+/// What a run ran out of (README's resource table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resource {
+    /// Nested template calls or subtasks, or a value nesting too deep.
+    Depth,
+    /// Assistant turns of the run.
+    Turns,
+    /// Tokens of the run.
+    Context,
+    /// A reply cut at its output limit.
+    Output,
+    /// Wall-clock time of the run.
+    Time,
+    /// Director-evaluator iterations of the run.
+    Iterations,
+    /// Instructions executed by the run.
+    Instructions,
+    /// Bytes the run's values take.
+    Memory,
+}
+
+impl Resource {
+    pub const ALL: [Resource; 8] = [
+        Resource::Depth,
+        Resource::Turns,
+        Resource::Context,
+        Resource::Output,
+        Resource::Time,
+        Resource::Iterations,
+        Resource::Instructions,
+        Resource::Memory,
+    ];
+}
+
+/// A RESOURCE_EXHAUSTION's `metrics`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub used: u64,
+    pub limit: u64,
+}
+
+impl TaskError {
+    /// A TASK_FAILURE without details.
+    pub fn failure(reason: Reason, message: impl Into<String>) -> TaskError {
+        TaskError {
+            kind: ErrorKind::TaskFailure { reason },
+            message: message.into(),
+            details: None,
+            metrics: None,
+        }
+    }
+
+    /// A RESOURCE_EXHAUSTION: `used` of a `limit`.
+    pub fn exhausted(
+        resource: Resource,
+        message: impl Into<String>,
+        used: u64,
+        limit: u64,
+    ) -> Self {
+        TaskError {
+            kind: ErrorKind::ResourceExhaustion { resource },
+            message: message.into(),
+            details: None,
+            metrics: Some(Metrics { used, limit }),
+        }
+    }
+
+    /// This failure with its `details` (an object; `null` leaves them out).
+    pub fn with_details(mut self, details: Value) -> TaskError {
+        self.details = Some(details).filter(|d| !d.is_null());
+        self
+    }
+}
+
+impl TaskResult {
+    /// A COMPLETE result with text content.
+    pub fn complete(content: String) -> TaskResult {
+        TaskResult::complete_with(content, Map::new())
+    }
+
+    /// A COMPLETE result with its notes.
+    pub fn complete_with(content: String, notes: Map<String, Value>) -> TaskResult {
+        TaskResult {
+            status: Status::Complete,
+            content,
+            notes: Notes {
+                error: None,
+                other: notes,
+            },
+            parsed_content: None,
+            criteria: None,
+        }
+    }
+
+    /// A FAILED result carrying `error`, with empty content.
+    pub fn failed(error: impl Into<Box<TaskError>>) -> TaskResult {
+        TaskResult {
+            status: Status::Failed,
+            content: String::new(),
+            notes: Notes {
+                error: Some(error.into()),
+                other: Map::new(),
+            },
+            parsed_content: None,
+            criteria: None,
+        }
+    }
+
+    pub fn is_failed(&self) -> bool {
+        self.status == Status::Failed
+    }
+
+    /// Sets `notes.key`, after the notes already there (in place if it is one).
+    pub fn set_note(&mut self, key: &str, v: Value) {
+        self.notes.other.insert(key.to_string(), v);
+    }
+}
+
+/// The result as JSON: compact, or with `{:#}` indented as `tvm run` prints it.
+impl fmt::Display for TaskResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = if f.alternate() {
+            serde_json::to_string_pretty(self)
+        } else {
+            serde_json::to_string(self)
+        };
+        f.write_str(&text.map_err(|_| fmt::Error)?)
+    }
+}
+
+/// `Some` for a field that is present, `null` included (serde's `Option` would read a
+/// `null` as absent, and the printed result would lose it).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// A result leaving the machine (the end of a run or of a branch), read back from the
+/// value a template returned. Only a crafted bundle returns something else.
+impl TryFrom<Value> for TaskResult {
+    type Error = serde_json::Error;
+
+    fn try_from(v: Value) -> Result<TaskResult, Self::Error> {
+        serde_json::from_value(v)
+    }
+}
+
+/// The value form of a result, key for key what serde writes (a test holds them
+/// equal), built by moving the parts instead of serializing copies of them.
+impl From<TaskResult> for Value {
+    fn from(r: TaskResult) -> Value {
+        let mut m = Map::with_capacity(5);
+        m.insert("status".into(), status_value(r.status));
+        m.insert("content".into(), Value::String(r.content));
+        m.insert("notes".into(), r.notes.into());
+        if let Some(p) = r.parsed_content {
+            m.insert("parsedContent".into(), p);
+        }
+        if let Some(c) = r.criteria {
+            m.insert("criteria".into(), Value::String(c));
+        }
+        Value::Object(m)
+    }
+}
+
+impl From<Notes> for Value {
+    fn from(n: Notes) -> Value {
+        let Some(error) = n.error else {
+            return Value::Object(n.other);
+        };
+        let mut m = Map::with_capacity(n.other.len() + 1);
+        m.insert("error".into(), (*error).into());
+        m.extend(n.other);
+        Value::Object(m)
+    }
+}
+
+impl From<TaskError> for Value {
+    fn from(e: TaskError) -> Value {
+        let mut m = Map::with_capacity(4);
+        // Unit enums and two integers: serializing them cannot fail.
+        let kind = serde_json::to_value(e.kind).unwrap_or_default();
+        if let Value::Object(k) = kind {
+            m.extend(k);
+        }
+        m.insert("message".into(), Value::String(e.message));
+        if let Some(d) = e.details {
+            m.insert("details".into(), d);
+        }
+        if let Some(metrics) = e.metrics {
+            m.insert(
+                "metrics".into(),
+                serde_json::to_value(metrics).unwrap_or_default(),
+            );
+        }
+        Value::Object(m)
+    }
+}
+
+fn status_value(s: Status) -> Value {
+    serde_json::to_value(s).unwrap_or_default()
+}
+
+/// Whether a result in value form FAILED.
 pub fn is_failed(r: &Value) -> bool {
-    r.get("status").and_then(Value::as_str) == Some(FAILED)
+    Status::of(r) == Some(Status::Failed)
 }
 
 /// The value a result stands for in expressions: parsed JSON when there is some.
@@ -51,7 +357,7 @@ pub fn value_of(r: &Value) -> Value {
     }
 }
 
-/// Sets `notes.key` of a result.
+/// Sets `notes.key` of a result in value form.
 pub fn set_note(r: &mut Value, key: &str, v: Value) {
     if let Value::Object(obj) = r {
         let notes = obj
@@ -65,3 +371,7 @@ pub fn set_note(r: &mut Value, key: &str, v: Value) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "result_tests.rs"]
+mod tests;

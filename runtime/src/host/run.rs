@@ -3,7 +3,7 @@
 //! real processes.
 
 use crate::cassette::{Cassette, Recorder};
-use crate::context::{Assembler, RETRIEVAL_FAILURE};
+use crate::context::Assembler;
 use crate::host::AsyncHost;
 use crate::observe::{Progress, Trace};
 use crate::providers::{Anthropic, OpenAi, Settings};
@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use tv_stdlib::models::{parse_model, Provider};
 use tv_vm::bundle::{Inherit, ModelSettings};
 use tv_vm::host::{HostError, HostReply, HostRequest, LlmReply, LlmRequest};
+use tv_vm::result::Reason;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Choice {
@@ -179,8 +180,8 @@ impl RunHost {
         if let Some(message) = assembled.failure {
             // The files the task needs could not be retrieved: it fails, and the model
             // is not called without them.
-            let reason = RETRIEVAL_FAILURE.into();
-            return (sent, Err(HostError { reason, message }));
+            let reason = Reason::ContextRetrievalFailure;
+            return (sent, Err(HostError::new(reason, message)));
         }
         if !assembled.text.is_empty() {
             sent.context = if sent.context.is_empty() {
@@ -201,10 +202,7 @@ impl RunHost {
                     Some(rec) => rec
                         .record(&sent, &reply)
                         .map(|()| reply)
-                        .map_err(|message| HostError {
-                            reason: "execution_halted".into(),
-                            message,
-                        }),
+                        .map_err(|message| HostError::new(Reason::ExecutionHalted, message)),
                     None => Ok(reply),
                 }
             }
@@ -236,10 +234,7 @@ impl RunHost {
             if let Ok(mut u) = self.unconfigured.lock() {
                 u.get_or_insert_with(|| message.clone());
             }
-            HostError {
-                reason: "execution_halted".into(),
-                message,
-            }
+            HostError::new(Reason::ExecutionHalted, message)
         };
         let missing = |name: &str, key: &str, url: &str| {
             unavailable(format!(

@@ -3,7 +3,7 @@
 use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
 use reqwest::header::HeaderName;
 use serde_json::{json, Value};
-use tv_vm::host::{HostError, LlmReply, LlmRequest};
+use tv_vm::host::{HostError, LlmReply, LlmRequest, Role};
 
 /// Where the key comes from, named when a server refuses it.
 pub const KEY_VAR: &str = "ANTHROPIC_API_KEY";
@@ -48,7 +48,7 @@ impl Anthropic {
         let mut system = system_text(req);
         let mut messages = Vec::with_capacity(req.messages.len());
         for m in req.messages.iter() {
-            if m.role == "system" {
+            if m.role == Role::System {
                 if !system.is_empty() {
                     system.push_str("\n\n");
                 }

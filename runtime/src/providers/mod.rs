@@ -20,6 +20,7 @@ use std::fmt;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tv_vm::host::{HostError, LlmRequest};
+use tv_vm::result::Reason;
 
 /// The name of the tool through which a model asks for a subtask.
 pub const SPAWN_SUBTASK: &str = "spawn_subtask";
@@ -298,7 +299,10 @@ impl Transport {
         // The permit is held for the whole attempt, reply body included, and released
         // while backing off so that waiting requests do not starve the others.
         let _permit = self.permits.acquire().await.map_err(|_| {
-            Failure::Fatal(self.error("unexpected_error", "the request queue was closed".into()))
+            Failure::Fatal(self.error(
+                Reason::UnexpectedError,
+                "the request queue was closed".into(),
+            ))
         })?;
         let response = self
             .client
@@ -326,7 +330,7 @@ impl Transport {
             // The same request would get the same reply: not retried.
             Body::Cut(_) => {
                 return Err(Failure::Fatal(self.error(
-                    "unexpected_error",
+                    Reason::UnexpectedError,
                     format!(
                         "the reply is larger than the limit of {} bytes (--max-reply-bytes); \
                          reading stopped there",
@@ -338,7 +342,7 @@ impl Transport {
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|e| {
                 Failure::Fatal(self.error(
-                    "unexpected_error",
+                    Reason::UnexpectedError,
                     format!("the reply is not JSON ({e}): {}", self.excerpt(&bytes)),
                 ))
             });
@@ -347,7 +351,7 @@ impl Transport {
         let what = format!("HTTP {status}: {}", self.excerpt(&bytes));
         if code == 429 || status.is_server_error() {
             return Err(Failure::Retry {
-                error: self.error("unexpected_error", what),
+                error: self.error(Reason::UnexpectedError, what),
                 wait,
             });
         }
@@ -359,13 +363,13 @@ impl Transport {
             403 => format!("access denied; check the key in {} ({what})", self.key_var),
             _ => what,
         };
-        Err(Failure::Fatal(self.error("unexpected_error", message)))
+        Err(Failure::Fatal(self.error(Reason::UnexpectedError, message)))
     }
 
     fn transport_failure(&self, e: reqwest::Error) -> Failure {
         let error = if e.is_timeout() {
             self.error(
-                "execution_timeout",
+                Reason::ExecutionTimeout,
                 format!("no reply within {:?}", self.settings.request_timeout),
             )
         } else {
@@ -377,7 +381,7 @@ impl Transport {
                 text.push_str(&s.to_string());
                 source = s.source();
             }
-            self.error("unexpected_error", text)
+            self.error(Reason::UnexpectedError, text)
         };
         if e.is_builder() {
             Failure::Fatal(error)
@@ -386,11 +390,8 @@ impl Transport {
         }
     }
 
-    fn error(&self, reason: &str, message: String) -> HostError {
-        HostError {
-            reason: reason.to_string(),
-            message: self.redact(format!("{}: {message}", self.provider)),
-        }
+    fn error(&self, reason: Reason, message: String) -> HostError {
+        HostError::new(reason, self.redact(format!("{}: {message}", self.provider)))
     }
 
     /// `text` without the API key, whatever put it there.
@@ -419,7 +420,7 @@ impl Transport {
     fn malformed(&self, what: &str, reply: &Value) -> HostError {
         let text = reply.to_string();
         self.error(
-            "unexpected_error",
+            Reason::UnexpectedError,
             format!("the reply has no {what}: {}", self.excerpt(text.as_bytes())),
         )
     }

@@ -4,7 +4,8 @@
 use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
 use reqwest::header::AUTHORIZATION;
 use serde_json::{json, Value};
-use tv_vm::host::{HostError, LlmReply, LlmRequest};
+use tv_vm::host::{HostError, LlmReply, LlmRequest, Role};
+use tv_vm::result::Reason;
 
 /// Where the key comes from, named when a server refuses it.
 pub const KEY_VAR: &str = "OPENAI_API_KEY";
@@ -36,7 +37,7 @@ impl OpenAi {
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
         let system = system_text(req);
         if !system.is_empty() {
-            messages.push(json!({"role": "system", "content": system}));
+            messages.push(json!({"role": Role::System, "content": system}));
         }
         for m in req.messages.iter() {
             messages.push(json!({"role": m.role, "content": m.content}));
@@ -142,7 +143,7 @@ impl OpenAi {
             // The API sends the arguments as a JSON document inside a string.
             Some(Value::String(text)) => serde_json::from_str(text).map(Some).map_err(|e| {
                 self.transport.error(
-                    "unexpected_error",
+                    Reason::UnexpectedError,
                     format!("the spawn_subtask call's arguments are not JSON ({e})"),
                 )
             }),

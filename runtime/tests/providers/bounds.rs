@@ -28,7 +28,7 @@ async fn an_endless_reply_fails_its_call_at_the_reply_cap_without_retrying() {
         assert!(started.elapsed() < Duration::from_secs(10), "{api:?}");
         assert_mentions(
             &err,
-            "unexpected_error",
+            Reason::UnexpectedError,
             &[api.name(), "1048576 bytes", "--max-reply-bytes"],
         );
         assert_eq!(
@@ -51,7 +51,7 @@ async fn a_reply_that_declares_a_length_over_the_cap_fails_before_its_body_is_re
         let err = fails(api, patient(api, &server, 1024)).await;
         assert_mentions(
             &err,
-            "unexpected_error",
+            Reason::UnexpectedError,
             &["1024 bytes", "--max-reply-bytes"],
         );
         assert_eq!(server.hits(), 1, "{api:?}");
@@ -70,7 +70,7 @@ async fn an_endless_error_reply_is_excerpted_from_its_first_bytes_only() {
         assert!(started.elapsed() < Duration::from_secs(10), "{api:?}");
         assert_mentions(
             &err,
-            "unexpected_error",
+            Reason::UnexpectedError,
             &["503", "gave up after 2 attempts"],
         );
         assert_eq!(server.hits(), 2, "{api:?}");

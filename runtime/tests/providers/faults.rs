@@ -29,7 +29,7 @@ async fn a_retry_after_beyond_the_waiting_budget_fails_at_once() {
         let err = fails(api, api.settings(&server)).await;
         assert!(started.elapsed() < Duration::from_secs(60), "{api:?}");
         assert_eq!(server.hits(), 1, "{api:?}");
-        assert_mentions(&err, "unexpected_error", &["429", "retry budget"]);
+        assert_mentions(&err, Reason::UnexpectedError, &["429", "retry budget"]);
     })
     .await;
 }
@@ -49,7 +49,7 @@ async fn a_persistent_server_error_fails_once_every_retry_is_spent() {
             "the model is overloaded",
             "gave up after 4 attempts",
         ];
-        assert_mentions(&err, "unexpected_error", &parts);
+        assert_mentions(&err, Reason::UnexpectedError, &parts);
     })
     .await;
 }
@@ -81,7 +81,7 @@ async fn replies_that_are_always_too_slow_end_in_execution_timeout() {
         let err = fails(api, settings).await;
         assert_mentions(
             &err,
-            "execution_timeout",
+            Reason::ExecutionTimeout,
             &[api.name(), "200ms", "3 attempts"],
         );
         assert_eq!(server.hits(), 3, "{api:?}");
@@ -116,7 +116,7 @@ async fn a_server_that_cannot_be_reached_or_always_hangs_up_is_retried_then_repo
     let err = fails(Api::OpenAi, settings).await;
     assert_mentions(
         &err,
-        "unexpected_error",
+        Reason::UnexpectedError,
         &["openai: ", "gave up after 2 attempts"],
     );
 
@@ -126,7 +126,7 @@ async fn a_server_that_cannot_be_reached_or_always_hangs_up_is_retried_then_repo
     let err = fails(Api::Anthropic, settings).await;
     assert_mentions(
         &err,
-        "unexpected_error",
+        Reason::UnexpectedError,
         &["anthropic: ", "gave up after 1 attempt"],
     );
     assert_eq!(server.hits(), 1);
@@ -137,7 +137,11 @@ async fn a_malformed_reply_is_an_unexpected_error_saying_what_is_wrong_and_is_no
     both(|api| async move {
         let server = Server::scripted(vec![Reply::json(200, "<html>not json")]).await;
         let err = fails(api, api.settings(&server)).await;
-        assert_mentions(&err, "unexpected_error", &["not JSON", "<html>not json"]);
+        assert_mentions(
+            &err,
+            Reason::UnexpectedError,
+            &["not JSON", "<html>not json"],
+        );
         assert_eq!(server.hits(), 1, "{api:?}");
 
         let server = Server::scripted(vec![Reply::json(200, r#"{"choices": []}"#)]).await;
@@ -146,7 +150,7 @@ async fn a_malformed_reply_is_an_unexpected_error_saying_what_is_wrong_and_is_no
             Api::OpenAi => "no `choices[0].message`",
             Api::Anthropic => "no `content` array",
         };
-        assert_mentions(&err, "unexpected_error", &[missing]);
+        assert_mentions(&err, Reason::UnexpectedError, &[missing]);
         assert_eq!(server.hits(), 1, "{api:?}");
     })
     .await;
@@ -168,7 +172,11 @@ async fn a_refused_key_is_not_retried_and_is_named_without_being_shown() {
         assert!(!shown.contains(KEY), "{shown}");
         let err = client.complete(&request(None)).await.unwrap_err();
         assert_eq!(server.hits(), 1, "{api:?}");
-        assert_mentions(&err, "unexpected_error", &[api.key_var(), "401", "refused"]);
+        assert_mentions(
+            &err,
+            Reason::UnexpectedError,
+            &[api.key_var(), "401", "refused"],
+        );
         assert!(!format!("{err:?}").contains(KEY), "{}", err.message);
     })
     .await;
@@ -181,7 +189,7 @@ async fn other_client_errors_are_not_retried() {
         let server = Server::scripted(vec![unknown]).await;
         let err = fails(api, api.settings(&server)).await;
         assert_eq!(server.hits(), 1, "{api:?}");
-        assert_mentions(&err, "unexpected_error", &["400", "unknown model"]);
+        assert_mentions(&err, Reason::UnexpectedError, &["400", "unknown model"]);
     })
     .await;
 }
@@ -203,7 +211,7 @@ async fn forty_concurrent_calls_never_exceed_the_cap_and_each_is_answered_once()
         let client = Client::new(api, settings);
         let requests: Vec<LlmRequest> = (0..40)
             .map(|i| LlmRequest {
-                messages: vec![message("user", &format!("call {i}"))].into(),
+                messages: vec![message(Role::User, &format!("call {i}"))].into(),
                 ..request(None)
             })
             .collect();

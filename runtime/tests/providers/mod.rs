@@ -15,7 +15,8 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 use tv_runtime::providers::{subtask_schema, Anthropic, OpenAi, Settings};
 use tv_vm::bundle::TaskMeta;
-use tv_vm::host::{HostError, LlmReply, LlmRequest, Message};
+use tv_vm::host::{HostError, LlmReply, LlmRequest, Message, Role};
+use tv_vm::result::Reason;
 
 const KEY: &str = "sk-test-SECRET-4242";
 
@@ -126,9 +127,9 @@ fn task(model: Option<&str>) -> TaskMeta {
     }
 }
 
-fn message(role: &str, content: &str) -> Message {
+fn message(role: Role, content: &str) -> Message {
     Message {
-        role: role.into(),
+        role,
         content: content.into(),
     }
 }
@@ -140,9 +141,9 @@ fn request(model: Option<&str>) -> LlmRequest {
         task: task(model).into(),
         system_prompt: "You are terse.".into(),
         messages: vec![
-            message("user", "Summarise the notes."),
-            message("assistant", "Which notes?"),
-            message("user", "The release notes."),
+            message(Role::User, "Summarise the notes."),
+            message(Role::Assistant, "Which notes?"),
+            message(Role::User, "The release notes."),
         ]
         .into(),
         context: "notes.txt: v2 ships on Friday.".into(),
@@ -188,7 +189,7 @@ fn assert_openai_bodies_conform(api: Api, server: &Server) {
     }
 }
 
-fn assert_mentions(err: &HostError, reason: &str, parts: &[&str]) {
+fn assert_mentions(err: &HostError, reason: Reason, parts: &[&str]) {
     assert_eq!(err.reason, reason, "{}", err.message);
     for part in parts {
         assert!(
@@ -241,7 +242,8 @@ async fn an_anthropic_request_carries_model_system_context_messages_tool_and_key
     let server = Server::scripted(vec![Api::Anthropic.ok("v2 ships Friday.", 40, 6)]).await;
     let mut req = request(Some("claude-3-5-haiku-latest"));
     // The messages API has no system role: such messages join the system text.
-    std::sync::Arc::make_mut(&mut req.messages).insert(1, message("system", "Answer in English."));
+    std::sync::Arc::make_mut(&mut req.messages)
+        .insert(1, message(Role::System, "Answer in English."));
     let reply = call(Api::Anthropic, Api::Anthropic.settings(&server), &req).await;
     assert_eq!(summary(&reply.unwrap()), ("v2 ships Friday.", 40, 6));
     let [sent] = &server.requests()[..] else {

@@ -4,13 +4,13 @@
 use super::*;
 use openapi::{assert_valid_chat_request, validate};
 
-fn with(system_prompt: &str, context: &str, messages: &[(&str, &str)]) -> LlmRequest {
+fn with(system_prompt: &str, context: &str, messages: &[(Role, &str)]) -> LlmRequest {
     LlmRequest {
         system_prompt: system_prompt.into(),
         context: context.into(),
         messages: messages
             .iter()
-            .map(|(role, content)| message(role, content))
+            .map(|(role, content)| message(*role, content))
             .collect::<Vec<_>>()
             .into(),
         ..request(None)
@@ -25,9 +25,9 @@ async fn every_body_the_openai_adapter_sends_conforms_to_openais_published_schem
     };
     let requests = [
         // A plain request: one user message, no system text at all.
-        with("", "", &[("user", "Summarise the notes.")]),
-        with("You are terse.", "", &[("user", "Hi.")]),
-        with("", "notes.txt: v2 ships on Friday.", &[("user", "Hi.")]),
+        with("", "", &[(Role::User, "Summarise the notes.")]),
+        with("You are terse.", "", &[(Role::User, "Hi.")]),
+        with("", "notes.txt: v2 ships on Friday.", &[(Role::User, "Hi.")]),
         // System prompt and context, then a conversation with assistant turns.
         request(None),
         named,
@@ -36,10 +36,10 @@ async fn every_body_the_openai_adapter_sends_conforms_to_openais_published_schem
             "You are terse.",
             "",
             &[
-                ("user", "Summarise the notes."),
-                ("system", "Answer in English."),
-                ("assistant", ""),
-                ("user", "Go on."),
+                (Role::User, "Summarise the notes."),
+                (Role::System, "Answer in English."),
+                (Role::Assistant, ""),
+                (Role::User, "Go on."),
             ],
         ),
     ];

@@ -150,7 +150,7 @@ async fn a_server_that_refuses_tools_is_answered_with_the_element_that_turns_the
         .unwrap_err();
     assert_mentions(
         &err,
-        "unexpected_error",
+        Reason::UnexpectedError,
         &[
             "HTTP 400",
             "--jinja",

@@ -2,10 +2,10 @@
 //! reply back, and branching for gathered calls.
 
 use crate::bundle::{Inherit, Output, TaskMeta};
-use crate::host::{Host, HostReply, HostRequest, LlmRequest, Message, ScriptRequest};
+use crate::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest, Message, ScriptRequest};
 use crate::interp::{fault, Fault, RunsAs, Session, Step, Vm, Waiting};
 use crate::outcome::{llm_result, script_result, with_criteria};
-use crate::result::{exhausted, task_failure};
+use crate::result::{Resource, TaskError, TaskResult};
 use crate::shared::SharedText;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -35,9 +35,10 @@ impl<'b> Vm<'b> {
             .get(function as usize)
             .map(|f| f.params.len());
         if argc != Some(args.len()) {
-            vm.done = Some(fault("a branch calls a function with the wrong arguments"));
+            let wrong = fault("a branch calls a function with the wrong arguments");
+            vm.done = Some(Box::new(TaskResult::failed(wrong)));
         } else if let Err(fault) = vm.push_frame(function as usize, args) {
-            vm.done = Some(fault);
+            vm.done = Some(Box::new(TaskResult::failed(fault)));
         }
         vm
     }
@@ -45,10 +46,10 @@ impl<'b> Vm<'b> {
     /// Runs the machine to its end with a host that answers at once (tests, fuzzing);
     /// gathered branches run one after another, in order. `tvm` uses the async
     /// driver, which runs them concurrently.
-    pub fn run_with(&mut self, host: &mut impl Host) -> Value {
+    pub fn run_with(&mut self, host: &mut impl Host) -> TaskResult {
         loop {
             match self.run() {
-                Step::Done(r) => return r,
+                Step::Done(r) => return *r,
                 Step::Host(req) => {
                     let reply = host.call(&req);
                     self.resume(reply);
@@ -65,8 +66,9 @@ impl<'b> Vm<'b> {
     }
 
     /// Resumes after the branches of a `Gather` finished, with their results in order.
-    pub fn resume_gathered(&mut self, results: Vec<Value>) {
+    pub fn resume_gathered(&mut self, results: Vec<TaskResult>) {
         self.waiting = None;
+        let results = results.into_iter().map(Value::from).collect();
         self.stack.push(Value::Array(results));
     }
 
@@ -89,10 +91,7 @@ impl<'b> Vm<'b> {
             context,
             query,
             spawned,
-            messages: Arc::new(vec![Message {
-                role: "user".into(),
-                content: prompt,
-            }]),
+            messages: Arc::new(vec![Message::user(prompt)]),
         })
     }
 
@@ -132,20 +131,22 @@ impl<'b> Vm<'b> {
     /// The next LLM call of a session, once the turn and token limits allow it.
     pub(crate) fn ask(&mut self, session: Session) -> Result<Step, Fault> {
         if self.budget.turns() >= self.limits.turns {
-            return Err(exhausted(
-                "turns",
+            return Err(TaskError::exhausted(
+                Resource::Turns,
                 "the run reached its limit of assistant turns",
                 self.budget.turns(),
                 self.limits.turns,
-            ));
+            )
+            .into());
         }
         if self.budget.tokens() >= self.limits.tokens {
-            return Err(exhausted(
-                "context",
+            return Err(TaskError::exhausted(
+                Resource::Context,
                 "the run reached its token limit",
                 self.budget.tokens(),
                 self.limits.tokens,
-            ));
+            )
+            .into());
         }
         let (task, requested_files) = match &session.spawned {
             Some(runs_as) => (runs_as.task.clone(), runs_as.files.to_vec()),
@@ -190,52 +191,61 @@ impl<'b> Vm<'b> {
             Some(Waiting::Script(t)) => Some(*t),
             _ => None,
         };
-        let r = match (waiting, reply) {
+        let mut r = match (waiting, reply) {
             (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
-                self.budget.spend(reply.input_tokens, reply.output_tokens);
-                // The reply is here already (the host caps its size); what the machine
-                // keeps of it counts from now on.
-                if let Err(fault) = self.reserve(reply.content.len() as u64) {
-                    self.stack.push(fault);
-                    return;
-                }
-                let bundle = self.bundle;
-                let output = bundle
-                    .tasks
-                    .get(session.task as usize)
-                    .map_or(&Output::Text, |t| &t.output);
-                // A cut reply is not an answer, so it asks for no subtask either.
-                if reply.truncated {
-                    llm_result(reply, output)
-                } else {
-                    match self.continuation(session, &reply) {
-                        Ok(true) => return,
-                        Ok(false) => llm_result(reply, output),
-                        Err(failure) => failure,
-                    }
+                match self.replied(session, reply) {
+                    Some(r) => r,
+                    None => return,
                 }
             }
             (Some(Waiting::Script(_)), HostReply::Script(Ok(reply))) => {
                 let size = reply.stdout.len() + reply.stderr.len();
                 match self.reserve(2 * size as u64) {
                     Ok(()) => script_result(reply),
-                    Err(fault) => fault,
+                    Err(fault) => TaskResult::failed(fault),
                 }
             }
             (Some(_), HostReply::Llm(Err(e)) | HostReply::Script(Err(e))) => {
-                task_failure(&e.reason, e.message, Value::Null)
+                TaskResult::failed(TaskError::failure(e.reason, e.message))
             }
-            (Some(_), _) => fault("a host reply does not match the host call in flight"),
+            (Some(_), _) => {
+                TaskResult::failed(fault("a host reply does not match the host call in flight"))
+            }
             (None, _) => {
-                self.done = Some(fault("a host reply arrived with no host call in flight"));
+                let stray = fault("a host reply arrived with no host call in flight");
+                self.done = Some(Box::new(TaskResult::failed(stray)));
                 return;
             }
         };
-        let meta = task.and_then(|t| self.bundle.tasks.get(t as usize));
-        let r = match meta {
-            Some(meta) => with_criteria(r, meta),
-            None => r,
-        };
-        self.stack.push(r);
+        if let Some(meta) = task.and_then(|t| self.bundle.tasks.get(t as usize)) {
+            with_criteria(&mut r, meta);
+        }
+        self.stack.push(r.into());
+    }
+
+    /// The result of an LLM reply, or `None` when the reply started a subtask or the
+    /// machine could not keep it (the fault is on the stack then).
+    fn replied(&mut self, session: Session, reply: LlmReply) -> Option<TaskResult> {
+        self.budget.spend(reply.input_tokens, reply.output_tokens);
+        // The reply is here already (the host caps its size); what the machine keeps
+        // of it counts from now on.
+        if let Err(fault) = self.reserve(reply.content.len() as u64) {
+            self.stack.push(TaskResult::failed(fault).into());
+            return None;
+        }
+        let bundle = self.bundle;
+        let output = bundle
+            .tasks
+            .get(session.task as usize)
+            .map_or(&Output::Text, |t| &t.output);
+        // A cut reply is not an answer, so it asks for no subtask either.
+        if reply.truncated {
+            return Some(llm_result(reply, output));
+        }
+        match self.continuation(session, &reply) {
+            Ok(true) => None,
+            Ok(false) => Some(llm_result(reply, output)),
+            Err(failure) => Some(*failure),
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! bundle cannot multiply its memory by gathering branches.
 
 use super::{Fault, Frame, Vm};
-use crate::result::exhausted;
+use crate::result::{Resource, TaskError};
 use serde_json::Value;
 use tv_stdlib::builtins::Builtin;
 use tv_stdlib::values::weight;
@@ -31,12 +31,13 @@ impl Vm<'_> {
     /// The run's end when its values would take more than the budget.
     pub(crate) fn out_of_memory(&self, held: u64) -> Fault {
         let limit = self.limits.memory;
-        exhausted(
-            "memory",
+        TaskError::exhausted(
+            Resource::Memory,
             format!("the run's values would take more than {limit} bytes (--max-memory)"),
             held,
             limit,
         )
+        .into()
     }
 
     /// Gives back part of what the current frame was charged: a built-in's result

@@ -3,26 +3,27 @@
 
 mod calls;
 mod memory;
+mod results;
 mod session;
 mod stack;
 pub mod subtask;
 mod text;
 
+pub(crate) use session::{RunsAs, Session, Spawn, SubtaskScope};
+
+use crate::accumulate::Accumulator;
 use crate::bundle::{Bundle, Const};
-use crate::host::{HostRequest, Message};
-use crate::isa::{Op, Quote};
+use crate::host::HostRequest;
+use crate::isa::{CmpOp, Op, Quote};
 use crate::limits::{nesting, weight, Budget, Limits, BYTES_PER_INSTRUCTION, MAX_NESTING};
-use crate::outcome::{
-    accumulate, check_return, compare, end_loop, evaluation, fail_reduce, fail_sequence, finish,
-    shell_quote_in, Accumulator,
-};
-use crate::result::{complete, exhausted, is_failed, task_failure, value_of};
-use crate::shared::SharedText;
+use crate::result::{is_failed, value_of, Reason, Resource, TaskError, TaskResult};
+use crate::shell::shell_quote_in;
 use serde_json::{json, Map, Value};
+use std::cmp::Ordering;
 use std::sync::Arc;
 use tv_stdlib::bounds::text_bound;
-use tv_stdlib::builtins::{BUILTINS, PARSE_JSON};
-use tv_stdlib::values::{into_text, push_text, to_text, truthy};
+use tv_stdlib::builtins::BUILTINS;
+use tv_stdlib::values::{self as f, into_text, push_text, to_text, truthy};
 
 /// Why [`Vm::run`] stopped.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,8 +33,9 @@ pub enum Step {
     /// Waiting for these calls (function, arguments) to run as concurrent branches;
     /// resume with their results in order.
     Gather(Vec<(u32, Vec<Value>)>),
-    /// The entry function returned this TaskResult.
-    Done(Value),
+    /// The entry function returned this TaskResult. Boxed: a step leaves every
+    /// instruction, and a result is several times the size of the other variants.
+    Done(Box<TaskResult>),
 }
 
 #[derive(Debug)]
@@ -52,44 +54,6 @@ pub(crate) struct Frame {
     accumulators: Vec<(u16, Accumulator)>,
     /// Bytes charged to the memory budget for what this frame built.
     pub(crate) charged: u64,
-}
-
-/// One handler session: the conversation of an atomic task so far.
-#[derive(Debug, Clone)]
-pub(crate) struct Session {
-    pub(crate) task: u32,
-    pub(crate) system: String,
-    pub(crate) context: SharedText,
-    pub(crate) messages: Arc<Vec<Message>>,
-    /// The fresh-context query `context_relevance` chose, if any.
-    pub(crate) query: Option<String>,
-    /// Set when the session runs inside a spawned subtask.
-    pub(crate) spawned: Option<RunsAs>,
-}
-
-/// What the atomic tasks of a spawned subtask run with (DESIGN §19): the request's
-/// `context_management` and `file_paths`, and the context of the session that asked.
-#[derive(Debug)]
-pub(crate) struct SubtaskScope {
-    pub(crate) overrides: subtask::Overrides,
-    pub(crate) parent_context: SharedText,
-}
-
-/// An atomic task as it runs inside a spawned subtask: with the request's settings
-/// merged over the template's, and the files the request named.
-#[derive(Debug, Clone)]
-pub(crate) struct RunsAs {
-    pub(crate) task: Arc<crate::bundle::TaskMeta>,
-    pub(crate) files: Arc<Vec<String>>,
-}
-
-/// A subtask in progress and the session that asked for it.
-#[derive(Debug)]
-pub(crate) struct Spawn {
-    pub(crate) session: Session,
-    pub(crate) request: Value,
-    pub(crate) inputs: Value,
-    pub(crate) depth: usize,
 }
 
 /// The host call in flight.
@@ -136,11 +100,12 @@ pub struct Vm<'b> {
     /// The subtask a branch runs inside, if any: its first frame's scope.
     pub(crate) scope: Option<Arc<SubtaskScope>>,
     pub(crate) waiting: Option<Waiting>,
-    pub(crate) done: Option<Value>,
+    pub(crate) done: Option<Box<TaskResult>>,
 }
 
-/// A run-time fault: the run ends with this result.
-pub(crate) type Fault = Value;
+/// A run-time fault: the run (or the step that met it) fails with this error. Boxed,
+/// since every fallible step of the dispatch loop returns one.
+pub(crate) type Fault = Box<TaskError>;
 
 impl<'b> Vm<'b> {
     /// A machine about to run `function` with `args` (one per parameter).
@@ -159,7 +124,7 @@ impl<'b> Vm<'b> {
             done: None,
         };
         if let Err(fault) = vm.push_frame(function as usize, args) {
-            vm.done = Some(fault);
+            vm.done = Some(Box::new(TaskResult::failed(fault)));
         }
         vm
     }
@@ -182,9 +147,9 @@ impl<'b> Vm<'b> {
             return Step::Done(r.clone());
         }
         if self.waiting.is_some() {
-            return self.finish(fault(
+            return self.finish(TaskResult::failed(fault(
                 "the machine was run again before its host call was answered",
-            ));
+            )));
         }
         // The branches of a run share its instruction budget: this machine goes on
         // from what all of them have spent so far.
@@ -194,17 +159,18 @@ impl<'b> Vm<'b> {
             match self.step() {
                 Ok(None) => {}
                 Ok(Some(step)) => break step,
-                Err(fault) => break self.finish(fault),
+                Err(fault) => break self.finish(TaskResult::failed(fault)),
             }
         };
         self.budget.add_instructions(self.instructions - start);
         step
     }
 
-    fn finish(&mut self, r: Value) -> Step {
+    fn finish(&mut self, r: TaskResult) -> Step {
         self.release_all();
         self.frames.clear();
         self.stack.clear();
+        let r = Box::new(r);
         self.done = Some(r.clone());
         Step::Done(r)
     }
@@ -253,12 +219,13 @@ impl<'b> Vm<'b> {
             _ => return Ok(()),
         };
         if depth > MAX_NESTING {
-            return Err(exhausted(
-                "depth",
+            return Err(TaskError::exhausted(
+                Resource::Depth,
                 format!("a value nests arrays and objects deeper than {MAX_NESTING} levels"),
                 depth as u64,
                 MAX_NESTING as u64,
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -271,15 +238,16 @@ impl<'b> Vm<'b> {
             return Err(self.out_of_memory(held));
         }
         if self.instructions > self.limits.instructions {
-            return Err(exhausted(
-                "instructions",
+            return Err(TaskError::exhausted(
+                Resource::Instructions,
                 format!(
                     "the run executed more than {} instructions",
                     self.limits.instructions
                 ),
                 self.instructions,
                 self.limits.instructions,
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -413,29 +381,16 @@ impl<'b> Vm<'b> {
                 self.stack.push(value_of(&r));
             }
             Op::TextConst(_) | Op::TextLocal(_) | Op::TextValue => self.text(op)?,
-            Op::KeepValue(i) => {
-                let top = self.top()?;
-                let w = weight(
-                    top.get("parsedContent")
-                        .or(top.get("content"))
-                        .unwrap_or_default(),
-                );
-                self.charge(w)?;
-                self.reserve(w)?;
-                let v = value_of(self.top()?);
-                *self.local(i)? = v;
-            }
-            Op::Complete => {
-                let v = self.pop()?;
-                self.reserve(text_bound(&v))?;
-                let text = to_text(&v);
-                self.charge(text.len() as u64)?;
-                let mut r = complete(text);
-                if !v.is_string() {
-                    r["parsedContent"] = v;
-                }
-                self.stack.push(r);
-            }
+            Op::Complete
+            | Op::KeepValue(_)
+            | Op::AccumulateLocal(..)
+            | Op::Accumulate(_)
+            | Op::FailSequence(..)
+            | Op::FailReduce
+            | Op::CheckReturn(_)
+            | Op::Finish(_)
+            | Op::Evaluation
+            | Op::EndLoop(_) => self.result_op(op)?,
             Op::MakeArray(n) => {
                 let items = self.pop_n(n as usize)?;
                 self.stack.push(Value::Array(items));
@@ -462,45 +417,17 @@ impl<'b> Vm<'b> {
             Op::LoopGuard => {
                 let used = self.budget.iterate();
                 if used > self.limits.loop_iterations {
-                    return Err(exhausted(
-                        "iterations",
+                    return Err(TaskError::exhausted(
+                        Resource::Iterations,
                         format!(
                             "loops ran more than {} iterations",
                             self.limits.loop_iterations
                         ),
                         used,
                         self.limits.loop_iterations,
-                    ));
+                    )
+                    .into());
                 }
-            }
-            Op::AccumulateLocal(i, full) => {
-                let text = self.accumulated(i, full)?.to_string();
-                self.stack.push(Value::String(text));
-            }
-            Op::Accumulate(full) => {
-                let results = self.pop()?;
-                let text = accumulate(&results, full);
-                self.charge(text.len() as u64)?;
-                self.stack.push(Value::String(text));
-            }
-            Op::FailSequence(step, total) => {
-                let failed = self.pop()?;
-                let partial = self.pop()?;
-                self.stack.push(fail_sequence(failed, partial, step, total));
-            }
-            Op::FailReduce => {
-                let total = self.pop()?;
-                let index = self.pop()?;
-                let failed = self.pop()?;
-                let accumulator = self.pop()?;
-                let processed = self.pop()?;
-                self.stack
-                    .push(fail_reduce(failed, index, total, processed, accumulator));
-            }
-            Op::CheckReturn(i) => {
-                let ty = self.string_const(i)?.to_string();
-                let r = self.pop()?;
-                self.stack.push(check_return(r, &ty));
             }
             Op::Gather(n) => {
                 let calls = self.pop_n(n as usize)?;
@@ -520,34 +447,11 @@ impl<'b> Vm<'b> {
                 let context = into_text(self.pop()?).into();
                 return self.atomic(t, context, Some(query)).map(Some);
             }
-            Op::Finish(t) => {
-                let r = self.pop()?;
-                let meta = self.task(t)?;
-                let r = finish(r, &meta);
-                self.charge(weight(&r))?;
-                self.stack.push(r);
-            }
             Op::AtomicAccumulated(t, i, full) => {
                 let context = self.accumulated(i, full)?;
                 return self.atomic(t, context, None).map(Some);
             }
             Op::Script(t) => return self.script(t).map(Some),
-            Op::Evaluation => {
-                let r = self.pop()?;
-                let content = r.get("content").cloned().unwrap_or_default();
-                // The evaluation is the reply parsed as JSON: as large as `parse_json`'s.
-                self.reserve(PARSE_JSON.builtin().result_bound(&[content]))?;
-                let r = evaluation(r);
-                self.charge(weight(&r))?;
-                self.stack.push(r);
-            }
-            Op::EndLoop(mode) => {
-                let iterations = self.pop()?;
-                let evaluation = self.pop()?;
-                let result = self.pop()?;
-                self.stack
-                    .push(end_loop(result, evaluation, iterations, mode));
-            }
         }
         Ok(None)
     }
@@ -569,12 +473,21 @@ fn call_of(v: Value) -> Result<(u32, Vec<Value>), Fault> {
 }
 
 /// A fault of the machine itself: a verified bundle never causes one.
-pub(crate) fn fault(message: &str) -> Value {
-    task_failure(
-        "unexpected_error",
-        format!("internal VM error: {message}"),
-        Value::Null,
-    )
+pub(crate) fn fault(message: &str) -> Fault {
+    let message = format!("internal VM error: {message}");
+    TaskError::failure(Reason::UnexpectedError, message).into()
+}
+
+/// What the `Compare` instruction computes, by the value rules of the standard library.
+fn compare(op: CmpOp, a: &Value, b: &Value) -> bool {
+    match op {
+        CmpOp::Eq => f::equal(a, b),
+        CmpOp::Ne => !f::equal(a, b),
+        CmpOp::Lt => f::compare(a, b) == Some(Ordering::Less),
+        CmpOp::Le => matches!(f::compare(a, b), Some(Ordering::Less | Ordering::Equal)),
+        CmpOp::Gt => f::compare(a, b) == Some(Ordering::Greater),
+        CmpOp::Ge => matches!(f::compare(a, b), Some(Ordering::Greater | Ordering::Equal)),
+    }
 }
 
 pub(crate) fn const_value(c: &Const) -> Value {

@@ -14,12 +14,51 @@
 
 use super::subtask::{self, failure};
 use crate::host::{LlmReply, Message};
-use crate::interp::{Fault, Session, Spawn, Step, SubtaskScope, Vm};
+use crate::interp::{Fault, Step, Vm};
 use crate::outcome::with_criteria;
-use crate::result::{exhausted, is_failed, task_failure};
+use crate::result::{is_failed, ErrorKind, Reason, Resource, Status, TaskError, TaskResult};
+use crate::shared::SharedText;
 use serde_json::Value;
 use std::sync::Arc;
 use tv_stdlib::values::parse_json_text;
+
+/// One handler session: the conversation of an atomic task so far.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    pub(crate) task: u32,
+    pub(crate) system: String,
+    pub(crate) context: SharedText,
+    pub(crate) messages: Arc<Vec<Message>>,
+    /// The fresh-context query `context_relevance` chose, if any.
+    pub(crate) query: Option<String>,
+    /// Set when the session runs inside a spawned subtask.
+    pub(crate) spawned: Option<RunsAs>,
+}
+
+/// What the atomic tasks of a spawned subtask run with (DESIGN §19): the request's
+/// `context_management` and `file_paths`, and the context of the session that asked.
+#[derive(Debug)]
+pub(crate) struct SubtaskScope {
+    pub(crate) overrides: subtask::Overrides,
+    pub(crate) parent_context: SharedText,
+}
+
+/// An atomic task as it runs inside a spawned subtask: with the request's settings
+/// merged over the template's, and the files the request named.
+#[derive(Debug, Clone)]
+pub(crate) struct RunsAs {
+    pub(crate) task: Arc<crate::bundle::TaskMeta>,
+    pub(crate) files: Arc<Vec<String>>,
+}
+
+/// A subtask in progress and the session that asked for it.
+#[derive(Debug)]
+pub(crate) struct Spawn {
+    pub(crate) session: Session,
+    pub(crate) request: Value,
+    pub(crate) inputs: Value,
+    pub(crate) depth: usize,
+}
 
 impl Vm<'_> {
     /// Subtasks on the stack now.
@@ -32,7 +71,7 @@ impl Vm<'_> {
         &mut self,
         mut session: Session,
         reply: &LlmReply,
-    ) -> Result<bool, Value> {
+    ) -> Result<bool, Box<TaskResult>> {
         // A JSON continuation names its status; other replies are not parsed at all.
         let parsed = if reply.content.contains("CONTINUATION") || reply.content.contains("\\u") {
             parse_json_text(&reply.content).ok()
@@ -44,14 +83,13 @@ impl Vm<'_> {
             return Ok(false);
         };
         let depth = self.subtask_depth() + 1;
-        // `error` is a failed result; the request's failure carries its TaskError.
-        let fail = |error: Value| {
-            let error = error.pointer("/notes/error").cloned().unwrap_or(error);
-            failure(&request, error, depth - 1, &reply.content)
-        };
+        // The request's failure carries the error the spawn met.
+        let fail =
+            |error: TaskError| Box::new(failure(&request, error.into(), depth - 1, &reply.content));
+        let invalid = |e: String| fail(TaskError::failure(Reason::InputValidationFailure, e));
         let overrides = subtask::validate(&request)
             .and_then(|()| subtask::overrides(&request))
-            .map_err(|e| fail(task_failure("input_validation_failure", e, Value::Null)))?;
+            .map_err(invalid)?;
         let limit = request
             .get("max_depth")
             .and_then(Value::as_u64)
@@ -60,13 +98,13 @@ impl Vm<'_> {
             });
         if depth > limit {
             let msg = format!("subtasks nested deeper than {limit}");
-            return Err(fail(exhausted("depth", msg, depth as u64, limit as u64)));
+            let deep = TaskError::exhausted(Resource::Depth, msg, depth as u64, limit as u64);
+            return Err(fail(deep));
         }
         let function = subtask::select(self.bundle, &request)
-            .map_err(|e| fail(task_failure("context_matching_failure", e, Value::Null)))?;
+            .map_err(|e| fail(TaskError::failure(Reason::ContextMatchingFailure, e)))?;
         let inputs = request.get("inputs").cloned().unwrap_or(Value::Null);
-        let args = subtask::arguments(self.bundle, function, &inputs)
-            .map_err(|e| fail(task_failure("input_validation_failure", e, Value::Null)))?;
+        let args = subtask::arguments(self.bundle, function, &inputs).map_err(invalid)?;
         // The run's entry counts too: it is on the stack with its arguments, though no
         // request spawned it.
         let entry = (self.depth_offset == 0)
@@ -88,20 +126,19 @@ impl Vm<'_> {
                 .map_or("?", |f| f.name.as_str());
             let msg =
                 format!("cycle: `{name}` is already running as a subtask with the same inputs");
-            return Err(fail(task_failure("subtask_failure", msg, Value::Null)));
+            return Err(fail(TaskError::failure(Reason::SubtaskFailure, msg)));
         }
-        self.push_frame(function as usize, args).map_err(fail)?;
+        self.push_frame(function as usize, args)
+            .map_err(|e| fail(*e))?;
         // A tool call may come with no text; the conversation still needs the turn
         // (some providers refuse an empty assistant message), so it is written out.
         let said = if reply.content.trim().is_empty() {
-            serde_json::json!({"status": "CONTINUATION", "subtask_request": request}).to_string()
+            serde_json::json!({"status": Status::Continuation, "subtask_request": request})
+                .to_string()
         } else {
             reply.content.clone()
         };
-        Arc::make_mut(&mut session.messages).push(Message {
-            role: "assistant".into(),
-            content: said,
-        });
+        Arc::make_mut(&mut session.messages).push(Message::assistant(said));
         if let Some(frame) = self.frames.last_mut() {
             // The subtask's frame, and every frame and branch under it, run with these.
             frame.scope = Some(Arc::new(SubtaskScope {
@@ -140,20 +177,16 @@ impl Vm<'_> {
                 .last()
                 .map(|m| m.content.clone())
                 .unwrap_or_default();
-            let failed = failure(&request, error, depth - 1, &partial);
-            let failed = match self.bundle.tasks.get(session.task as usize) {
-                Some(meta) => with_criteria(failed, meta),
-                None => failed,
-            };
-            self.stack.push(failed);
+            let mut failed = failure(&request, error, depth - 1, &partial);
+            if let Some(meta) = self.bundle.tasks.get(session.task as usize) {
+                with_criteria(&mut failed, meta);
+            }
+            self.stack.push(failed.into());
             return Ok(None);
         }
         let content = format!("Subtask result:\n{result}");
         self.charge(content.len() as u64)?;
-        Arc::make_mut(&mut session.messages).push(Message {
-            role: "user".into(),
-            content,
-        });
+        Arc::make_mut(&mut session.messages).push(Message::user(content));
         self.ask(session).map(Some)
     }
 }
@@ -163,7 +196,7 @@ impl Vm<'_> {
 fn exhausted_at_root(result: &Value) -> bool {
     let mut error = result.pointer("/notes/error");
     while let Some(e) = error {
-        if e.get("type").and_then(Value::as_str) == Some("RESOURCE_EXHAUSTION") {
+        if let Some(ErrorKind::ResourceExhaustion { .. }) = ErrorKind::of(e) {
             return true;
         }
         error = e.pointer("/details/subtaskError");

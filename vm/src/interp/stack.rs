@@ -2,9 +2,9 @@
 //! checked, so a bundle that breaks the verifier's promises faults instead of panicking.
 
 use super::{fault, Fault, Frame, Step, Vm};
+use crate::accumulate::Accumulator;
 use crate::bundle::Const;
-use crate::outcome::Accumulator;
-use crate::result::{exhausted, task_failure};
+use crate::result::{Reason, Resource, TaskError, TaskResult};
 use crate::shared::SharedText;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -18,15 +18,16 @@ impl Vm<'_> {
     ) -> Result<(), Fault> {
         let depth = self.depth_offset + self.frames.len();
         if depth >= self.limits.call_depth {
-            return Err(exhausted(
-                "depth",
+            return Err(TaskError::exhausted(
+                Resource::Depth,
                 format!(
                     "template calls nested deeper than {}",
                     self.limits.call_depth
                 ),
                 depth as u64 + 1,
                 self.limits.call_depth as u64,
-            ));
+            )
+            .into());
         }
         let f = self
             .bundle
@@ -74,6 +75,7 @@ impl Vm<'_> {
             return self.subtask_returned(*spawn, r);
         }
         if self.frames.is_empty() {
+            let r = Box::new(ended_with(r));
             self.done = Some(r.clone());
             return Ok(Some(Step::Done(r)));
         }
@@ -175,10 +177,17 @@ impl Vm<'_> {
             f.lines.get(fr.pc.saturating_sub(1)).copied()
         });
         let at = loc.map(|l| self.bundle.location(l)).unwrap_or_default();
-        task_failure(
-            "unexpected_error",
-            format!("{at}: {message}"),
-            json!({"location": at}),
-        )
+        TaskError::failure(Reason::UnexpectedError, format!("{at}: {message}"))
+            .with_details(json!({"location": at}))
+            .into()
     }
+}
+
+/// The result a machine ends with, read from the value its first frame returned: a
+/// bundle `tvc` wrote returns task results only, so anything else is a fault.
+fn ended_with(r: Value) -> TaskResult {
+    TaskResult::try_from(r).unwrap_or_else(|e| {
+        let why = format!("the run ended with a value that is not a task result ({e})");
+        TaskResult::failed(fault(&why))
+    })
 }

@@ -2,7 +2,7 @@
 //! failure shape when it cannot run.
 
 use crate::bundle::{Bundle, ContextSettings, Inherit, StatedContext};
-use crate::result::task_failure;
+use crate::result::{Reason, Status, TaskError, TaskResult};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use tv_stdlib::types::Type;
@@ -18,7 +18,7 @@ pub fn request_in(tool: Option<&Value>, parsed: Option<&Value>) -> Option<Value>
         return Some(t.clone());
     }
     let v = parsed?;
-    if v.get("status").and_then(Value::as_str) != Some("CONTINUATION") {
+    if Status::of(v) != Some(Status::Continuation) {
         return None;
     }
     v.get("subtask_request")
@@ -272,18 +272,17 @@ pub fn arguments(bundle: &Bundle, function: u32, inputs: &Value) -> Result<Vec<V
         .collect()
 }
 
-/// The parent's result when its subtask could not run or failed.
-pub fn failure(request: &Value, error: Value, depth: usize, partial: &str) -> Value {
-    task_failure(
-        "subtask_failure",
-        "Subtask execution failed",
-        json!({
-            "subtaskRequest": request,
-            "subtaskError": error,
-            "nestingDepth": depth,
-            "partialOutput": partial,
-        }),
-    )
+/// The parent's result when its subtask could not run or failed; `error` is the
+/// subtask's error (its value form, as a failed subtask's result holds it).
+pub fn failure(request: &Value, error: Value, depth: usize, partial: &str) -> TaskResult {
+    let details = json!({
+        "subtaskRequest": request,
+        "subtaskError": error,
+        "nestingDepth": depth,
+        "partialOutput": partial,
+    });
+    let error = TaskError::failure(Reason::SubtaskFailure, "Subtask execution failed");
+    TaskResult::failed(error.with_details(details))
 }
 
 #[cfg(test)]

@@ -259,8 +259,8 @@ fn execute(
     if let Some(problem) = host.unconfigured() {
         return Err(problem);
     }
-    tv_vm::result::set_note(&mut result, "usage", usage.notes());
-    let code = if tv_vm::result::is_failed(&result) {
+    result.set_note("usage", usage.notes());
+    let code = if result.is_failed() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -1,0 +1,109 @@
+use super::*;
+
+/// `conform` on a COMPLETE result, in value form as the tests read it.
+fn conformed(mut r: TaskResult, schema: &Output) -> Value {
+    conform(&mut r, schema);
+    r.into()
+}
+
+#[test]
+fn a_value_that_fails_its_declared_type_names_the_path_and_keeps_the_reply() {
+    let schema = Output::Json(Some("string[][]".into()));
+    // A composite's final value, as `finish` conforms it: text to parse, or a
+    // value its last step parsed already.
+    let text = r#"[["a"], ["b", true]]"#;
+    let r = conformed(TaskResult::complete(text.into()), &schema);
+    let e = &r["notes"]["error"];
+    assert_eq!(e["reason"], "output_format_failure");
+    assert_eq!(
+        e["message"],
+        "the output should be `string[][]` JSON, but at `$[1][1]` expected string, got boolean"
+    );
+    assert_eq!(
+        e["details"],
+        json!({"expected": "string[][]", "actual": "boolean", "path": "$[1][1]",
+               "expectedAtPath": "string", "content": text})
+    );
+    assert_eq!(r["content"], text);
+    let mut parsed = TaskResult::complete("[]?".into());
+    parsed.parsed_content = Some(json!([["a"], "b"]));
+    let r = conformed(parsed, &schema);
+    assert_eq!(r["notes"]["error"]["details"]["path"], "$[1]");
+    assert_eq!(r["notes"]["error"]["details"]["expectedAtPath"], "string[]");
+    assert_eq!(r["content"], "[]?");
+    let ok = conformed(TaskResult::complete(r#"[["a"], []]"#.into()), &schema);
+    assert_eq!(ok["parsedContent"], json!([["a"], []]));
+    let r = check_return(TaskResult::complete("12".into()).into(), "number");
+    assert_eq!(
+        r["notes"]["error"]["message"],
+        "the result should be `number`, but at `$` expected number, got string"
+    );
+    assert_eq!(r["content"], "12");
+}
+
+#[test]
+fn a_failed_step_passes_its_reason_on_and_a_cut_one_gives_unexpected_error() {
+    let failed = |e: TaskError| Value::from(TaskResult::failed(e));
+    let timeout = failed(TaskError::failure(Reason::ExecutionTimeout, "slow"));
+    let r = fail_sequence(timeout, json!([]), 1, 3);
+    assert_eq!(r["notes"]["error"]["reason"], "execution_timeout");
+    assert_eq!(r["notes"]["error"]["message"], "step 2 of 3 failed: slow");
+    assert_eq!(
+        r["notes"]["error"]["details"]["stepError"],
+        json!({"type": "TASK_FAILURE", "reason": "execution_timeout", "message": "slow"})
+    );
+    let cut = failed(TaskError::exhausted(Resource::Output, "cut", 9, 8));
+    let r = fail_reduce(cut, json!(0), json!(2), json!([]), json!("start"));
+    assert_eq!(r["notes"]["error"]["reason"], "unexpected_error");
+    assert_eq!(
+        r["notes"]["error"]["details"]["inputError"]["resource"],
+        "output"
+    );
+}
+
+#[test]
+fn a_cut_reply_fails_with_its_text_and_notes_after_the_error() {
+    let reply = LlmReply {
+        content: "half".into(),
+        output_tokens: 8,
+        truncated: true,
+        max_tokens: Some(8),
+        warnings: vec!["capped".into()],
+        ..LlmReply::default()
+    };
+    let r = serde_json::to_string(&llm_result(reply, &Output::Text)).expect("written");
+    assert_eq!(
+        r,
+        r#"{"status":"FAILED","content":"half","notes":{"error":{"type":"RESOURCE_EXHAUSTION","resource":"output","message":"the reply was cut at the output limit of 8 tokens; raise `max_tokens` on the task's `<model>` or `--max-output-tokens`","metrics":{"used":8,"limit":8}},"warnings":["capped"],"tokens":{"input":0,"output":8}}}"#
+    );
+}
+
+#[test]
+fn a_reply_that_is_not_an_evaluation_result_says_what_is_wrong_where() {
+    let r = evaluation(TaskResult::complete(r#"{"success": "yes"}"#.into()).into());
+    assert_eq!(r["notes"]["error"]["details"]["path"], "$.success");
+    assert_eq!(r["notes"]["error"]["details"]["actual"], "string");
+    let ok = evaluation(TaskResult::complete(r#"{"success": true}"#.into()).into());
+    assert_eq!(ok["parsedContent"], json!({"success": true}));
+}
+
+#[test]
+fn a_composites_result_has_the_printed_key_order_whatever_its_last_step_set_first() {
+    // The last step's criteria came before the composite's output format parsed
+    // anything; the result still prints parsedContent before criteria.
+    let mut step = TaskResult::complete("[1, 2]".into());
+    step.criteria = Some("inner".into());
+    let mut value = Value::from(step);
+    value["parsedContent"] = json!([1, 2]);
+    let meta = TaskMeta {
+        output: Output::Json(None),
+        criteria: Some("outer".into()),
+        ..TaskMeta::named("s")
+    };
+    let r = finish(value, &meta).expect("a task result");
+    assert_eq!(
+        r.to_string(),
+        r#"{"status":"COMPLETE","content":"[1, 2]","notes":{},"parsedContent":[1,2],"criteria":"outer"}"#
+    );
+    assert!(finish(json!("not a result"), &meta).is_err());
+}
