@@ -349,10 +349,9 @@ pub fn conform(mut r: Value, output: &Output) -> Value {
     match (parsed, schema) {
         (Ok(v), None) => r["parsedContent"] = v,
         (Ok(v), Some(ty)) => {
-            let expected = Type::parse(ty).unwrap_or(Type::Any);
-            if let Some(m) = expected.mismatch(&v) {
+            if let Some(m) = ty.to_type().mismatch(&v) {
                 let should = format!("the output should be `{ty}` JSON");
-                return mismatched(should, ty, &m, Value::String(content));
+                return mismatched(should, &ty.to_string(), &m, Value::String(content));
             }
             r["parsedContent"] = v;
         }
@@ -448,7 +447,8 @@ mod tests {
 
     #[test]
     fn a_value_that_fails_its_declared_type_names_the_path_and_keeps_the_reply() {
-        let schema = Output::Json(Some("string[][]".into()));
+        let declared = Type::parse("string[][]").expect("a type");
+        let schema = Output::Json(Some((&declared).into()));
         // A composite's final value, as `finish` conforms it: text to parse, or a
         // value its last step parsed already.
         let text = r#"[["a"], ["b", true]]"#;

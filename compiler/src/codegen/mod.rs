@@ -8,7 +8,7 @@ use crate::diag::Diagnostic;
 use crate::ir::{self, Expr, ExprKind};
 use crate::source::{FileId, LineCursor, SourceMap, Span};
 use pool::{Pool, Use, Uses};
-use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
+use tv_vm::bundle::{Bundle, Const, Function, Loc, Param, ValueType};
 use tv_vm::isa::{Op, Quote};
 
 /// The bundle of `p`, or an error for each count that does not fit the operand that
@@ -72,9 +72,8 @@ fn function<'ir>(
         errors: Vec::new(),
     };
     g.node(&f.body);
-    let returns = f.returns.as_ref().map_or("any".into(), |t| t.to_string());
-    if f.returns.is_some() {
-        let c = g.consts.add(Use::Owned(Const::Str(returns.clone())));
+    if let Some(t) = &f.returns {
+        let c = g.consts.add(Use::Owned(Const::Str(t.to_string())));
         g.emit(Op::CheckReturn(c));
     }
     g.emit(Op::Return);
@@ -85,13 +84,13 @@ fn function<'ir>(
             .iter()
             .map(|(n, t)| Param {
                 name: n.clone(),
-                ty: t.to_string(),
+                ty: t.into(),
             })
             .collect(),
         locals: g.locals(f.locals.len()),
         code: g.code.to_vec(),
         lines: g.lines.to_vec(),
-        returns,
+        returns: f.returns.as_ref().map_or(ValueType::ANY, ValueType::from),
         matchable: f.matchable.clone(),
     };
     (scratch.code, scratch.lines) = (g.code, g.lines);
@@ -342,14 +341,13 @@ impl<'ir> Gen<'_, 'ir> {
         self.patch(done);
     }
 
-    /// Builds `[function, args...]` for each call, runs them as branches, and keeps
-    /// the array of their results in `results`.
+    /// Makes each call a branch, runs them, and keeps the array of their results in
+    /// `results`.
     fn gather(&mut self, calls: &'ir [(u32, Vec<Expr>)], results: ir::Local) {
         for (f, args) in calls {
-            self.constant(Const::Num(f64::from(*f)));
             args.iter().for_each(|a| self.expr(a));
-            let n = self.operand(1 + args.len(), "values captured by one branch");
-            self.emit(Op::MakeArray(n));
+            let n = self.operand(args.len(), "values captured by one branch");
+            self.emit(Op::Branch(*f, n));
         }
         let n = self.operand(calls.len(), "branches run together");
         self.emit(Op::Gather(n));

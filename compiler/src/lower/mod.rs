@@ -482,7 +482,7 @@ fn matchable(t: &ast::Task) -> Option<MatchInfo> {
         None => description,
     };
     Some(MatchInfo {
-        task_type: "atomic".into(),
+        task_type: tv_vm::bundle::TaskType::Atomic,
         subtype: t.subtype.as_ref().map(|s| s.node.clone()),
         description,
     })

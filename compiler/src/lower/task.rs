@@ -571,7 +571,7 @@ impl Lowerer<'_> {
         frame.tasks_made += 1;
         let output = match &task.output_format {
             Some(f) if f.kind.node == OutputKind::Json => {
-                Output::Json(f.schema.as_ref().map(|s| s.node.to_string()))
+                Output::Json(f.schema.as_ref().map(|s| (&s.node).into()))
             }
             _ => Output::Text,
         };
