@@ -104,7 +104,8 @@ impl<'ir> Gen<'_, 'ir> {
         for (i, step) in s.steps.iter().enumerate() {
             self.node(step);
             // Every index is below `total`, which fits (or is already an error).
-            failures.push((self.jump(Op::JumpIfFailed), i as u16));
+            let step = u16::try_from(i).unwrap_or(u16::MAX);
+            failures.push((self.jump(Op::JumpIfFailed), step));
             if let Some(slot) = s.slots.get(i).copied().flatten() {
                 self.emit(Op::KeepValue(slot));
             }
@@ -158,7 +159,8 @@ impl<'ir> Gen<'_, 'ir> {
             match &r.inner_branches {
                 Some((_, results)) => {
                     self.emit(Op::Load(*results));
-                    self.emit(Op::Index(i as u32));
+                    let i = self.operand(i, "inputs of one reduce");
+                    self.emit(Op::Index(i));
                 }
                 None => self.node(&r.inner),
             }
@@ -275,10 +277,12 @@ impl<'ir> Gen<'_, 'ir> {
     }
 }
 
-/// The index of a built-in the generated code calls itself.
+/// The index of a built-in the generated code calls itself; `u16::MAX`, which the
+/// verifier refuses, if the standard library had lost it.
 fn builtin(name: &str) -> u16 {
     tv_stdlib::builtins::BUILTINS
         .iter()
         .position(|b| b.name == name)
-        .map_or(u16::MAX, |i| i as u16)
+        .and_then(|i| u16::try_from(i).ok())
+        .unwrap_or(u16::MAX)
 }

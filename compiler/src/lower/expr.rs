@@ -64,9 +64,7 @@ impl<'a> Lowerer<'a> {
                 };
                 let kind = match &seg.node {
                     Segment::Name(n) => ExprKind::Field(base, n.clone()),
-                    Segment::Index(i) => {
-                        ExprKind::Index(base, u32::try_from(*i).unwrap_or(u32::MAX))
-                    }
+                    Segment::Index(i) => ExprKind::Index(base, *i),
                 };
                 Expr::new(kind, ty, span)
             }
@@ -132,7 +130,7 @@ impl<'a> Lowerer<'a> {
             Ret::Fixed(t) => t.to_type(),
             Ret::SameAsFirst => bound.first().map_or(Type::Any, |a| a.ty.clone()),
         };
-        Expr::new(ExprKind::Builtin(id as u16, bound), ty, span)
+        Expr::new(ExprKind::Builtin(builtin_id(id), bound), ty, span)
     }
 
     /// The parameter names of item `name`, borrowed from the symbols (which outlive
@@ -263,7 +261,7 @@ fn typed_text(text: &str, want: &Type, span: Span) -> Expr {
                 .position(|b| b.name == "parse_json")
                 .unwrap_or(0);
             return Expr::new(
-                ExprKind::Builtin(parse as u16, vec![Expr::str(t, span)]),
+                ExprKind::Builtin(builtin_id(parse), vec![Expr::str(t, span)]),
                 want.clone(),
                 span,
             );
@@ -271,4 +269,11 @@ fn typed_text(text: &str, want: &Type, span: Span) -> Expr {
         _ => {}
     }
     Expr::str(text, span)
+}
+
+/// A built-in's place in the standard library's table as its operand. The table has a
+/// few dozen entries; a place past `u16` would be kept at `u16::MAX`, a built-in that
+/// does not exist, which the verifier refuses when `tvc` reads its bundle back.
+fn builtin_id(place: usize) -> u16 {
+    u16::try_from(place).unwrap_or(u16::MAX)
 }

@@ -615,7 +615,7 @@ impl Lowerer<'_> {
                 .then(|| context::spawned(task.context.as_ref())),
             assembly: assembly(task.context_assembly.as_ref()),
         }));
-        (self.tasks.len() - 1) as u32
+        ir::id(self.tasks.len() - 1)
     }
 }
 
