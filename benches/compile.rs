@@ -2,7 +2,8 @@
 //! XML) to bundle bytes takes at most 5 times a bare quick-xml event scan of the same
 //! bytes. Both are measured in the same run; the ratio of the medians is printed last.
 //! The compile's clock stops before what it built is freed, as `tvc` exits without
-//! freeing it.
+//! freeing it. Encoding the library's bundle (`driver::bundle_bytes`, the last stage of
+//! the compile) is also measured on its own.
 
 #[path = "workloads.rs"]
 mod workloads;
@@ -114,6 +115,12 @@ fn main() {
     });
     // The same templates in a library small enough for the caches: what a template
     // costs when memory is not the limit.
+    let (_, compiled, _) = compile_to_bytes(&xml);
+    let (_, library) = compiled.expect("the library compiles");
+    group.throughput(Throughput::Bytes(bundle_size as u64));
+    group.bench_function("library bundle to bytes", |b| {
+        b.iter(|| tv_compiler::driver::bundle_bytes(black_box(&library)))
+    });
     let small = workloads::function_library(SMALL_LIBRARY);
     group.throughput(Throughput::Bytes(small.len() as u64));
     group.bench_function("small library to bundle bytes", |b| {
@@ -133,6 +140,13 @@ fn main() {
             compile / scan
         ),
         _ => println!("compile / scan: no medians found (run without a filter)"),
+    }
+    if let Some(t) = workloads::median_ns("compile/library bundle to bytes") {
+        println!(
+            "encoding: median {} for the {:.2} MB bundle",
+            workloads::human(t),
+            bundle_size as f64 / 1e6
+        );
     }
     if let (Some(scan), Some(large), Some(small)) = (
         workloads::median_ns("compile/quick-xml event scan"),

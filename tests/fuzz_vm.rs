@@ -7,15 +7,14 @@ use serde_json::json;
 use std::sync::Arc;
 use tv_stdlib::builtins::BUILTINS;
 use tv_tests::{run_with, scripted};
-use tv_vm::bundle::{Bundle, Const, Entry, Function, Loc, Output, Param, TaskMeta};
+use tv_vm::bundle::{Bundle, Const, Entry, Function, Loc, Output, Param, TaskMeta, ValueType};
 use tv_vm::isa::{CmpOp, Op, Quote};
 use tv_vm::limits::Limits;
 
 /// Function `i` takes `i` parameters and has `LOCALS` locals.
 const FUNCTIONS: usize = 3;
 const LOCALS: u16 = 4;
-/// The first of the constants that are function numbers, then the first string.
-const FUNCTION_NUMBERS: u32 = 3;
+/// The first string constant.
 const FIRST_STRING: u32 = 7;
 
 fn constants() -> Vec<Const> {
@@ -28,7 +27,8 @@ fn constants() -> Vec<Const> {
     c
 }
 
-/// An instruction, or a `Gather` of well-formed calls to function `.1`.
+/// An instruction, or a `Gather` of `.0` well-formed branches, the first calling
+/// function `.1`.
 #[derive(Clone, Copy, Debug)]
 enum Piece {
     Op(Op),
@@ -62,7 +62,6 @@ fn piece() -> BoxedStrategy<Piece> {
         (strings, 0u16..3).prop_map(|(s, k)| Op::MakeObject(s, k)),
         (0u32..4).prop_map(Op::Index),
         cmp_op().prop_map(Op::Compare),
-        (0u16..4).prop_map(Op::Concat),
         (0u16..4).prop_map(Op::MakeArray),
         (0u32..64).prop_map(Op::Jump),
         (0u32..64).prop_map(Op::JumpIfFalse),
@@ -78,7 +77,6 @@ fn piece() -> BoxedStrategy<Piece> {
         (0u32..2, 0..LOCALS, any::<bool>()).prop_map(|(t, i, f)| Op::AtomicAccumulated(t, i, f)),
         (0u32..2).prop_map(Op::Script),
         (0u16..3, 0u16..3).prop_map(|(s, t)| Op::FailSequence(s, t)),
-        any::<bool>().prop_map(Op::Accumulate),
         (0u8..3).prop_map(Op::EndLoop),
         prop::sample::select(vec![Quote::Bare, Quote::Double, Quote::Single])
             .prop_map(Op::ShellQuoteIn),
@@ -87,7 +85,6 @@ fn piece() -> BoxedStrategy<Piece> {
             Op::Pop,
             Op::Dup,
             Op::Not,
-            Op::IndexDyn,
             Op::Return,
             Op::ReturnIfFailed,
             Op::Value,
@@ -105,12 +102,14 @@ fn piece() -> BoxedStrategy<Piece> {
     .boxed()
 }
 
-/// Straight-line code and the stack depth before each instruction.
+/// Straight-line code, and the stack depth and the branches held before each
+/// instruction.
 #[derive(Default)]
 struct Code {
     ops: Vec<Op>,
-    depth: Vec<usize>,
+    depth: Vec<(usize, usize)>,
     d: usize,
+    held: usize,
 }
 
 impl Code {
@@ -120,17 +119,23 @@ impl Code {
         let (pops, pushes) = op.stack_effect().unwrap_or((1, 0));
         while self.d < pops {
             self.ops.push(Op::Const(1 + self.ops.len() as u32 % 2));
-            self.depth.push(self.d);
+            self.depth.push((self.d, self.held));
             self.d += 1;
         }
         self.ops.push(op);
-        self.depth.push(self.d);
+        self.depth.push((self.d, self.held));
         self.d = self.d - pops + pushes;
+        self.held = match op {
+            Op::Branch(..) => self.held + 1,
+            Op::Gather(_) => 0,
+            _ => self.held,
+        };
     }
 }
 
 /// Code whose stack never runs short, ending in `Return`, with every jump aimed at
-/// an instruction where the stack is as deep as after the jump.
+/// an instruction where the stack is as deep as after the jump (and no branch is
+/// held, as at every jump).
 fn balanced(pieces: &[Piece]) -> Vec<Op> {
     let mut c = Code::default();
     for p in pieces {
@@ -139,9 +144,8 @@ fn balanced(pieces: &[Piece]) -> Vec<Op> {
             Piece::Gather(n, f) => {
                 for k in 0..n {
                     let f = (f + k) as u32 % FUNCTIONS as u32;
-                    c.emit(Op::Const(FUNCTION_NUMBERS + f));
                     (0..f).for_each(|a| c.emit(Op::Const(FIRST_STRING + a)));
-                    c.emit(Op::MakeArray(1 + f as u16));
+                    c.emit(Op::Branch(f, f as u16));
                 }
                 c.emit(Op::Gather(n.into()));
             }
@@ -157,7 +161,7 @@ fn balanced(pieces: &[Piece]) -> Vec<Op> {
             continue;
         };
         let (pops, pushes) = ops[pc].stack_effect().unwrap_or((0, 0));
-        let after = depth[pc] - pops + pushes;
+        let after = (depth[pc].0 - pops + pushes, depth[pc].1);
         // Control falls through to `pc + 1`, so there is always one that fits.
         let fits: Vec<usize> = (0..ops.len()).filter(|&t| depth[t] == after).collect();
         let t = fits[choice as usize % fits.len()] as u32;
@@ -177,19 +181,19 @@ fn bundle(functions: Vec<Vec<Piece>>) -> Bundle {
                 params: (0..i)
                     .map(|p| Param {
                         name: format!("p{p}"),
-                        ty: "any".into(),
+                        ty: ValueType::ANY,
                     })
                     .collect(),
                 locals: LOCALS,
                 lines: vec![Loc::default(); code.len()],
                 code,
-                returns: ["any", "object", "string"][i % 3].into(),
+                returns: ValueType::parse(["any", "object", "string"][i % 3]).expect("a type"),
                 matchable: None,
             }
         })
         .collect();
     let mut json = TaskMeta::named("json");
-    json.output = Output::Json(Some("object".into()));
+    json.output = Output::Json(ValueType::parse("object"));
     Bundle {
         compiler_version: "proptest".into(),
         constants: constants(),

@@ -336,6 +336,17 @@ fn a_call_with_more_arguments_than_an_operand_holds_is_a_compile_error() {
 }
 
 #[test]
+fn an_index_past_what_an_operand_holds_is_a_compile_error() {
+    // `Index` holds a `u32`: the index one past it used to be read as `u32::MAX`, an
+    // element the template never named.
+    let src = "<library><template name=\"f\" params=\"xs:string[]\"><task><instructions>{{xs.4294967296}} {{xs.4294967295}}</instructions></task></template></library>";
+    assert_eq!(
+        compile_errors(src),
+        "big.xml:1:72: error: index 4294967296: the bytecode allows at most 4294967295\n"
+    );
+}
+
+#[test]
 fn a_function_with_more_locals_than_an_operand_holds_is_a_compile_error() {
     let inputs: String = (0..70_000)
         .map(|i| format!("<input name=\"i{i}\">v</input>"))

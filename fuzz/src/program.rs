@@ -1,14 +1,14 @@
 //! Programs for the `vm` target: functions of instruction choices, mapped onto real
 //! instructions either as they are or repaired so that nearly all of them verify.
 
-use crate::host::{ScriptOutcome, Scripted, KINDS, TYPES, WORDS};
+use crate::host::{ScriptOutcome, Scripted, TYPES, WORDS};
 use crate::{Reply, J};
 use arbitrary::Arbitrary;
 use serde_json::Value;
 use std::sync::Arc;
 use tv_vm::bundle::{
     Bundle, Const, ContextSettings, Entry, FilePaths, Function, Inherit, Loc, MatchInfo, Output,
-    Param, TaskMeta,
+    Param, TaskMeta, TaskType, ValueType,
 };
 use tv_vm::isa::{CmpOp, Op, Quote};
 
@@ -60,14 +60,12 @@ pub enum OpSpec {
     Dup,
     Field(u8),
     Index(u8),
-    IndexDyn,
     Not,
     Compare(u8),
     Jump(u8),
     JumpIfFalse(u8),
     JumpIfTrue(u8),
     JumpIfFailed(u8),
-    Concat(u8),
     ShellQuote,
     Builtin(u8, u8),
     Call(u8, u8),
@@ -84,7 +82,6 @@ pub enum OpSpec {
     Append(u8),
     Increment(u8),
     LoopGuard,
-    Accumulate(bool),
     AccumulateLocal(u8, bool),
     FailSequence(u8, u8),
     FailReduce,
@@ -96,27 +93,25 @@ pub enum OpSpec {
     EndLoop(u8),
     /// `ShellQuoteIn`, the context chosen by the operand (any value picks one).
     ShellQuoteIn(u8),
-    /// `Gather` of well-formed calls (raw: of whatever is on the stack).
+    /// `Gather` of well-formed branches (raw: of however many the frame holds).
     Gather(u8, u8),
+    /// A branch (repaired: one branch, gathered at once).
+    Branch(u8, u8),
 }
 
 const MAX_FUNCTIONS: usize = 4;
 const MAX_CODE: usize = 48;
 
-/// The constant pool: fixed values, function numbers, the input's numbers, then strings.
+/// The constant pool: fixed values, the input's numbers, then strings.
 struct Pool {
     constants: Vec<Const>,
-    /// Where the function numbers start (`Gather` calls name their function by one).
-    functions: usize,
     /// Where the strings start; they run to the end.
     strings: usize,
 }
 
 impl Pool {
-    fn new(p: &Program, functions: usize) -> Pool {
+    fn new(p: &Program) -> Pool {
         let mut constants = vec![Const::Null, Const::Bool(true), Const::Bool(false)];
-        let first_function = constants.len();
-        constants.extend((0..functions).map(|i| Const::Num(i as f64)));
         constants.extend(p.numbers.iter().take(4).map(|n| Const::Num(*n)));
         let strings = constants.len();
         constants.extend(
@@ -126,11 +121,7 @@ impl Pool {
                 .map(|s| Const::Str(s.to_string())),
         );
         constants.extend(p.strings.iter().take(6).map(|s| Const::Str(s.clone())));
-        Pool {
-            constants,
-            functions: first_function,
-            strings,
-        }
+        Pool { constants, strings }
     }
 
     fn any(&self, i: u8) -> u32 {
@@ -147,7 +138,7 @@ impl Program {
     pub fn bundle(&self) -> Bundle {
         let specs: Vec<&FunctionSpec> = self.functions.iter().take(MAX_FUNCTIONS).collect();
         let params: Vec<usize> = specs.iter().map(|f| f.params as usize % 3).collect();
-        let pool = Pool::new(self, specs.len());
+        let pool = Pool::new(self);
         let tasks: Vec<Arc<TaskMeta>> = self
             .tasks
             .iter()
@@ -215,15 +206,15 @@ fn function(i: usize, f: &FunctionSpec, params: usize, locals: usize, code: Vec<
         params: (0..params)
             .map(|p| Param {
                 name: format!("p{p}"),
-                ty: TYPES[(f.returns as usize + p) % TYPES.len()].into(),
+                ty: value_type(f.returns as usize + p),
             })
             .collect(),
         locals: locals as u16,
         lines: vec![Loc::default(); code.len()],
         code,
-        returns: TYPES[f.returns as usize % TYPES.len()].into(),
+        returns: value_type(f.returns.into()),
         matchable: f.matchable.as_ref().map(|(kind, sub, words)| MatchInfo {
-            task_type: KINDS[*kind as usize % KINDS.len()].into(),
+            task_type: TASK_TYPES[*kind as usize % TASK_TYPES.len()],
             subtype: sub.map(|s| WORDS[s as usize % WORDS.len()].into()),
             description: words
                 .iter()
@@ -240,9 +231,7 @@ fn task(t: &TaskSpec) -> TaskMeta {
     meta.output = match t.output % 4 {
         0 => Output::Text,
         1 => Output::Json(None),
-        n => Output::Json(Some(
-            TYPES[(t.output as usize * 7 + n as usize) % TYPES.len()].into(),
-        )),
+        n => Output::Json(Some(value_type(t.output as usize * 7 + n as usize))),
     };
     meta.context = ContextSettings {
         inherit: [Inherit::None, Inherit::Full, Inherit::Subset][t.inherit as usize % 3],
@@ -259,6 +248,20 @@ fn task(t: &TaskSpec) -> TaskMeta {
         _ => FilePaths::Description("the code".into()),
     };
     meta
+}
+
+/// Task types templates may have; matching finds only atomic ones.
+const TASK_TYPES: [TaskType; 5] = [
+    TaskType::Atomic,
+    TaskType::Sequential,
+    TaskType::Reduce,
+    TaskType::Script,
+    TaskType::DirectorEvaluatorLoop,
+];
+
+/// One of the written types, `any` for the one that is not a type.
+fn value_type(choice: usize) -> ValueType {
+    ValueType::parse(TYPES[choice % TYPES.len()]).unwrap_or(ValueType::ANY)
 }
 
 fn quote(q: u8) -> Quote {
@@ -290,14 +293,12 @@ fn raw(s: OpSpec) -> Op {
         OpSpec::Dup => Op::Dup,
         OpSpec::Field(i) => Op::Field(i.into()),
         OpSpec::Index(i) => Op::Index(i.into()),
-        OpSpec::IndexDyn => Op::IndexDyn,
         OpSpec::Not => Op::Not,
         OpSpec::Compare(c) => Op::Compare(cmp(c)),
         OpSpec::Jump(t) => Op::Jump(t.into()),
         OpSpec::JumpIfFalse(t) => Op::JumpIfFalse(t.into()),
         OpSpec::JumpIfTrue(t) => Op::JumpIfTrue(t.into()),
         OpSpec::JumpIfFailed(t) => Op::JumpIfFailed(t.into()),
-        OpSpec::Concat(n) => Op::Concat(n.into()),
         OpSpec::ShellQuote => Op::ShellQuote,
         OpSpec::Builtin(id, n) => Op::Builtin(id.into(), n),
         OpSpec::Call(f, n) => Op::Call(f.into(), n),
@@ -314,7 +315,6 @@ fn raw(s: OpSpec) -> Op {
         OpSpec::Append(i) => Op::Append(i.into()),
         OpSpec::Increment(i) => Op::Increment(i.into()),
         OpSpec::LoopGuard => Op::LoopGuard,
-        OpSpec::Accumulate(full) => Op::Accumulate(full),
         OpSpec::AccumulateLocal(i, full) => Op::AccumulateLocal(i.into(), full),
         OpSpec::FailSequence(s, t) => Op::FailSequence(s.into(), t.into()),
         OpSpec::FailReduce => Op::FailReduce,
@@ -326,6 +326,7 @@ fn raw(s: OpSpec) -> Op {
         OpSpec::EndLoop(mode) => Op::EndLoop(mode),
         OpSpec::ShellQuoteIn(q) => Op::ShellQuoteIn(quote(q)),
         OpSpec::Gather(n, _) => Op::Gather(n.into()),
+        OpSpec::Branch(f, n) => Op::Branch(f.into(), n.into()),
     }
 }
 
@@ -343,15 +344,18 @@ impl Shape<'_> {
         let mut c = Code::default();
         let mut jumps: Vec<(usize, u8)> = Vec::new();
         for s in specs {
-            if let OpSpec::Gather(n, seed) = *s {
-                let n = 1 + n as usize % 3;
+            let gather = match *s {
+                OpSpec::Gather(n, seed) => Some((1 + n as usize % 3, seed)),
+                OpSpec::Branch(seed, _) => Some((1, seed)),
+                _ => None,
+            };
+            if let Some((n, seed)) = gather {
                 for k in 0..n {
                     let f = (seed as usize + k) % self.params.len();
-                    c.emit(Op::Const((self.pool.functions + f) as u32));
                     for a in 0..self.params[f] {
                         c.emit(Op::Const(self.pool.any(seed.wrapping_add(a as u8))));
                     }
-                    c.emit(Op::MakeArray(1 + self.params[f] as u16));
+                    c.emit(Op::Branch(f as u32, self.params[f] as u16));
                 }
                 c.emit(Op::Gather(n as u16));
                 continue;
@@ -369,7 +373,8 @@ impl Shape<'_> {
         let Code { mut ops, depth, .. } = c;
         for (pc, choice) in jumps {
             let (pops, pushes) = ops[pc].stack_effect().unwrap_or((0, 0));
-            let after = depth[pc] - pops + pushes;
+            // No branch is held at a jump, so none may be where it lands.
+            let after = (depth[pc].0 - pops + pushes, 0);
             let fits: Vec<usize> = (0..ops.len()).filter(|&t| depth[t] == after).collect();
             // `pc + 1` always fits, as control falls through to it.
             let t = fits[choice as usize % fits.len()] as u32;
@@ -394,7 +399,6 @@ impl Shape<'_> {
             OpSpec::AccumulateLocal(i, full) => Op::AccumulateLocal(local(i), full),
             OpSpec::Field(i) => Op::Field(pool.string(i)),
             OpSpec::CheckReturn(i) => Op::CheckReturn(pool.string(i)),
-            OpSpec::Concat(n) => Op::Concat((n % 5).into()),
             OpSpec::MakeArray(n) => Op::MakeArray((n % 5).into()),
             OpSpec::MakeObject(first, n) => {
                 let first = pool.string(first);
@@ -423,12 +427,14 @@ impl Shape<'_> {
     }
 }
 
-/// Straight-line code and the stack depth before each instruction.
+/// Straight-line code, and the stack depth and the branches held before each
+/// instruction.
 #[derive(Default)]
 struct Code {
     ops: Vec<Op>,
-    depth: Vec<usize>,
+    depth: Vec<(usize, usize)>,
     d: usize,
+    held: usize,
 }
 
 impl Code {
@@ -439,12 +445,17 @@ impl Code {
         let (pops, pushes) = op.stack_effect().unwrap_or((1, 0));
         while self.d < pops {
             self.ops.push(Op::Const(1 + self.ops.len() as u32 % 2));
-            self.depth.push(self.d);
+            self.depth.push((self.d, self.held));
             self.d += 1;
         }
         self.ops.push(op);
-        self.depth.push(self.d);
+        self.depth.push((self.d, self.held));
         self.d = self.d - pops + pushes;
+        self.held = match op {
+            Op::Branch(..) => self.held + 1,
+            Op::Gather(_) => 0,
+            _ => self.held,
+        };
         self.ops.len() - 1
     }
 }

@@ -142,6 +142,23 @@ fn a_damaged_bundle_is_refused_with_exit_two() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A bundle written by an older `tvc` (format 3) is refused like a damaged one, with
+/// a message that names its format and says to recompile it.
+#[test]
+fn a_bundle_of_an_older_format_is_refused_with_exit_two_and_told_to_recompile() {
+    let old = files::golden("compat/code_review.v3");
+    let old = old.to_str().expect("path");
+    let (code, _, stderr) = tvm(&["run", old, "--provider", "echo"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("format 3"), "{stderr}");
+    assert!(
+        stderr.contains("recompile the templates with this version's tvc"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = tvm(&["disasm", old]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
 #[test]
 fn disasm_prints_the_listing() {
     let g = golden();

@@ -10,10 +10,9 @@ use tv_stdlib::types::{Mismatch, Type};
 /// How much of a bad value an error message quotes.
 const QUOTED_CHARS: usize = 60;
 
-/// The value of `--arg NAME=RAW` for a parameter of type `ty` (as written in the bundle):
-/// text for `string` and untyped parameters, JSON for the others.
-pub fn parse_arg(name: &str, ty: &str, raw: &str) -> Result<Value, String> {
-    let t = Type::parse(ty).unwrap_or(Type::Any);
+/// The value of `--arg NAME=RAW` for a parameter of type `t`: text for `string` and
+/// untyped parameters, JSON for the others.
+pub fn parse_arg(name: &str, t: &Type, raw: &str) -> Result<Value, String> {
     let value = match t {
         Type::String | Type::Any => return Ok(Value::String(raw.to_string())),
         _ => serde_json::from_str::<Value>(raw.trim()),
@@ -21,9 +20,9 @@ pub fn parse_arg(name: &str, ty: &str, raw: &str) -> Result<Value, String> {
     match value {
         Ok(v) => match t.mismatch(&v) {
             None => Ok(v),
-            Some(m) => Err(expected(name, &t, &quote(raw), Some(&m))),
+            Some(m) => Err(expected(name, t, &quote(raw), Some(&m))),
         },
-        Err(_) => Err(expected(name, &t, &quote(raw), None)),
+        Err(_) => Err(expected(name, t, &quote(raw), None)),
     }
 }
 
@@ -54,7 +53,7 @@ pub fn bind(f: &Function, mut given: Map<String, Value>) -> Result<Vec<Value>, S
                     p.name, f.name, p.name
                 )
             })?;
-            let t = Type::parse(&p.ty).unwrap_or(Type::Any);
+            let t = p.ty.to_type();
             match t.mismatch(&v) {
                 None => Ok(v),
                 Some(m) => Err(expected(&p.name, &t, &quote(&v.to_string()), Some(&m))),
@@ -90,7 +89,7 @@ fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::Param;
+    use crate::bundle::{Param, ValueType};
     use serde_json::json;
 
     fn function(params: &[(&str, &str)]) -> Function {
@@ -100,39 +99,46 @@ mod tests {
                 .iter()
                 .map(|(n, t)| Param {
                     name: n.to_string(),
-                    ty: t.to_string(),
+                    ty: ValueType::from(&ty(t)),
                 })
                 .collect(),
             locals: params.len() as u16,
             code: Vec::new(),
             lines: Vec::new(),
-            returns: "any".into(),
+            returns: ValueType::ANY,
             matchable: None,
         }
     }
 
+    fn ty(written: &str) -> Type {
+        Type::parse(written).expect("a type")
+    }
+
     #[test]
     fn text_arguments_are_read_as_their_parameter_type_or_refused_by_name() {
-        assert_eq!(parse_arg("n", "number", "2").unwrap(), json!(2));
+        assert_eq!(parse_arg("n", &ty("number"), "2").unwrap(), json!(2));
         assert_eq!(
-            parse_arg("n", "number", "two").unwrap_err(),
+            parse_arg("n", &ty("number"), "two").unwrap_err(),
             "`n` expects a number, got `two`"
         );
-        assert_eq!(parse_arg("b", "boolean", "true").unwrap(), json!(true));
+        assert_eq!(parse_arg("b", &ty("boolean"), "true").unwrap(), json!(true));
         assert_eq!(
-            parse_arg("b", "boolean", "3").unwrap_err(),
+            parse_arg("b", &ty("boolean"), "3").unwrap_err(),
             "`b` expects a boolean (`true` or `false`), got `3`"
         );
         assert_eq!(
-            parse_arg("xs", "string[]", "[1,2]").unwrap_err(),
+            parse_arg("xs", &ty("string[]"), "[1,2]").unwrap_err(),
             "`xs` expects `string[]` (as JSON), got `[1,2]`; at `$[0]` expected string, got number"
         );
         assert_eq!(
-            parse_arg("xs", "string[]", "{}").unwrap_err(),
+            parse_arg("xs", &ty("string[]"), "{}").unwrap_err(),
             "`xs` expects `string[]` (as JSON), got `{}`"
         );
-        assert_eq!(parse_arg("s", "string", "[1,2]").unwrap(), json!("[1,2]"));
-        assert_eq!(parse_arg("a", "any", "12").unwrap(), json!("12"));
+        assert_eq!(
+            parse_arg("s", &ty("string"), "[1,2]").unwrap(),
+            json!("[1,2]")
+        );
+        assert_eq!(parse_arg("a", &ty("any"), "12").unwrap(), json!("12"));
     }
 
     #[test]
@@ -161,7 +167,7 @@ mod tests {
 
     #[test]
     fn a_long_bad_value_is_quoted_only_in_part() {
-        let e = parse_arg("n", "number", &"x".repeat(500)).unwrap_err();
+        let e = parse_arg("n", &ty("number"), &"x".repeat(500)).unwrap_err();
         assert!(e.len() < 120, "{e}");
         assert!(e.ends_with("…`"), "{e}");
     }

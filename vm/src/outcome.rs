@@ -47,10 +47,9 @@ pub fn conform(r: &mut TaskResult, output: &Output) {
     match (parsed, schema) {
         (Ok(v), None) => r.parsed_content = Some(v),
         (Ok(v), Some(ty)) => {
-            let expected = Type::parse(ty).unwrap_or(Type::Any);
-            if let Some(m) = expected.mismatch(&v) {
+            if let Some(m) = ty.to_type().mismatch(&v) {
                 let should = format!("the output should be `{ty}` JSON");
-                *r = mismatched(should, ty, &m, std::mem::take(&mut r.content));
+                *r = mismatched(should, &ty.to_string(), &m, std::mem::take(&mut r.content));
                 return;
             }
             r.parsed_content = Some(v);

@@ -8,7 +8,8 @@ fn conformed(mut r: TaskResult, schema: &Output) -> Value {
 
 #[test]
 fn a_value_that_fails_its_declared_type_names_the_path_and_keeps_the_reply() {
-    let schema = Output::Json(Some("string[][]".into()));
+    let declared = Type::parse("string[][]").expect("a type");
+    let schema = Output::Json(Some((&declared).into()));
     // A composite's final value, as `finish` conforms it: text to parse, or a
     // value its last step parsed already.
     let text = r#"[["a"], ["b", true]]"#;

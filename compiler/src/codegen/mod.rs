@@ -8,7 +8,7 @@ use crate::diag::Diagnostic;
 use crate::ir::{self, Expr, ExprKind};
 use crate::source::{FileId, LineCursor, SourceMap, Span};
 use pool::{Pool, Use, Uses};
-use tv_vm::bundle::{Bundle, Const, Function, Loc, Param};
+use tv_vm::bundle::{Bundle, Const, Function, Loc, Param, ValueType};
 use tv_vm::isa::{Op, Quote};
 
 /// The bundle of `p`, or an error for each count that does not fit the operand that
@@ -30,12 +30,17 @@ pub fn generate(p: &ir::Program, sources: &SourceMap) -> Result<Bundle, Vec<Diag
     // Each function's constants are renamed right after they are pooled, while its
     // code is still in the cache: a separate pass on the workers measured slower.
     let mut pool = Pool::default();
-    let mut errors = Vec::new();
+    let mut errors = numbering(p);
     let functions = parts
         .into_iter()
         .flatten()
-        .map(|(mut f, uses, errs)| {
+        .zip(&p.functions)
+        .map(|((mut f, uses, errs), source)| {
+            let fitted = pool.fits();
             pool.take(uses, &mut f.code);
+            if fitted && !pool.fits() {
+                errors.push(too_many("constants in one program", source.span));
+            }
             errors.extend(errs);
             f
         })
@@ -44,6 +49,38 @@ pub fn generate(p: &ir::Program, sources: &SourceMap) -> Result<Bundle, Vec<Diag
         return Err(errors);
     }
     Ok(finish(p, sources, pool.items, functions))
+}
+
+/// How many things a `u32` operand numbers (a widening: `usize` is at least 32 bits
+/// wherever `tvc` builds).
+const NUMBERED: usize = (u32::MAX as usize).saturating_add(1);
+
+/// Functions and tasks are numbered by `u32` operands; lowering keeps a number past
+/// that at `u32::MAX` (see [`ir::id`]), so a program with more of either is an error.
+fn numbering(p: &ir::Program) -> Vec<Diagnostic> {
+    let numbered = NUMBERED;
+    let mut errors = Vec::new();
+    if let Some(f) = p.functions.get(numbered) {
+        errors.push(too_many(
+            "templates and branch functions in one program",
+            f.span,
+        ));
+    }
+    if let (true, Some(f)) = (p.tasks.len() > numbered, p.functions.first()) {
+        errors.push(too_many("tasks in one program", f.span));
+    }
+    errors
+}
+
+fn too_many(what: &str, span: Span) -> Diagnostic {
+    Diagnostic::error(
+        span,
+        format!(
+            "more than {} {what}: the bytecode numbers at most that many",
+            1u64 << 32
+        ),
+    )
+    .with_help("split it into smaller programs")
 }
 
 /// Code and line tables are built here and copied out at their final size, so each
@@ -72,12 +109,13 @@ fn function<'ir>(
         errors: Vec::new(),
     };
     g.node(&f.body);
-    let returns = f.returns.as_ref().map_or("any".into(), |t| t.to_string());
-    if f.returns.is_some() {
-        let c = g.consts.add(Use::Owned(Const::Str(returns.clone())));
+    if let Some(t) = &f.returns {
+        let c = g.consts.add(Use::Owned(Const::Str(t.to_string())));
         g.emit(Op::CheckReturn(c));
     }
     g.emit(Op::Return);
+    // Jump targets and constant positions are below the code's length.
+    g.operand::<u32>(g.code.len(), "instructions in one function");
     let function = Function {
         name: f.name.clone(),
         params: f
@@ -85,13 +123,13 @@ fn function<'ir>(
             .iter()
             .map(|(n, t)| Param {
                 name: n.clone(),
-                ty: t.to_string(),
+                ty: t.into(),
             })
             .collect(),
         locals: g.locals(f.locals.len()),
         code: g.code.to_vec(),
         lines: g.lines.to_vec(),
-        returns,
+        returns: f.returns.as_ref().map_or(ValueType::ANY, ValueType::from),
         matchable: f.matchable.clone(),
     };
     (scratch.code, scratch.lines) = (g.code, g.lines);
@@ -163,10 +201,11 @@ impl<'ir> Gen<'_, 'ir> {
         }
         let source = self.sources.get(file);
         let (line, col) = source.line_col_from(&mut self.cursor.1, start as usize);
+        // Sources are at most 64 MiB, so no line or column comes near `u32::MAX`.
         Loc {
             file: file.0,
-            line: line as u32,
-            col: col as u32,
+            line: ir::id(line),
+            col: ir::id(col),
         }
     }
 
@@ -204,8 +243,10 @@ impl<'ir> Gen<'_, 'ir> {
         self.operand(n, "locals (inputs and variables) in one function")
     }
 
+    /// The address of the next instruction. Past `u32::MAX` it stays there:
+    /// [`function`] checks the length of the whole code, so such a function is an error.
     fn here(&self) -> u32 {
-        self.code.len() as u32
+        ir::id(self.code.len())
     }
 
     fn jump(&mut self, make: fn(u32) -> Op) -> Hole {
@@ -254,7 +295,14 @@ impl<'ir> Gen<'_, 'ir> {
             }
             ExprKind::Index(base, i) => {
                 self.expr(base);
-                self.emit(Op::Index(*i));
+                let i = u32::try_from(*i).unwrap_or_else(|_| {
+                    self.errors.push(Diagnostic::error(
+                        self.span,
+                        format!("index {i}: the bytecode allows at most {}", u32::MAX),
+                    ));
+                    0
+                });
+                self.emit(Op::Index(i));
             }
             ExprKind::Not(x) => {
                 self.expr(x);
@@ -342,14 +390,13 @@ impl<'ir> Gen<'_, 'ir> {
         self.patch(done);
     }
 
-    /// Builds `[function, args...]` for each call, runs them as branches, and keeps
-    /// the array of their results in `results`.
+    /// Makes each call a branch, runs them, and keeps the array of their results in
+    /// `results`.
     fn gather(&mut self, calls: &'ir [(u32, Vec<Expr>)], results: ir::Local) {
         for (f, args) in calls {
-            self.constant(Const::Num(f64::from(*f)));
             args.iter().for_each(|a| self.expr(a));
-            let n = self.operand(1 + args.len(), "values captured by one branch");
-            self.emit(Op::MakeArray(n));
+            let n = self.operand(args.len(), "values captured by one branch");
+            self.emit(Op::Branch(*f, n));
         }
         let n = self.operand(calls.len(), "branches run together");
         self.emit(Op::Gather(n));

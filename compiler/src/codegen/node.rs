@@ -105,7 +105,8 @@ impl<'ir> Gen<'_, 'ir> {
         for (i, step) in s.steps.iter().enumerate() {
             self.node(step);
             // Every index is below `total`, which fits (or is already an error).
-            failures.push((self.jump(Op::JumpIfFailed), i as u16));
+            let step = u16::try_from(i).unwrap_or(u16::MAX);
+            failures.push((self.jump(Op::JumpIfFailed), step));
             if let Some(slot) = s.slots.get(i).copied().flatten() {
                 self.emit(Op::KeepValue(slot));
             }
@@ -159,7 +160,8 @@ impl<'ir> Gen<'_, 'ir> {
             match &r.inner_branches {
                 Some((_, results)) => {
                     self.emit(Op::Load(*results));
-                    self.emit(Op::Index(i as u32));
+                    let i = self.operand(i, "inputs of one reduce");
+                    self.emit(Op::Index(i));
                 }
                 None => self.node(&r.inner),
             }

@@ -29,7 +29,8 @@ impl<'ir> Uses<'ir> {
 
     pub(super) fn add(&mut self, u: Use<'ir>) -> u32 {
         self.0.push(u);
-        (self.0.len() - 1) as u32
+        // Each use is an instruction, and the function's length is checked.
+        crate::ir::id(self.0.len() - 1)
     }
 }
 
@@ -53,6 +54,12 @@ enum Key {
 }
 
 impl<'ir> Pool<'ir> {
+    /// Whether every constant's position fits the `u32` operands that name it; past
+    /// that, positions stay at `u32::MAX` (see [`crate::ir::id`]).
+    pub(super) fn fits(&self) -> bool {
+        self.items.len() <= super::NUMBERED
+    }
+
     /// Pools the constants of a function and renames them in its code.
     pub(super) fn take(&mut self, uses: Uses<'ir>, code: &mut [Op]) {
         let slots: Vec<u32> = uses
@@ -78,7 +85,7 @@ impl<'ir> Pool<'ir> {
         if let Some(&i) = self.strings.get(&*s) {
             return i;
         }
-        let next = self.items.len() as u32;
+        let next = crate::ir::id(self.items.len());
         self.items.push(Const::Str(s.to_string()));
         self.strings.insert(s, next);
         next
@@ -91,7 +98,7 @@ impl<'ir> Pool<'ir> {
             Const::Bool(b) => Key::Bool(b),
             Const::Num(n) => Key::Num(n.to_bits()),
         };
-        let next = self.items.len() as u32;
+        let next = crate::ir::id(self.items.len());
         let i = *self.others.entry(key).or_insert(next);
         if i == next {
             self.items.push(c);
@@ -100,7 +107,7 @@ impl<'ir> Pool<'ir> {
     }
 
     fn keys(&mut self, fields: &'ir [(String, Expr)]) -> u32 {
-        let first = self.items.len() as u32;
+        let first = crate::ir::id(self.items.len());
         self.items
             .extend(fields.iter().map(|(k, _)| Const::Str(k.clone())));
         first

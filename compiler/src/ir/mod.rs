@@ -38,6 +38,21 @@ pub struct Function {
 
 pub type Local = u16;
 
+/// A count or position as an id of the IR (a function, task or constant, numbered by
+/// `u32`). Lowering reports nothing, so a number an id cannot hold is kept at the id's
+/// largest value rather than cut to a smaller one, and code generation refuses every
+/// program where that can happen (more functions, tasks or constants than a `u32`
+/// numbers) with an error at its place: no id is ever silently wrong in a bundle.
+pub fn id(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A local's number, kept at [`Local::MAX`] past it as [`id`] does: code generation
+/// refuses a function with more locals than a frame may have, far fewer than that.
+pub fn local(n: usize) -> Local {
+    Local::try_from(n).unwrap_or(Local::MAX)
+}
+
 /// Calls run as concurrent branches, and the local that receives their results.
 pub type Branches = (Vec<(u32, Vec<Expr>)>, Local);
 
@@ -166,7 +181,8 @@ pub enum ExprKind {
     Str(String),
     Local(Local),
     Field(Box<Expr>, String),
-    Index(Box<Expr>, u32),
+    /// The index as written; code generation checks that it fits its operand.
+    Index(Box<Expr>, u64),
     Not(Box<Expr>),
     Compare(CmpOp, Box<Expr>, Box<Expr>),
     And(Box<Expr>, Box<Expr>),

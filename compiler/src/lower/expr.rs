@@ -64,9 +64,7 @@ impl<'a> Lowerer<'a> {
                 };
                 let kind = match &seg.node {
                     Segment::Name(n) => ExprKind::Field(base, n.clone()),
-                    Segment::Index(i) => {
-                        ExprKind::Index(base, u32::try_from(*i).unwrap_or(u32::MAX))
-                    }
+                    Segment::Index(i) => ExprKind::Index(base, *i),
                 };
                 Expr::new(kind, ty, span)
             }

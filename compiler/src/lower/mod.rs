@@ -20,7 +20,7 @@ use tv_vm::bundle::{Loc, MatchInfo, TaskMeta, CONTEXT_PARAM};
 
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
     let plan = Plan::new(program, symbols);
-    let total = plan.items.len() as u32;
+    let total = ir::id(plan.items.len());
     // Chunks of items are lowered on the workers, each numbering its tasks and branch
     // functions from zero; `assemble` then moves each part's numbers past the ones
     // before it.
@@ -81,7 +81,7 @@ impl<'p> Plan<'p> {
                     plan.takes_context.insert(name.clone());
                 }
                 if let std::collections::hash_map::Entry::Vacant(slot) = plan.ids.entry(name) {
-                    slot.insert(plan.items.len() as u32);
+                    slot.insert(ir::id(plan.items.len()));
                     plan.items.push(item);
                     plan.user_items += usize::from(!m.std);
                 }
@@ -92,7 +92,7 @@ impl<'p> Plan<'p> {
 
     /// The parts end to end: every part's items, then every part's branch functions.
     fn assemble(self, mut parts: Vec<Part>) -> ir::Program {
-        let items = self.items.len() as u32;
+        let items = ir::id(self.items.len());
         let (mut tasks_before, mut branches_before) = (0, 0);
         let mut shifted: Vec<(Shift, &mut Part)> = Vec::with_capacity(parts.len());
         for part in &mut parts {
@@ -101,8 +101,8 @@ impl<'p> Plan<'p> {
                 tasks: tasks_before,
                 branches: branches_before,
             };
-            tasks_before += part.tasks.len() as u32;
-            branches_before += part.branches.len() as u32;
+            tasks_before = ir::id(part.tasks.len()).saturating_add(tasks_before);
+            branches_before = ir::id(part.branches.len()).saturating_add(branches_before);
             shifted.push((shift, part));
         }
         crate::parallel::each_mut(&mut shifted, |(shift, part)| {
@@ -123,7 +123,7 @@ impl<'p> Plan<'p> {
         let entries = functions[..self.user_items]
             .iter()
             .enumerate()
-            .map(|(i, f)| (f.name.clone(), i as u32))
+            .map(|(i, f)| (f.name.clone(), ir::id(i)))
             .collect();
         ir::Program {
             functions,
@@ -171,7 +171,7 @@ struct Frame {
 impl Frame {
     fn local(&mut self, name: &str, ty: Type) -> Local {
         self.locals.push((name.to_string(), ty));
-        (self.locals.len() - 1) as Local
+        ir::local(self.locals.len() - 1)
     }
 
     fn bind(&mut self, name: &str, ty: Type) -> Local {
@@ -203,8 +203,8 @@ impl Lowerer<'_> {
         let (line, col) = file.line_col(span.start as usize);
         Loc {
             file: span.file.0,
-            line: line as u32,
-            col: col as u32,
+            line: ir::id(line),
+            col: ir::id(col),
         }
     }
 
@@ -306,7 +306,8 @@ impl Lowerer<'_> {
             }
         }
         captured.reverse();
-        let id = self.items + self.branches.len() as u32;
+        let slot = self.branches.len();
+        let id = self.items.saturating_add(ir::id(slot));
         frame.branches_made += 1;
         let mut inner = Frame {
             name: format!("{}~{}", frame.name, frame.branches_made),
@@ -345,7 +346,6 @@ impl Lowerer<'_> {
         // Reserve the id before lowering: the body may make branches of its own.
         self.branches.push(placeholder(id, body.span()));
         let node = self.body(body, &mut inner, false);
-        let slot = (id - self.items) as usize;
         let mut function = ir::Function {
             name: inner.name,
             params,
@@ -482,7 +482,7 @@ fn matchable(t: &ast::Task) -> Option<MatchInfo> {
         None => description,
     };
     Some(MatchInfo {
-        task_type: "atomic".into(),
+        task_type: tv_vm::bundle::TaskType::Atomic,
         subtype: t.subtype.as_ref().map(|s| s.node.clone()),
         description,
     })

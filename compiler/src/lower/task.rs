@@ -571,7 +571,7 @@ impl Lowerer<'_> {
         frame.tasks_made += 1;
         let output = match &task.output_format {
             Some(f) if f.kind.node == OutputKind::Json => {
-                Output::Json(f.schema.as_ref().map(|s| s.node.to_string()))
+                Output::Json(f.schema.as_ref().map(|s| (&s.node).into()))
             }
             _ => Output::Text,
         };
@@ -615,7 +615,7 @@ impl Lowerer<'_> {
                 .then(|| context::spawned(task.context.as_ref())),
             assembly: assembly(task.context_assembly.as_ref()),
         }));
-        (self.tasks.len() - 1) as u32
+        ir::id(self.tasks.len() - 1)
     }
 }
 

@@ -1,9 +1,12 @@
 //! The verifier: proves, before anything runs, that every index an instruction uses
-//! is in range, every jump lands on an instruction, and the stack depth at every
-//! instruction is the same on all paths, never negative, and at least one at `Return`.
-//! The interpreter still checks its indices, but a verified bundle never trips them.
+//! is in range, every call and branch passes its function as many arguments as it
+//! takes, every jump lands on an instruction, and the stack depth at every instruction
+//! is the same on all paths, never negative, and at least one at `Return`; so is the
+//! number of branches a frame holds, which each `Gather` takes exactly. Stored types
+//! nest no deeper than a written type may. The interpreter still checks its indices,
+//! but a verified bundle never trips them.
 
-use super::{Bundle, Const, Function};
+use super::{Bundle, Const, Function, Output, ValueType};
 use crate::isa::Op;
 use tv_stdlib::builtins::BUILTINS;
 
@@ -23,6 +26,9 @@ pub fn verify(b: &Bundle) -> Result<(), String> {
         }
     }
     for t in &b.tasks {
+        if let Output::Json(Some(ty)) = &t.output {
+            valid(*ty).map_err(|e| format!("task `{}`: its output format {e}", t.name))?;
+        }
         if t.loc.file as usize >= b.files.len() {
             return Err(format!(
                 "task `{}` points into file {}, which does not exist",
@@ -50,6 +56,10 @@ fn verify_function(b: &Bundle, f: &Function) -> Result<(), String> {
     if (f.locals as usize) < f.params.len() {
         return Err("fewer locals than parameters".into());
     }
+    for p in &f.params {
+        valid(p.ty).map_err(|e| format!("parameter `{}`: {e}", p.name))?;
+    }
+    valid(f.returns).map_err(|e| format!("its return type {e}"))?;
     for (pc, (op, loc)) in f.code.iter().zip(&f.lines).enumerate() {
         check_operands(b, f, *op).map_err(|e| format!("pc {pc}: {e}"))?;
         if loc.file as usize >= b.files.len() {
@@ -106,20 +116,8 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
             }
             Ok(())
         }
-        Op::Call(callee, argc) => {
-            let g = b
-                .functions
-                .get(callee as usize)
-                .ok_or_else(|| format!("function {callee} does not exist"))?;
-            if g.params.len() != argc as usize {
-                return Err(format!(
-                    "`{}` called with {argc} arguments, takes {}",
-                    g.name,
-                    g.params.len()
-                ));
-            }
-            Ok(())
-        }
+        Op::Call(callee, argc) => call(b, callee, argc.into()),
+        Op::Branch(callee, argc) => call(b, callee, argc.into()),
         Op::Atomic(t) | Op::Script(t) | Op::AtomicFocused(t) | Op::Finish(t) => task(t),
         Op::AtomicAccumulated(t, i, _) => task(t).and_then(|_| local(i)),
         Op::EndLoop(mode) if mode > crate::isa::LOOP_ACCEPTED => {
@@ -132,23 +130,68 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
     }
 }
 
-/// Abstract interpretation of the stack depth over the control-flow graph.
+/// A call of function `callee` with `argc` arguments, or a branch that makes one.
+fn call(b: &Bundle, callee: u32, argc: usize) -> Result<(), String> {
+    let g = b
+        .functions
+        .get(callee as usize)
+        .ok_or_else(|| format!("function {callee} does not exist"))?;
+    if g.params.len() != argc {
+        return Err(format!(
+            "`{}` called with {argc} arguments, takes {}",
+            g.name,
+            g.params.len()
+        ));
+    }
+    Ok(())
+}
+
+fn valid(t: ValueType) -> Result<(), String> {
+    if t.is_valid() {
+        Ok(())
+    } else {
+        Err(format!("nests {} arrays, more than a type may", t.arrays))
+    }
+}
+
+/// Abstract interpretation of the stack depth, and of the branches the frame holds,
+/// over the control-flow graph.
 fn check_stack(f: &Function) -> Result<(), String> {
-    let mut depth: Vec<Option<usize>> = vec![None; f.code.len()];
-    let mut work = vec![(0usize, 0usize)];
-    while let Some((pc, d)) = work.pop() {
+    let mut state: Vec<Option<(usize, usize)>> = vec![None; f.code.len()];
+    let mut work = vec![(0usize, 0usize, 0usize)];
+    while let Some((pc, d, held)) = work.pop() {
         let Some(op) = f.code.get(pc).copied() else {
             return Err(format!("control runs past the end at pc {pc}"));
         };
-        match depth[pc] {
-            Some(seen) if seen == d => continue,
-            Some(seen) => {
+        match state[pc] {
+            Some(seen) if seen == (d, held) => continue,
+            Some((seen, _)) if seen != d => {
                 return Err(format!(
                     "pc {pc}: stack depth {d} here but {seen} on another path"
                 ))
             }
-            None => depth[pc] = Some(d),
+            Some((_, seen)) => {
+                return Err(format!(
+                    "pc {pc}: {held} branches held here but {seen} on another path"
+                ))
+            }
+            None => state[pc] = Some((d, held)),
         }
+        // A `Gather` runs exactly the branches made since the last one; a frame that
+        // returns drops any it holds.
+        let held = match op {
+            Op::Branch(..) if held >= usize::from(u16::MAX) => {
+                return Err(format!("pc {pc}: more branches than a `Gather` runs"))
+            }
+            Op::Branch(..) => held + 1,
+            Op::Gather(n) if usize::from(n) != held => {
+                return Err(format!(
+                    "pc {pc}: `Gather` of {n} branches where {held} are held"
+                ))
+            }
+            Op::Gather(_) => 0,
+            _ => held,
+        };
         // `Return` takes the top value and drops the rest of the frame's stack.
         let Some((pops, pushes)) = op.stack_effect() else {
             if d < 1 {
@@ -166,10 +209,10 @@ fn check_stack(f: &Function) -> Result<(), String> {
             return Err(format!("pc {pc}: the stack grows past {MAX_STACK}"));
         }
         if let Some(t) = op.target() {
-            work.push((t as usize, after));
+            work.push((t as usize, after, held));
         }
         if !matches!(op, Op::Jump(_)) {
-            work.push((pc + 1, after));
+            work.push((pc + 1, after, held));
         }
     }
     Ok(())

@@ -23,7 +23,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 use tv_stdlib::bounds::text_bound;
 use tv_stdlib::builtins::BUILTINS;
-use tv_stdlib::values::{self as f, into_text, push_text, to_text, truthy};
+use tv_stdlib::values::{self as f, into_text, to_text, truthy};
 
 /// Why [`Vm::run`] stopped.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +52,8 @@ pub(crate) struct Frame {
     /// The accumulated context of each sequence running in this frame, by the local
     /// that holds its results.
     accumulators: Vec<(u16, Accumulator)>,
+    /// Calls made into branches (function, arguments) for the next `Gather`.
+    branches: Vec<(u32, Vec<Value>)>,
     /// Bytes charged to the memory budget for what this frame built.
     pub(crate) charged: u64,
 }
@@ -299,16 +301,6 @@ impl<'b> Vm<'b> {
                 self.stack
                     .push(v.get(i as usize).cloned().unwrap_or(Value::Null));
             }
-            Op::IndexDyn => {
-                let i = self.pop()?;
-                let v = self.pop()?;
-                let item = i
-                    .as_u64()
-                    .and_then(|i| v.get(i as usize))
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                self.stack.push(item);
-            }
             Op::Not => {
                 let v = self.pop()?;
                 self.stack.push(Value::Bool(!truthy(&v)));
@@ -333,15 +325,6 @@ impl<'b> Vm<'b> {
                 if is_failed(self.peek()?) {
                     self.frame_mut()?.pc = t as usize;
                 }
-            }
-            Op::Concat(n) => {
-                let parts = self.pop_n(n as usize)?;
-                self.reserve(parts.iter().map(text_bound).sum())?;
-                let size = parts.iter().map(|p| p.as_str().map_or(8, str::len)).sum();
-                let mut text = String::with_capacity(size);
-                parts.iter().for_each(|p| push_text(&mut text, p));
-                self.charge(text.len() as u64)?;
-                self.stack.push(Value::String(text));
             }
             Op::ShellQuote | Op::ShellQuoteIn(_) => {
                 let quote = match op {
@@ -384,7 +367,6 @@ impl<'b> Vm<'b> {
             Op::Complete
             | Op::KeepValue(_)
             | Op::AccumulateLocal(..)
-            | Op::Accumulate(_)
             | Op::FailSequence(..)
             | Op::FailReduce
             | Op::CheckReturn(_)
@@ -429,12 +411,15 @@ impl<'b> Vm<'b> {
                     .into());
                 }
             }
+            Op::Branch(callee, n) => {
+                let args = self.pop_n(n as usize)?;
+                self.frame_mut()?.branches.push((callee, args));
+            }
             Op::Gather(n) => {
-                let calls = self.pop_n(n as usize)?;
-                let calls = calls
-                    .into_iter()
-                    .map(call_of)
-                    .collect::<Result<Vec<_>, _>>()?;
+                let calls = std::mem::take(&mut self.frame_mut()?.branches);
+                if calls.len() != n as usize {
+                    return Err(fault("a gather does not match the branches made for it"));
+                }
                 self.waiting = Some(Waiting::Gather);
                 return Ok(Some(Step::Gather(calls)));
             }
@@ -455,21 +440,6 @@ impl<'b> Vm<'b> {
         }
         Ok(None)
     }
-}
-
-/// `[function, arg1, ...]` as built for `Gather`.
-fn call_of(v: Value) -> Result<(u32, Vec<Value>), Fault> {
-    let Value::Array(mut items) = v else {
-        return Err(fault("a branch is not a call"));
-    };
-    if items.is_empty() {
-        return Err(fault("a branch is not a call"));
-    }
-    let f = items
-        .remove(0)
-        .as_u64()
-        .ok_or_else(|| fault("a branch names no function"))?;
-    Ok((f as u32, items))
 }
 
 /// A fault of the machine itself: a verified bundle never causes one.

@@ -6,7 +6,6 @@
 //! operand stack, charged to the budgets first.
 
 use super::{fault, Fault, Vm};
-use crate::accumulate::accumulate;
 use crate::isa::Op;
 use crate::limits::weight;
 use crate::outcome::{check_return, end_loop, evaluation, fail_reduce, fail_sequence, finish};
@@ -45,12 +44,6 @@ impl Vm<'_> {
             }
             Op::AccumulateLocal(i, full) => {
                 let text = self.accumulated(i, full)?.to_string();
-                self.stack.push(Value::String(text));
-            }
-            Op::Accumulate(full) => {
-                let results = self.pop()?;
-                let text = accumulate(&results, full);
-                self.charge(text.len() as u64)?;
                 self.stack.push(Value::String(text));
             }
             Op::FailSequence(step, total) => {

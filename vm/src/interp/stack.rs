@@ -54,6 +54,7 @@ impl Vm<'_> {
             spawned: None,
             scope,
             accumulators: Vec::new(),
+            branches: Vec::new(),
             charged: bytes,
         });
         Ok(())

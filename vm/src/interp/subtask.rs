@@ -5,7 +5,6 @@ use crate::bundle::{Bundle, ContextSettings, Inherit, StatedContext};
 use crate::result::{Reason, Status, TaskError, TaskResult};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use tv_stdlib::types::Type;
 use tv_stdlib::values::kind_of;
 
 /// Below this Jaccard score no template is a match for a description.
@@ -230,7 +229,7 @@ pub fn select(bundle: &Bundle, req: &Value) -> Result<u32, String> {
         .enumerate()
         .filter_map(|(i, f)| f.matchable.as_ref().map(|m| (i, m)))
         .filter(|(_, m)| {
-            m.task_type == kind && subtype.is_none_or(|s| m.subtype.as_deref() == Some(s))
+            m.task_type.as_str() == kind && subtype.is_none_or(|s| m.subtype.as_deref() == Some(s))
         })
         .map(|(i, m)| (i, jaccard(description, &m.description)))
         .fold(None, |best: Option<(usize, f64)>, (i, s)| match best {
@@ -255,8 +254,7 @@ pub fn arguments(bundle: &Bundle, function: u32, inputs: &Value) -> Result<Vec<V
         .iter()
         .map(|p| {
             let v = inputs.get(&p.name).cloned().unwrap_or(Value::Null);
-            let ty = Type::parse(&p.ty).unwrap_or(Type::Any);
-            match ty.mismatch(&v) {
+            match p.ty.to_type().mismatch(&v) {
                 None => Ok(v),
                 // A missing input is `null` here, and named so.
                 Some(m) if m.path == "$" => Err(format!(

@@ -360,8 +360,8 @@ fn bind_args(
             .params
             .iter()
             .find(|p| p.name == name)
-            .map_or("any", |p| p.ty.as_str());
-        given.insert(name.to_string(), args::parse_arg(name, ty, raw)?);
+            .map_or(tv_stdlib::types::Type::Any, |p| p.ty.to_type());
+        given.insert(name.to_string(), args::parse_arg(name, &ty, raw)?);
     }
     args::bind(f, given)
 }

@@ -1,0 +1,235 @@
+//! What the bundle keeps of each atomic, script and composite task: its model and
+//! sampling settings, output format, context settings, files and criteria. Requests
+//! carry them to the host; the machine reads the output format and criteria into
+//! results, and merges a subtask request's context settings over them.
+
+use super::{Loc, ValueType};
+use bincode::{Decode, Encode};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What a host call needs to know about the task that makes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Encode, Decode)]
+pub struct TaskMeta {
+    pub name: String,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    pub output: Output,
+    pub context: ContextSettings,
+    pub file_paths: FilePaths,
+    pub criteria: Option<String>,
+    /// Script timeout in seconds.
+    pub timeout: Option<u64>,
+    pub loc: Loc,
+    /// Sampling settings the task states on its `<model>`; the run's defaults fill the rest.
+    pub settings: ModelSettings,
+    /// Whether the model is offered the `spawn_subtask` tool (`<subtasks>enabled</subtasks>`).
+    pub subtasks: bool,
+    /// The context settings when the template this task is the body of runs as a
+    /// spawned subtask: the seeds' subtask defaults under what the task states. A
+    /// request's own `context_management` is merged over these at run time.
+    pub spawned: Option<ContextSettings>,
+    /// `context_assembly`: path globs that order and filter the files of the context.
+    pub assembly: Assembly,
+}
+
+/// `context_assembly` (DESIGN §19): comma-separated path globs, split. Primary files
+/// come first, secondary ones after the ranked rest, excluded ones never.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Encode, Decode)]
+pub struct Assembly {
+    pub primary: Vec<String>,
+    pub secondary: Vec<String>,
+    pub excluded: Vec<String>,
+}
+
+impl Assembly {
+    pub fn is_empty(&self) -> bool {
+        self.primary.is_empty() && self.secondary.is_empty() && self.excluded.is_empty()
+    }
+}
+
+/// Sampling settings of one LLM call (DESIGN §12). A field left `None` is not sent, so
+/// the provider's own default applies (Anthropic's required `max_tokens` excepted).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Encode, Decode)]
+pub struct ModelSettings {
+    /// 0 to 2.
+    pub temperature: Option<f64>,
+    /// The most tokens the reply may have; a reply cut there fails its task.
+    pub max_tokens: Option<u64>,
+    /// 0 to 1.
+    pub top_p: Option<f64>,
+    pub seed: Option<i64>,
+    /// A sequence that ends the reply where the model writes it.
+    pub stop: Option<String>,
+}
+
+impl ModelSettings {
+    /// These settings, with every field left unset taken from `defaults`.
+    pub fn or(&self, defaults: &ModelSettings) -> ModelSettings {
+        ModelSettings {
+            temperature: self.temperature.or(defaults.temperature),
+            max_tokens: self.max_tokens.or(defaults.max_tokens),
+            top_p: self.top_p.or(defaults.top_p),
+            seed: self.seed.or(defaults.seed),
+            stop: self.stop.clone().or_else(|| defaults.stop.clone()),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == ModelSettings::default()
+    }
+}
+
+/// ` temperature=0.2 max_tokens=800 ...`, the fields that are set, for listings.
+impl fmt::Display for ModelSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(t) = self.temperature {
+            write!(f, " temperature={t}")?;
+        }
+        if let Some(n) = self.max_tokens {
+            write!(f, " max_tokens={n}")?;
+        }
+        if let Some(p) = self.top_p {
+            write!(f, " top_p={p}")?;
+        }
+        if let Some(s) = self.seed {
+            write!(f, " seed={s}")?;
+        }
+        if let Some(s) = &self.stop {
+            write!(f, " stop={s:?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl TaskMeta {
+    /// A task with text output, no files, no timeout and no inherited context.
+    pub fn named(name: &str) -> TaskMeta {
+        TaskMeta {
+            name: name.into(),
+            model: None,
+            provider: None,
+            output: Output::Text,
+            context: ContextSettings {
+                inherit: Inherit::None,
+                accumulate: false,
+                full_output: false,
+                fresh: false,
+            },
+            file_paths: FilePaths::None,
+            criteria: None,
+            timeout: None,
+            loc: Loc::default(),
+            settings: ModelSettings::default(),
+            subtasks: false,
+            spawned: None,
+            assembly: Assembly::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Encode, Decode)]
+pub enum Output {
+    Text,
+    /// JSON, optionally of a declared type (`object`, `string[]`, ...).
+    Json(Option<ValueType>),
+}
+
+/// Context settings after defaults and explicit settings are merged (DESIGN §3).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Encode, Decode)]
+pub struct ContextSettings {
+    pub inherit: Inherit,
+    pub accumulate: bool,
+    pub full_output: bool,
+    pub fresh: bool,
+}
+
+/// What a template or a subtask request states about its context; `None` where it
+/// states nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatedContext {
+    pub inherit: Option<Inherit>,
+    pub accumulate: Option<bool>,
+    pub full_output: Option<bool>,
+    pub fresh: Option<bool>,
+}
+
+impl ContextSettings {
+    /// These settings (defaults) with `stated` merged over them (DESIGN §3): a stated
+    /// setting wins, and where fresh context and an inherited one would meet, the
+    /// other dimension takes the compatible value: fresh context stated alone means
+    /// nothing inherited; otherwise (inherit stated, or defaults that conflict among
+    /// themselves) the inherited context wins and fresh context is off. The compiler
+    /// merges a template's statement over the operator defaults with it; the machine
+    /// merges a subtask request's over a template's subtask settings.
+    pub fn merged(&self, stated: &StatedContext) -> ContextSettings {
+        let mut s = ContextSettings {
+            inherit: stated.inherit.unwrap_or(self.inherit),
+            accumulate: stated.accumulate.unwrap_or(self.accumulate),
+            full_output: stated.full_output.unwrap_or(self.full_output),
+            fresh: stated.fresh.unwrap_or(self.fresh),
+        };
+        if s.fresh && s.inherit != Inherit::None {
+            match (stated.inherit, stated.fresh) {
+                (None, Some(true)) => s.inherit = Inherit::None,
+                _ => s.fresh = false,
+            }
+        }
+        s
+    }
+}
+
+/// `inherit=full accumulate=false:minimal fresh=false`, for listings.
+impl fmt::Display for ContextSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let format = if self.full_output { "full" } else { "minimal" };
+        write!(
+            f,
+            "inherit={} accumulate={}:{format} fresh={}",
+            self.inherit, self.accumulate, self.fresh
+        )
+    }
+}
+
+/// What a task receives of the context around it (`inherit_context`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Encode, Decode)]
+#[serde(rename_all = "lowercase")]
+pub enum Inherit {
+    Full,
+    None,
+    /// The lines of the inherited context that share a word with the request.
+    Subset,
+}
+
+impl Inherit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Inherit::Full => "full",
+            Inherit::None => "none",
+            Inherit::Subset => "subset",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Inherit> {
+        match s {
+            "full" => Some(Inherit::Full),
+            "none" => Some(Inherit::None),
+            "subset" => Some(Inherit::Subset),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Inherit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Encode, Decode)]
+pub enum FilePaths {
+    None,
+    Literal(Vec<String>),
+    Command(String),
+    Description(String),
+}
