@@ -143,22 +143,6 @@ where
     }
 }
 
-/// Frees `items` on the workers when there are many: a large program's trees are
-/// millions of small allocations, and freeing them is a stage of its own.
-pub fn drop_all<T: Send>(items: Vec<T>) {
-    match pool() {
-        Some(pool) if threads() > 1 && items.len() >= 2 * MIN_ITEMS_PER_WORKER => {
-            pool.install(|| {
-                items
-                    .into_par_iter()
-                    .with_min_len(MIN_ITEMS_PER_WORKER)
-                    .for_each(drop)
-            });
-        }
-        _ => drop(items),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,12 +34,6 @@ pub struct Module {
     pub items: Vec<Item>,
 }
 
-impl Drop for Module {
-    fn drop(&mut self) {
-        crate::parallel::drop_all(std::mem::take(&mut self.items));
-    }
-}
-
 #[derive(Clone, Debug)]
 pub enum Item {
     /// `<template name params returns>`.

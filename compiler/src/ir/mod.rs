@@ -17,12 +17,6 @@ pub struct Program {
     pub entries: Vec<(String, u32)>,
 }
 
-impl Drop for Program {
-    fn drop(&mut self) {
-        crate::parallel::drop_all(std::mem::take(&mut self.functions));
-    }
-}
-
 #[derive(Clone, Debug)]
 pub struct Function {
     pub name: String,

@@ -14,14 +14,6 @@ pub struct XmlDoc<'s> {
     pub complete: bool,
 }
 
-impl Drop for XmlDoc<'_> {
-    fn drop(&mut self) {
-        if let Some(root) = &mut self.root {
-            crate::parallel::drop_all(std::mem::take(&mut root.children));
-        }
-    }
-}
-
 #[derive(Clone, Debug)]
 pub struct Element<'s> {
     pub name: Cow<'s, str>,
