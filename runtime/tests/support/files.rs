@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub use super::temp::TempDir;
 use std::path::{Path, PathBuf};
 
 /// A checked-in bundle of `tests/golden/`.
@@ -73,39 +74,4 @@ pub fn run_tvm(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// A folder under the system temp dir, numbered so that every test of a binary gets its
-/// own, and removed when dropped.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("tv-{}-{n}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> &TempDir {
-        let path = self.0.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("parent dir");
-        }
-        std::fs::write(path, bytes).expect("write");
-        self
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

@@ -4,3 +4,4 @@
 pub mod files;
 pub mod http;
 pub mod openapi;
+pub mod temp;
