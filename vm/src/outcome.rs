@@ -15,10 +15,6 @@ use serde_json::{json, Map, Value};
 use tv_stdlib::types::{Mismatch, Type, MISSING};
 use tv_stdlib::values::{self as f, kind_of};
 
-/// Shell quoting lived here before it had a module of its own; `tvc`'s tests still
-/// reach it by this path.
-pub use crate::shell::{shell_quote, shell_quote_in};
-
 /// The result of an LLM turn: the reply read by the task's `output_format`, or a
 /// failure when the reply was cut at its output limit.
 pub fn llm_result(reply: LlmReply, output: &Output) -> TaskResult {
