@@ -65,11 +65,6 @@ impl Accumulator {
     }
 }
 
-/// The accumulated context of `results` in one go (for the `Accumulate` instruction).
-pub fn accumulate(results: &Value, full: bool) -> String {
-    Accumulator::default().update(results, full).to_string()
-}
-
 fn write_step(out: &mut String, i: usize, r: &Value, full: bool) {
     use std::fmt::Write as _;
     let content = r.get("content").map(text_of).unwrap_or_default();
@@ -118,6 +113,11 @@ fn text_of(v: &Value) -> std::borrow::Cow<'_, str> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The accumulated context of `results` built in one go, by a fresh accumulator.
+    fn accumulate(results: &Value, full: bool) -> String {
+        Accumulator::default().update(results, full).to_string()
+    }
 
     fn complete(content: String) -> Value {
         crate::result::TaskResult::complete(content).into()
