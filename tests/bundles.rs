@@ -85,6 +85,7 @@ fn bundles_of_older_formats_are_refused_with_a_message_that_says_to_recompile() 
         ("tests/golden/compat/incident_digest.v1.bin", 1),
         ("tests/golden/compat/code_review.v2.bin", 2),
         ("tests/golden/compat/code_review.v3.bin", 3),
+        ("tests/golden/compat/code_review.v4.bin", 4),
     ] {
         let old = std::fs::read(path).expect("old bundle");
         assert_eq!(u16::from_le_bytes([old[4], old[5]]), format, "{path}");
@@ -365,18 +366,19 @@ fn the_verifier_refuses_what_would_break_the_machine() {
     }
 }
 
-/// Types are stored flat (a scalar and a count of arrays), so the verifier, not the
-/// decoder's recursion, holds them to the nesting a written type may have.
+/// Types are stored as a flat table that the decoder holds to the nesting a written
+/// type may have; a type built in memory is held to it by the verifier.
 #[test]
 fn the_verifier_refuses_types_nested_deeper_than_a_written_type_may_be() {
-    let deep = ValueType {
-        item: tv_vm::bundle::Scalar::String,
-        arrays: 200,
-    };
+    let mut deep = tv_stdlib::types::Type::String;
+    for _ in 0..200 {
+        deep = tv_stdlib::types::Type::Array(Box::new(deep));
+    }
+    let deep = ValueType::from(deep);
     let mut b = one_function(vec![Op::Load(0), Op::Return], 1);
-    b.functions[0].returns = deep;
+    b.functions[0].returns = deep.clone();
     let err = tv_vm::bundle::verify::verify(&b).expect_err("a deep return type");
-    assert!(err.contains("nests 200 arrays"), "{err}");
+    assert!(err.contains("nests deeper"), "{err}");
     b.functions[0].returns = ValueType::ANY;
     b.functions[0].params[0].ty = deep;
     let err = tv_vm::bundle::verify::verify(&b).expect_err("a deep parameter type");

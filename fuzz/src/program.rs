@@ -85,7 +85,7 @@ pub enum OpSpec {
     AccumulateLocal(u8, bool),
     FailSequence(u8, u8),
     FailReduce,
-    CheckReturn(u8),
+    CheckReturn,
     Atomic(u8),
     AtomicAccumulated(u8, u8, bool),
     Script(u8),
@@ -318,7 +318,7 @@ fn raw(s: OpSpec) -> Op {
         OpSpec::AccumulateLocal(i, full) => Op::AccumulateLocal(i.into(), full),
         OpSpec::FailSequence(s, t) => Op::FailSequence(s.into(), t.into()),
         OpSpec::FailReduce => Op::FailReduce,
-        OpSpec::CheckReturn(i) => Op::CheckReturn(i.into()),
+        OpSpec::CheckReturn => Op::CheckReturn,
         OpSpec::Atomic(t) => Op::Atomic(t.into()),
         OpSpec::AtomicAccumulated(t, i, full) => Op::AtomicAccumulated(t.into(), i.into(), full),
         OpSpec::Script(t) => Op::Script(t.into()),
@@ -398,7 +398,7 @@ impl Shape<'_> {
             OpSpec::TextConst(i) => Op::TextConst(pool.any(i)),
             OpSpec::AccumulateLocal(i, full) => Op::AccumulateLocal(local(i), full),
             OpSpec::Field(i) => Op::Field(pool.string(i)),
-            OpSpec::CheckReturn(i) => Op::CheckReturn(pool.string(i)),
+            OpSpec::CheckReturn => Op::CheckReturn,
             OpSpec::MakeArray(n) => Op::MakeArray((n % 5).into()),
             OpSpec::MakeObject(first, n) => {
                 let first = pool.string(first);

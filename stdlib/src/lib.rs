@@ -5,6 +5,7 @@ pub mod bounds;
 pub mod builtins;
 pub mod functions;
 pub mod models;
+pub mod reading;
 pub mod templates;
 pub mod types;
 pub mod values;

@@ -101,54 +101,7 @@ pub(crate) fn int_of(n: &Number) -> Option<i128> {
         .or_else(|| n.as_u64().map(i128::from))
 }
 
-/// Parses model output as JSON: the whole text, or else the first fenced block labelled
-/// `json` (any case) or unlabelled. Models often wrap JSON in prose and a fence.
-pub fn parse_json_text(text: &str) -> Result<Value, String> {
-    let whole_error = match serde_json::from_str(text) {
-        Ok(v) => return Ok(v),
-        Err(e) => e.to_string(),
-    };
-    match fenced_json(text) {
-        Some(body) => serde_json::from_str(body).map_err(|e| e.to_string()),
-        None => Err(whole_error),
-    }
-}
-
-/// The body of the first ``` block whose label is `json` or empty. An unclosed fence runs
-/// to the end (a reply cut off by the token limit). All slicing is next to ASCII "```"
-/// or '\n', so it stays on character boundaries.
-fn fenced_json(text: &str) -> Option<&str> {
-    let mut rest = text;
-    while let Some(open) = rest.find("```") {
-        let after = &rest[open + 3..];
-        let close = after.find("```");
-        let inner = close.map_or(after, |end| &after[..end]);
-        let (label, body) = split_label(inner);
-        if label.is_empty() || label.eq_ignore_ascii_case("json") {
-            return Some(body);
-        }
-        rest = &after[close? + 3..];
-    }
-    None
-}
-
-/// Splits a fence's inside into its info string and body. The first line is a label
-/// only when it looks like one (`json`, `python`), so "```{\"a\": 1}```" is a body.
-fn split_label(inner: &str) -> (&str, &str) {
-    let (first, body) = match inner.find('\n') {
-        Some(nl) => (inner[..nl].trim(), &inner[nl + 1..]),
-        // One line: nothing after a label, so it is all body ("```1```").
-        None => return ("", inner),
-    };
-    let is_label = first
-        .chars()
-        .all(|ch| ch.is_alphanumeric() || matches!(ch, '-' | '_' | '+' | '.'));
-    if is_label {
-        (first, body)
-    } else {
-        ("", inner)
-    }
-}
+pub use crate::reading::parse_json_text;
 
 /// About how many bytes a value takes: what copying it costs.
 pub fn weight(v: &serde_json::Value) -> u64 {

@@ -108,8 +108,9 @@ pub enum Op {
     AccumulateLocal(u16, bool),
     /// `[v] -> [COMPLETE result whose content is the text of v]`
     Complete,
-    /// `[r] -> [r]`: checks the value of result `r` against return type constant `i`
-    CheckReturn(u32),
+    /// `[r] -> [r]`: checks the value of result `r` against the running function's
+    /// declared `returns` (a mismatch fails it with `output_format_failure`)
+    CheckReturn,
     /// `[r] -> [r]`: the end of a composite task `meta`: its `criteria` is copied into
     /// result `r`, and a JSON `output_format` parses and checks the result's value (a
     /// mismatch fails it with `output_format_failure`)
@@ -190,7 +191,7 @@ impl Op {
             Const(_) | Load(_) | AccumulateLocal(..) | Gather(_) => (0, 1),
             Store(_) | Pop | JumpIfFalse(_) | JumpIfTrue(_) | Append(_) => (1, 0),
             Dup => (1, 2),
-            Field(_) | Index(_) | Not | Value | Complete | CheckReturn(_) | ReturnIfFailed
+            Field(_) | Index(_) | Not | Value | Complete | CheckReturn | ReturnIfFailed
             | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) | Evaluation
             | ShellQuoteIn(_) | Finish(_) | JumpIfFailed(_) => (1, 1),
             Compare(_) | Script(_) | TextValue | FailSequence(..) => (2, 1),
@@ -220,7 +221,7 @@ impl Op {
     pub fn constant_mut(&mut self) -> Option<&mut u32> {
         use Op::*;
         match self {
-            Const(i) | Field(i) | CheckReturn(i) | TextConst(i) | MakeObject(i, _) => Some(i),
+            Const(i) | Field(i) | TextConst(i) | MakeObject(i, _) => Some(i),
             Load(_)
             | Store(_)
             | Pop
@@ -229,6 +230,7 @@ impl Op {
             | Append(_)
             | Index(_)
             | Not
+            | CheckReturn
             | Compare(_)
             | MakeArray(_)
             | Builtin(..)

@@ -160,8 +160,7 @@ fn mismatched(should: String, declared: &str, m: &Mismatch, content: String) -> 
 }
 
 /// A template's result checked against its declared `returns`.
-pub fn check_return(r: Value, ty: &str) -> Value {
-    let Some(t) = Type::parse(ty) else { return r };
+pub fn check_return(r: Value, t: &Type) -> Value {
     if is_failed(&r) {
         return r;
     }
@@ -175,7 +174,14 @@ pub fn check_return(r: Value, ty: &str) -> Value {
         return r;
     };
     let content = content_of(&r);
-    mismatched(format!("the result should be `{ty}`"), ty, &m, content).into()
+    let declared = t.to_string();
+    mismatched(
+        format!("the result should be `{t}`"),
+        &declared,
+        &m,
+        content,
+    )
+    .into()
 }
 
 /// The text content of a result in value form.

@@ -34,7 +34,7 @@ fn a_value_that_fails_its_declared_type_names_the_path_and_keeps_the_reply() {
     assert_eq!(r["content"], "[]?");
     let ok = conformed(TaskResult::complete(r#"[["a"], []]"#.into()), &schema);
     assert_eq!(ok["parsedContent"], json!([["a"], []]));
-    let r = check_return(TaskResult::complete("12".into()).into(), "number");
+    let r = check_return(TaskResult::complete("12".into()).into(), &Type::Number);
     assert_eq!(
         r["notes"]["error"]["message"],
         "the result should be `number`, but at `$` expected number, got string"

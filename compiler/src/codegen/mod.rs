@@ -109,9 +109,8 @@ fn function<'ir>(
         errors: Vec::new(),
     };
     g.node(&f.body);
-    if let Some(t) = &f.returns {
-        let c = g.consts.add(Use::Owned(Const::Str(t.to_string())));
-        g.emit(Op::CheckReturn(c));
+    if f.returns.is_some() {
+        g.emit(Op::CheckReturn);
     }
     g.emit(Op::Return);
     // Jump targets and constant positions are below the code's length.

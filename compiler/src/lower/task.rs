@@ -9,6 +9,9 @@ use std::sync::Arc;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::{self, Inherit, Output, TaskMeta};
 
+/// How many times a reply that fails its output format is asked again (DESIGN §13).
+const DEFAULT_RETRIES: u32 = 1;
+
 use ir::Branches as Gathered;
 
 fn model_settings(m: &ast::ModelSettings) -> bundle::ModelSettings {
@@ -600,6 +603,7 @@ impl Lowerer<'_> {
             model,
             provider,
             output,
+            retries: DEFAULT_RETRIES,
             context,
             file_paths,
             criteria: task.criteria.as_ref().map(template_source),

@@ -15,6 +15,9 @@ pub struct TaskMeta {
     pub model: Option<String>,
     pub provider: Option<String>,
     pub output: Output,
+    /// How many more times a reply that does not read as its output format is asked
+    /// for, with feedback (DESIGN §13): `<output_format retries="N">`, default 1.
+    pub retries: u32,
     pub context: ContextSettings,
     pub file_paths: FilePaths,
     pub criteria: Option<String>,
@@ -110,6 +113,7 @@ impl TaskMeta {
             model: None,
             provider: None,
             output: Output::Text,
+            retries: 1,
             context: ContextSettings {
                 inherit: Inherit::None,
                 accumulate: false,

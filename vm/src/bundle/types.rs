@@ -1,123 +1,179 @@
 //! Types and roles as a bundle stores them: closed sets, so a reader gets a value it can
 //! use instead of text it has to parse again (and could find it cannot).
 //!
-//! A type of the template language is a scalar under some number of `[]`, so it is
-//! stored flat, as the scalar and the count, rather than as the standard library's
-//! nested [`Type`]: a nested encoding would let a crafted bundle nest a million levels
-//! deep in a million bytes, and decoding it would recurse once per level.
+//! A type of the template language nests (records hold records, arrays hold arrays), so
+//! it is stored flat: a table of nodes, each naming the nodes it holds by an index that
+//! comes before its own, the whole type last. A nested encoding would let a crafted
+//! bundle nest a million levels deep in a million bytes, and decoding it would recurse
+//! once per level; the table decodes in a loop and is refused past the bounds a
+//! written type keeps ([`MAX_NESTING`] deep, [`MAX_SIZE`] types written out).
 
+use bincode::de::Decoder;
+use bincode::enc::Encoder;
+use bincode::error::{DecodeError, EncodeError};
 use bincode::{Decode, Encode};
 use serde::{Serialize, Serializer};
 use std::fmt;
-use tv_stdlib::types::{Type, MAX_ARRAY_NESTING};
+use std::sync::Arc;
+use tv_stdlib::types::{Field, Record, Type, MAX_NESTING, MAX_SIZE};
 
-/// The type of a parameter, a return value or a JSON output format: [`Type`] in a form
-/// that encodes without recursion. Written and shown as [`Type`] writes it.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Encode, Decode)]
-pub struct ValueType {
-    /// What the innermost arrays hold; `Any` under arrays is `array`.
-    pub item: Scalar,
-    /// How many arrays are around it: `string[][]` is 2.
-    pub arrays: u8,
+/// The type of a parameter, a return value or a JSON output format: [`Type`], with a
+/// bounded flat encoding. Written and shown as [`Type`] writes it.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ValueType(Type);
+
+impl ValueType {
+    /// `any`, what an undeclared type is.
+    pub const ANY: ValueType = ValueType(Type::Any);
+
+    /// A type as a template writes it, naming no declared type, if it is one.
+    pub fn parse(written: &str) -> Option<ValueType> {
+        Type::parse(written).map(ValueType)
+    }
+
+    /// The type as the checker and the machine use it.
+    pub fn to_type(&self) -> Type {
+        self.0.clone()
+    }
+
+    pub fn as_type(&self) -> &Type {
+        &self.0
+    }
+
+    /// Whether it nests and holds no more than a written type may ([`MAX_NESTING`],
+    /// [`MAX_SIZE`]); the verifier refuses a bundle with one that does not.
+    pub fn is_valid(&self) -> bool {
+        self.0.depth() <= MAX_NESTING && self.0.size() <= MAX_SIZE
+    }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Encode, Decode)]
-pub enum Scalar {
+impl From<&Type> for ValueType {
+    fn from(t: &Type) -> ValueType {
+        ValueType(t.clone())
+    }
+}
+
+impl From<Type> for ValueType {
+    fn from(t: Type) -> ValueType {
+        ValueType(t)
+    }
+}
+
+/// One type of the table: what it holds are indexes of earlier nodes.
+#[derive(Encode, Decode)]
+enum Node {
     Any,
     String,
     Number,
     Boolean,
     Null,
     Object,
+    Array(u32),
+    Record {
+        name: Option<String>,
+        /// Name, optional, type.
+        fields: Vec<(String, bool, u32)>,
+    },
+    Literals(Vec<String>),
 }
 
-impl ValueType {
-    /// `any`, what an undeclared type is.
-    pub const ANY: ValueType = ValueType::scalar(Scalar::Any);
+/// Appends the nodes of `t`, what it holds first, and gives the index of its own.
+/// Recurses as deep as the type nests, which a valid type bounds.
+fn flatten(t: &Type, nodes: &mut Vec<Node>) -> u32 {
+    let node = match t {
+        Type::Any => Node::Any,
+        Type::String => Node::String,
+        Type::Number => Node::Number,
+        Type::Boolean => Node::Boolean,
+        Type::Null => Node::Null,
+        Type::Object => Node::Object,
+        Type::Array(item) => Node::Array(flatten(item, nodes)),
+        Type::Literals(ls) => Node::Literals(ls.to_vec()),
+        Type::Record(r) => Node::Record {
+            name: r.name.clone(),
+            fields: r
+                .fields
+                .iter()
+                .map(|f| (f.name.clone(), f.optional, flatten(&f.ty, nodes)))
+                .collect(),
+        },
+    };
+    nodes.push(node);
+    u32::try_from(nodes.len() - 1).unwrap_or(u32::MAX)
+}
 
-    pub const fn scalar(item: Scalar) -> ValueType {
-        ValueType { item, arrays: 0 }
-    }
-
-    /// A type as a template writes it, if it is one.
-    pub fn parse(written: &str) -> Option<ValueType> {
-        Type::parse(written).map(|t| ValueType::from(&t))
-    }
-
-    /// The type as the checker and the machine use it.
-    pub fn to_type(self) -> Type {
-        let mut t = match self.item {
-            Scalar::Any => Type::Any,
-            Scalar::String => Type::String,
-            Scalar::Number => Type::Number,
-            Scalar::Boolean => Type::Boolean,
-            Scalar::Null => Type::Null,
-            Scalar::Object => Type::Object,
+/// The type a table stands for, built in one pass: each node from the ones before it.
+fn build(nodes: Vec<Node>) -> Result<Type, String> {
+    let mut built: Vec<Type> = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let held = |i: u32| {
+            built
+                .get(i as usize)
+                .cloned()
+                .ok_or_else(|| format!("a type holds type {i}, which does not come before it"))
         };
-        for _ in 0..self.arrays {
-            t = Type::Array(Box::new(t));
-        }
-        t
-    }
-
-    /// Whether its arrays nest no deeper than a written type may
-    /// ([`MAX_ARRAY_NESTING`]); the verifier refuses a bundle with one that does.
-    pub fn is_valid(self) -> bool {
-        usize::from(self.arrays) <= MAX_ARRAY_NESTING
-    }
-}
-
-/// A checked type as the bundle stores it. Written types nest at most
-/// [`MAX_ARRAY_NESTING`] arrays deep, far below the 255 the count holds; a deeper one
-/// (which no written type is) keeps 255, and the verifier refuses it.
-impl From<&Type> for ValueType {
-    fn from(t: &Type) -> ValueType {
-        let mut arrays = 0usize;
-        let mut t = t;
-        while let Type::Array(item) = t {
-            arrays += 1;
-            t = item;
-        }
-        let item = match t {
-            Type::Any | Type::Array(_) => Scalar::Any,
-            Type::String => Scalar::String,
-            Type::Number => Scalar::Number,
-            Type::Boolean => Scalar::Boolean,
-            Type::Null => Scalar::Null,
-            Type::Object => Scalar::Object,
+        let t = match node {
+            Node::Any => Type::Any,
+            Node::String => Type::String,
+            Node::Number => Type::Number,
+            Node::Boolean => Type::Boolean,
+            Node::Null => Type::Null,
+            Node::Object => Type::Object,
+            Node::Array(i) => Type::Array(Box::new(held(i)?)),
+            Node::Literals(ls) => Type::Literals(ls.into()),
+            Node::Record { name, fields } => {
+                let fields = fields
+                    .into_iter()
+                    .map(|(name, optional, i)| {
+                        Ok(Field {
+                            name,
+                            optional,
+                            ty: held(i)?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                Type::Record(Arc::new(Record::new(name, fields)))
+            }
         };
-        ValueType {
-            item,
-            arrays: u8::try_from(arrays).unwrap_or(u8::MAX),
+        if t.depth() > MAX_NESTING || t.size() > MAX_SIZE {
+            return Err(format!(
+                "a type nests deeper than {MAX_NESTING} or holds more than {MAX_SIZE} types"
+            ));
         }
+        built.push(t);
+    }
+    built
+        .pop()
+        .ok_or_else(|| "a type with no nodes".to_string())
+}
+
+impl Encode for ValueType {
+    fn encode<E: Encoder>(&self, encoder: &mut E) -> Result<(), EncodeError> {
+        let mut nodes = Vec::new();
+        flatten(&self.0, &mut nodes);
+        nodes.encode(encoder)
     }
 }
 
-/// `string[]`, `array`, `object`: as the source writes it and [`Type`] shows it.
+impl<C> Decode<C> for ValueType {
+    fn decode<D: Decoder<Context = C>>(decoder: &mut D) -> Result<ValueType, DecodeError> {
+        let nodes = Vec::<Node>::decode(decoder)?;
+        build(nodes)
+            .map(ValueType)
+            .map_err(DecodeError::OtherString)
+    }
+}
+
+bincode::impl_borrow_decode!(ValueType);
+
 impl fmt::Display for ValueType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut arrays = usize::from(self.arrays);
-        let item = match self.item {
-            // `Array(Any)` is shown as `array`, so one level of arrays is in the name.
-            Scalar::Any if arrays > 0 => {
-                arrays -= 1;
-                "array"
-            }
-            Scalar::Any => "any",
-            Scalar::String => "string",
-            Scalar::Number => "number",
-            Scalar::Boolean => "boolean",
-            Scalar::Null => "null",
-            Scalar::Object => "object",
-        };
-        f.write_str(item)?;
-        (0..arrays).try_for_each(|_| f.write_str("[]"))
+        fmt::Display::fmt(&self.0, f)
     }
 }
 
-/// Shown as the text it was stored as before format 4 (`"object"`): a replay cassette
-/// keys a request by the debug form of its task's output format, and recorded
-/// cassettes must keep their keys.
+/// Shown as its text (`"object"`): a replay cassette keys a request by the debug form
+/// of its task's output format, and recorded cassettes must keep their keys.
 impl fmt::Debug for ValueType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.to_string(), f)
@@ -160,38 +216,69 @@ impl TaskType {
 mod tests {
     use super::*;
 
+    fn round_trip(t: &ValueType) -> Result<ValueType, DecodeError> {
+        let config = bincode::config::standard();
+        let bytes = bincode::encode_to_vec(t, config).expect("encodes");
+        bincode::decode_from_slice::<ValueType, _>(&bytes, config).map(|(t, _)| t)
+    }
+
     #[test]
     fn every_written_type_is_stored_and_shown_as_the_standard_library_shows_it() {
         let written = [
             "any",
             "string",
-            "number",
-            "boolean",
-            "null",
             "object",
             "array",
             "[]",
-            "any[]",
             "string[]",
             "object[][]",
-            "array[]",
             "[][]",
-            "number[][][]",
+            r#"{approved: boolean, findings: string[], severity?: "low"|"high"}"#,
+            r#"{user: {name: string, tags?: ("a"|"b")[]}}[]"#,
         ];
         for w in written {
             let t = Type::parse(w).expect(w);
             let stored = ValueType::from(&t);
-            assert_eq!(stored.to_type(), t, "{w}");
+            assert_eq!(round_trip(&stored).expect(w), stored, "{w}");
             assert_eq!(stored.to_string(), t.to_string(), "{w}");
             assert_eq!(format!("{stored:?}"), format!("{:?}", t.to_string()), "{w}");
             assert!(stored.is_valid());
         }
-        let deepest = Type::parse(&format!("string{}", "[]".repeat(MAX_ARRAY_NESTING)));
-        assert!(ValueType::from(&deepest.expect("parses")).is_valid());
-        let deeper = ValueType {
-            item: Scalar::String,
-            arrays: MAX_ARRAY_NESTING as u8 + 1,
+        let named = ValueType::from(Type::evaluation_result());
+        assert_eq!(
+            round_trip(&named).expect("decodes").to_string(),
+            "EvaluationResult"
+        );
+    }
+
+    #[test]
+    fn a_table_that_points_forward_or_nests_too_deep_is_refused() {
+        let config = bincode::config::standard();
+        let decode = |nodes: Vec<Node>| {
+            let bytes = bincode::encode_to_vec(&nodes, config).expect("encodes");
+            bincode::decode_from_slice::<ValueType, _>(&bytes, config).map(|(t, _)| t)
         };
-        assert!(!deeper.is_valid());
+        assert!(decode(vec![Node::Array(0)]).is_err(), "itself");
+        assert!(
+            decode(vec![Node::Array(1), Node::String]).is_err(),
+            "forward"
+        );
+        assert!(decode(vec![]).is_err(), "empty");
+        let mut deep = vec![Node::String];
+        deep.extend((0..1_000_000).map(|i| Node::Array(i)));
+        let e = decode(deep).expect_err("a million arrays deep");
+        assert!(e.to_string().contains("nests deeper"), "{e}");
+        // Records that hold the one before twice stand for 2^n fields written out.
+        let mut shared = vec![Node::String];
+        shared.extend((0..40).map(|i| Node::Record {
+            name: None,
+            fields: vec![("a".into(), false, i), ("b".into(), false, i)],
+        }));
+        assert!(decode(shared).is_err(), "past the size bound");
+        let mut deepest = Type::String;
+        for _ in 0..MAX_NESTING + 1 {
+            deepest = Type::Array(Box::new(deepest));
+        }
+        assert!(!ValueType::from(deepest).is_valid());
     }
 }

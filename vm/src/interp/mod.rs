@@ -207,7 +207,7 @@ impl<'b> Vm<'b> {
             | Op::Complete
             | Op::FailSequence(..)
             | Op::FailReduce
-            | Op::CheckReturn(_)
+            | Op::CheckReturn
             | Op::Evaluation
             | Op::EndLoop(_) => self.stack.last().map_or(0, nesting),
             Op::Append(i) => {
@@ -369,7 +369,7 @@ impl<'b> Vm<'b> {
             | Op::AccumulateLocal(..)
             | Op::FailSequence(..)
             | Op::FailReduce
-            | Op::CheckReturn(_)
+            | Op::CheckReturn
             | Op::Finish(_)
             | Op::Evaluation
             | Op::EndLoop(_) => self.result_op(op)?,

@@ -60,10 +60,16 @@ impl Vm<'_> {
                 self.stack
                     .push(fail_reduce(failed, index, total, processed, accumulator));
             }
-            Op::CheckReturn(i) => {
-                let ty = self.string_const(i)?.to_string();
+            Op::CheckReturn => {
+                let function = self.frame()?.function;
+                let bundle = self.bundle;
+                let returns = bundle
+                    .functions
+                    .get(function)
+                    .map(|f| f.returns.as_type())
+                    .ok_or_else(|| fault("a frame of a function the bundle does not have"))?;
                 let r = self.pop()?;
-                self.stack.push(check_return(r, &ty));
+                self.stack.push(check_return(r, returns));
             }
             Op::Finish(t) => {
                 let r = self.pop()?;
