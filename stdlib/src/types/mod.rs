@@ -28,7 +28,7 @@ pub enum Type {
     /// which keeps its name. Shared: a declared record is used in many places.
     Record(Arc<Record>),
     /// `"low"|"high"`: one of these strings, in the order written.
-    Literals(Arc<[String]>),
+    Literals(Arc<Vec<String>>),
 }
 
 /// The fields of a record type, in the order written.
@@ -174,7 +174,7 @@ impl Type {
             (Type::Literals(a), Type::Literals(b)) => {
                 let mut all = a.to_vec();
                 all.extend(b.iter().filter(|x| !a.contains(x)).cloned());
-                Type::Literals(all.into())
+                Type::Literals(Arc::new(all))
             }
             (Type::Literals(_), Type::String) | (Type::String, Type::Literals(_)) => Type::String,
             (Type::Record(_) | Type::Object, Type::Record(_) | Type::Object) => Type::Object,

@@ -120,7 +120,7 @@ impl Parser<'_> {
                 }
             }
             if !self.eat('|') {
-                return Ok((Type::Literals(all.into()), 0));
+                return Ok((Type::Literals(Arc::new(all)), 0));
             }
             self.skip_space();
             member_start = self.pos;
@@ -161,7 +161,7 @@ impl Parser<'_> {
             }),
             Some('"' | '\'') => {
                 let s = self.string()?;
-                Ok((Type::Literals(vec![s].into()), 0))
+                Ok((Type::Literals(Arc::new(vec![s])), 0))
             }
             Some('[') if self.text[self.pos..].starts_with("[]") => {
                 self.pos += 2;
