@@ -438,12 +438,22 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_fails_the_loop_with_the_r
            </task>"#,
     );
     for (reply, problem, path) in [
-        ("it is fine", "not JSON", "$"),
-        (r#"{"success": "yes"}"#, "`success` is string", "$.success"),
-        (r#"{"ok": true}"#, "no `success`", "$.success"),
+        // The evaluator's task is typed EvaluationResult, so the reply is judged as
+        // any typed JSON output is.
+        ("it is fine", "does not parse", "$"),
+        (
+            r#"{"success": "yes"}"#,
+            "at `$.success` expected boolean, got string",
+            "$.success",
+        ),
+        (
+            r#"{"ok": true}"#,
+            "at `$.success` expected boolean, got missing",
+            "$.success",
+        ),
         (
             r#"{"success": true, "feedback": 3}"#,
-            "`feedback` is number",
+            "at `$.feedback` expected string, got number",
             "$.feedback",
         ),
     ] {

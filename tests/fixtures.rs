@@ -1,6 +1,7 @@
 //! Every fixture under `tests/fixtures`: invalid programs are rejected with exactly
 //! the diagnostics in `snapshots/diagnostics`; valid ones compile without errors, with
-//! their syntax tree in `snapshots/ast` and their warnings in `snapshots/diagnostics`.
+//! their syntax tree in `snapshots/ast`, their warnings in `snapshots/diagnostics` and
+//! the JSON Schemas of their types in `snapshots/schemas`.
 
 use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered};
 
@@ -59,6 +60,12 @@ fn every_valid_fixture_compiles_and_its_syntax_tree_is_snapshotted() {
         if !c.diags.is_empty() {
             in_suite("diagnostics", || {
                 insta::assert_snapshot!(format!("valid__{}", f.name), rendered(&c));
+            });
+        }
+        let schemas = tv_compiler::schemas::dump(&c.program, &c.sources);
+        if !schemas.is_empty() {
+            in_suite("schemas", || {
+                insta::assert_snapshot!(format!("valid__{}", f.name), schemas);
             });
         }
     });
@@ -128,8 +135,12 @@ fn every_snapshot_file_belongs_to_a_fixture() {
         expected.insert(format!("xml/valid__{}.snap", f.name));
         expected.insert(format!("ir/valid__{}.snap", f.name));
         expected.insert(format!("bytecode/valid__{}.snap", f.name));
-        if !compile(&f).diags.is_empty() {
+        let c = compile(&f);
+        if !c.diags.is_empty() {
             expected.insert(format!("diagnostics/valid__{}.snap", f.name));
+        }
+        if !tv_compiler::schemas::dump(&c.program, &c.sources).is_empty() {
+            expected.insert(format!("schemas/valid__{}.snap", f.name));
         }
     }
     for f in fixtures("runs") {
@@ -144,6 +155,7 @@ fn every_snapshot_file_belongs_to_a_fixture() {
         "ir",
         "parser",
         "runs",
+        "schemas",
         "xml",
     ] {
         for e in std::fs::read_dir(format!("snapshots/{suite}")).expect("snapshot folder") {

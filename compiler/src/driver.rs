@@ -165,7 +165,11 @@ pub fn check_sources(
         }
         program.modules.push(module);
     }
-    let symbols = timings.time("check", || check::check_program(&program, &mut later));
+    // Types may name declarations of any file: they are resolved once all are built.
+    let symbols = timings.time("check", || {
+        ast::resolve_types(&mut program, &mut later);
+        check::check_program(&program, &mut later)
+    });
     // A file the reader could not finish yields a partial tree; what seems missing from
     // it may only be unread, so only its syntax error is shown.
     for d in later.iter() {
@@ -259,12 +263,14 @@ fn read_file(
             |batch: Vec<xml::Element>| ast::build_entries(&batch),
         );
         let streamed = !batches.is_empty();
-        let (mut items, mut diags) = (Vec::new(), Diagnostics::new());
-        for (built, found) in batches {
+        let (mut items, mut types, mut diags) =
+            (Vec::new(), ast::Declared::default(), Diagnostics::new());
+        for (built, declared, found) in batches {
             items.extend(built);
+            types.extend(declared);
             diags.extend(found);
         }
-        let entries = streamed.then_some((items, diags));
+        let entries = streamed.then_some((items, types, diags));
         let module = ast::build_module_with(id, file, &doc, tree_diags, entries);
         (doc.complete, module)
     })

@@ -10,6 +10,7 @@ pub mod lexer;
 pub mod lower;
 pub mod parallel;
 pub mod parser;
+pub mod schemas;
 pub mod source;
 pub mod timings;
 pub mod xml;

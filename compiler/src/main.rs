@@ -29,7 +29,7 @@ enum Command {
     Check {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Also print a stage's output: xml, ast, the typed IR or the bytecode listing.
+        /// Also print a stage's output: xml, ast, the typed IR, the bytecode listing, or the JSON Schemas of types.
         #[arg(long, value_enum)]
         emit: Option<Emit>,
         /// Colour the diagnostics (default: when stderr is a terminal).
@@ -46,7 +46,7 @@ enum Command {
         /// The bundle file to write.
         #[arg(short, long, required_unless_present = "emit")]
         output: Option<PathBuf>,
-        /// Print a stage's output: xml, ast, the typed IR or the bytecode listing.
+        /// Print a stage's output: xml, ast, the typed IR, the bytecode listing, or the JSON Schemas of types.
         #[arg(long, value_enum)]
         emit: Option<Emit>,
         #[arg(long, value_enum, default_value_t = Color::Auto)]
@@ -63,6 +63,8 @@ enum Emit {
     Ast,
     Ir,
     Bytecode,
+    /// The JSON Schema of each declared type and typed JSON output.
+    Schemas,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -154,6 +156,9 @@ fn build(
             plural(w, "warning")
         ));
         return Ok(ExitCode::from(1));
+    }
+    if emit == Some(Emit::Schemas) {
+        print(&tv_compiler::schemas::dump(&comp.program, &comp.sources)).map_err(failed_output)?;
     }
     if output.is_none() && !matches!(emit, Some(Emit::Ir | Emit::Bytecode)) {
         return Ok(ExitCode::SUCCESS);

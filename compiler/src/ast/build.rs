@@ -25,9 +25,12 @@ pub fn build_module_with(
     source: &SourceFile,
     doc: &XmlDoc,
     diags: &mut Diagnostics,
-    entries: Option<(Vec<Item>, Diagnostics)>,
+    entries: Option<Built>,
 ) -> Module {
-    let mut b = Builder { diags };
+    let mut b = Builder {
+        diags,
+        types: Declared::default(),
+    };
     let mut items = Vec::new();
     match &doc.root {
         None => {
@@ -63,6 +66,7 @@ pub fn build_module_with(
         file,
         std: source.std,
         items,
+        types: b.types,
     }
 }
 
@@ -83,34 +87,38 @@ fn no_root(file: FileId, source: &SourceFile) -> Diagnostic {
     Diagnostic::error(Span::new(file, 0..0), message).with_help(help)
 }
 
+/// What some entries of a `<library>` built: items, type declarations (and types
+/// naming them), and what was wrong with them.
+pub type Built = (Vec<Item>, Declared, Diagnostics);
+
 /// The items of some entries of a `<library>`, and what was wrong with them.
-pub fn build_entries<'s, E: std::borrow::Borrow<Element<'s>>>(
-    entries: &[E],
-) -> (Vec<Item>, Diagnostics) {
+pub fn build_entries<'s, E: std::borrow::Borrow<Element<'s>>>(entries: &[E]) -> Built {
     let mut diags = Diagnostics::new();
-    let mut b = Builder { diags: &mut diags };
+    let mut b = Builder {
+        diags: &mut diags,
+        types: Declared::default(),
+    };
     let mut items = Vec::new();
     for entry in entries {
         b.library_entry(entry.borrow(), &mut items);
     }
-    (items, diags)
+    let types = b.types;
+    (items, types, diags)
 }
 
 pub(super) struct Builder<'d> {
     pub(super) diags: &'d mut Diagnostics,
+    /// The `<type>` declarations met, and the types that name declared types.
+    pub(super) types: Declared,
 }
 
 impl Builder<'_> {
-    fn library(
-        &mut self,
-        el: &Element,
-        items: &mut Vec<Item>,
-        entries: Option<(Vec<Item>, Diagnostics)>,
-    ) {
+    fn library(&mut self, el: &Element, items: &mut Vec<Item>, entries: Option<Built>) {
         schema::check_attrs(el, &[], self.diags);
         schema::no_text(el, self.diags);
-        if let Some((built, diags)) = entries {
+        if let Some((built, types, diags)) = entries {
             items.extend(built);
+            self.types.extend(types);
             self.diags.extend(diags);
             return;
         }
@@ -122,8 +130,9 @@ impl Builder<'_> {
             crate::parallel::MIN_ITEMS_PER_WORKER,
             build_entries,
         );
-        for (built, diags) in built {
+        for (built, types, diags) in built {
             items.extend(built);
+            self.types.extend(types);
             self.diags.extend(diags);
         }
     }
@@ -145,7 +154,10 @@ impl Builder<'_> {
                     ),
                 }
             }
-            _ => schema::unknown_element(child, "library", &["template", "task"], self.diags),
+            "type" => self.type_decl(child),
+            _ => {
+                schema::unknown_element(child, "library", &["template", "task", "type"], self.diags)
+            }
         }
     }
 
@@ -189,6 +201,21 @@ impl Builder<'_> {
                 );
             }
         }
+        // With `params`, a parameter's type is written there, once.
+        if let (Some(_), Body::Task(t)) = (&params, &body) {
+            for ty in t.inputs.iter().filter_map(|i| i.ty.as_ref()) {
+                self.diags.push(
+                    Diagnostic::error(
+                        ty.span,
+                        format!(
+                            "template `{}` declares its parameters in `params`, so their types are written there",
+                            name.node
+                        ),
+                    )
+                    .with_help("write the type in params=\"name:Type\" and remove `type` from the input"),
+                );
+            }
+        }
         // Without `params`, the body's `<inputs>` declare the parameters (seed 004).
         let params = params.unwrap_or_else(|| match &body {
             Body::Task(t) => t
@@ -197,7 +224,7 @@ impl Builder<'_> {
                 .filter(|i| crate::ast::is_parameter(i))
                 .map(|i| Param {
                     name: i.name.clone(),
-                    ty: None,
+                    ty: i.ty.clone(),
                 })
                 .collect(),
             _ => Vec::new(),
@@ -211,16 +238,15 @@ impl Builder<'_> {
         })
     }
 
-    /// `params="a, b:number"`.
+    /// `params="a, b:number, r:{x: string, y?: number}"`: split at the commas outside
+    /// records, parentheses and quotes.
     fn params(&mut self, text: &Text) -> Vec<Param> {
         let mut out: Vec<Param> = Vec::new();
         if text.value.trim().is_empty() {
             return out;
         }
-        let mut offset = 0;
-        for piece in text.value.split(',') {
-            let range = offset..offset + piece.len();
-            offset += piece.len() + 1;
+        for range in super::split_top_level(&text.value) {
+            let piece = &text.value[range.clone()];
             let lead = piece.len() - piece.trim_start().len();
             let trimmed = piece.trim();
             let at = range.start + lead;
@@ -232,8 +258,8 @@ impl Builder<'_> {
                 );
                 continue;
             }
-            let (name, ty) = match trimmed.split_once(':') {
-                Some((n, t)) => (n.trim_end(), Some((t, at + trimmed.len() - t.len()))),
+            let (name, ty_at) = match trimmed.split_once(':') {
+                Some((n, _)) => (n.trim_end(), Some(at + n.len() + 1)),
                 None => (trimmed, None),
             };
             let name_span = text.span_of(at..at + name.len());
@@ -249,10 +275,8 @@ impl Builder<'_> {
                 );
                 continue;
             }
-            let ty = ty.and_then(|(t, t_at)| {
-                let lead = t.len() - t.trim_start().len();
-                let span = text.span_of(t_at + lead..t_at + t.trim_end().len());
-                self.parse_type(t, span, "parameter type")
+            let ty = ty_at.and_then(|t_at| {
+                self.written_type(text, t_at..at + trimmed.len(), "parameter type")
             });
             if let Some(prev) = out.iter().find(|p| p.name.node == name) {
                 self.diags.push(
@@ -267,47 +291,6 @@ impl Builder<'_> {
             });
         }
         out
-    }
-
-    pub(super) fn type_attr(&mut self, text: &Text, what: &str) -> Option<Spanned<Type>> {
-        self.parse_type(text.trimmed(), text.trimmed_span(), what)
-    }
-
-    fn parse_type(&mut self, s: &str, span: Span, what: &str) -> Option<Spanned<Type>> {
-        let depth = tv_stdlib::types::array_nesting(s);
-        match Type::parse(s) {
-            Some(t) => Some(Spanned::new(t, span)),
-            None if depth > tv_stdlib::types::MAX_ARRAY_NESTING => {
-                self.diags.push(
-                    Diagnostic::error(
-                        span,
-                        format!(
-                            "the {what} nests arrays {depth} deep; at most {} levels are allowed",
-                            tv_stdlib::types::MAX_ARRAY_NESTING
-                        ),
-                    )
-                    .with_help("write the deeper levels as `array` or `any`"),
-                );
-                None
-            }
-            None => {
-                let mut d = Diagnostic::error(span, format!("unknown {what} `{}`", s.trim()));
-                d = match schema::did_you_mean(
-                    s.trim(),
-                    &[
-                        "string", "number", "boolean", "null", "object", "array", "any",
-                    ],
-                ) {
-                    Some(c) => d.with_help(format!(
-                        "did you mean `{c}`? Types are {}",
-                        tv_stdlib::types::TYPE_NAMES
-                    )),
-                    None => d.with_help(format!("types are {}", tv_stdlib::types::TYPE_NAMES)),
-                };
-                self.diags.push(d);
-                None
-            }
-        }
     }
 
     pub(super) fn ident_attr(&mut self, text: &Text, what: &str) -> Ident {

@@ -18,6 +18,13 @@ pub fn dump_program(program: &Program, sources: &SourceMap, word_vars: &HashSet<
             word_vars,
             out: &mut out,
         };
+        for (name, ty) in program.types.iter().filter(|(n, _)| n.span.file == m.file) {
+            let written = match ty {
+                Type::Record(r) => tv_stdlib::types::Expanded(r).to_string(),
+                other => other.to_string(),
+            };
+            d.line(0, format_args!("type {} = {written}", name.node), name.span);
+        }
         for item in &m.items {
             d.item(item);
         }
@@ -179,9 +186,13 @@ impl Dumper<'_> {
                 .schema
                 .as_ref()
                 .map_or(String::new(), |s| format!(" schema={}", s.node));
+            let retries = f
+                .retries
+                .as_ref()
+                .map_or(String::new(), |r| format!(" retries={}", r.node));
             self.line(
                 d,
-                format_args!("output_format {:?}{schema}", f.kind.node),
+                format_args!("output_format {:?}{schema}{retries}", f.kind.node),
                 f.span,
             );
         }
@@ -315,6 +326,10 @@ impl Dumper<'_> {
                 .from
                 .as_ref()
                 .map_or(String::new(), |f| format!(" from={}", f.node));
+            let typed =
+                i.ty.as_ref()
+                    .map_or(String::new(), |t| format!(": {}", t.node));
+            let from = format!("{typed}{from}");
             match &i.value {
                 InputValue::Empty => self.line(
                     depth,

@@ -6,10 +6,13 @@ use super::schema;
 use super::*;
 use crate::diag::Diagnostic;
 use crate::parser;
-use crate::xml::Element;
+use crate::xml::{Element, Text};
 use tv_stdlib::models::{self, Provider};
 
 /// The sampling attributes `<model>` takes (DESIGN §12).
+/// The most `<output_format retries>` may ask again: every attempt costs a model call.
+pub const MAX_RETRIES: u32 = 10;
+
 const MODEL_ATTRS: &[&str] = &["temperature", "max_tokens", "top_p", "seed", "stop"];
 
 impl Builder<'_> {
@@ -226,7 +229,7 @@ impl Builder<'_> {
     }
 
     fn output_format(&mut self, el: &Element) -> OutputFormat {
-        schema::check_attrs(el, &["type", "schema"], self.diags);
+        schema::check_attrs(el, &["type", "schema", "retries"], self.diags);
         schema::no_elements(el, self.diags);
         schema::no_text(el, self.diags);
         let kind = match el.attr("type") {
@@ -261,10 +264,36 @@ impl Builder<'_> {
                 );
             }
         }
+        let retries = el.attr("retries").and_then(|a| self.retries(&a.value));
+        if let (Some(r), OutputKind::Text) = (&retries, kind.node) {
+            self.diags.push(
+                Diagnostic::error(r.span, "`retries` applies only to `type=\"json\"` output")
+                    .with_help("text output is never checked, so no reply is asked again; use type=\"json\" with a schema, or remove `retries`"),
+            );
+        }
         OutputFormat {
             kind,
             schema,
+            retries,
             span: el.span,
+        }
+    }
+
+    /// `retries="N"`: a whole number from 0 to [`MAX_RETRIES`].
+    fn retries(&mut self, text: &Text) -> Option<Spanned<u32>> {
+        let span = text.trimmed_span();
+        match text.trimmed().parse::<u32>() {
+            Ok(n) if n <= MAX_RETRIES => Some(Spanned::new(n, span)),
+            _ => {
+                self.diags.push(
+                    Diagnostic::error(
+                        span,
+                        format!("`retries` is `{}`, not a whole number from 0 to {MAX_RETRIES}", text.trimmed()),
+                    )
+                    .with_help("retries is how many times a reply that does not fit its type is asked again (default 1)"),
+                );
+                None
+            }
         }
     }
 

@@ -9,11 +9,13 @@ mod expr;
 mod fields;
 mod parts;
 mod schema;
+mod types;
 
 pub use build::{build_entries, build_module, build_module_with, is_identifier};
 pub use dump::dump_program;
 pub use expr::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
 pub use schema::{did_you_mean, did_you_mean_preferring};
+pub use types::{resolve as resolve_types, split_top_level, Declared, TypeDecl, EVALUATION_RESULT};
 
 use crate::source::{FileId, Span, Spanned};
 use tv_stdlib::types::Type;
@@ -23,6 +25,8 @@ pub type Ident = Spanned<String>;
 #[derive(Clone, Debug, Default)]
 pub struct Program {
     pub modules: Vec<Module>,
+    /// The declared types (`<type name>`), in file and document order, once resolved.
+    pub types: Vec<(Ident, Type)>,
 }
 
 /// The definitions of one file.
@@ -32,6 +36,8 @@ pub struct Module {
     /// A standard template file.
     pub std: bool,
     pub items: Vec<Item>,
+    /// Its `<type>` declarations and the types that name one, until they are resolved.
+    pub types: Declared,
 }
 
 #[derive(Clone, Debug)]
@@ -169,6 +175,8 @@ pub enum OutputKind {
 pub struct OutputFormat {
     pub kind: Spanned<OutputKind>,
     pub schema: Option<Spanned<Type>>,
+    /// `retries="N"`: how many times a reply that does not fit is asked again.
+    pub retries: Option<Spanned<u32>>,
     pub span: Span,
 }
 
@@ -195,6 +203,8 @@ pub struct ContextRelevance {
 #[derive(Clone, Debug)]
 pub struct Input {
     pub name: Ident,
+    /// `type="T"` on a declared input: the parameter's type.
+    pub ty: Option<Spanned<Type>>,
     pub from: Option<Ident>,
     pub value: InputValue,
     pub span: Span,

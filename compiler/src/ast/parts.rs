@@ -48,7 +48,7 @@ impl Builder<'_> {
     }
 
     pub(super) fn input(&mut self, el: &Element) -> Option<Input> {
-        schema::check_attrs(el, &["name", "from"], self.diags);
+        schema::check_attrs(el, &["name", "from", "type"], self.diags);
         let Some(name) = el.attr("name") else {
             self.diags.push(Diagnostic::error(
                 el.head(),
@@ -60,6 +60,9 @@ impl Builder<'_> {
         let from = el
             .attr("from")
             .map(|a| self.ident_attr(&a.value, "variable name"));
+        let ty = el
+            .attr("type")
+            .and_then(|a| self.type_attr(&a.value, "input type"));
         let children: Vec<&Element> = el.elements().collect();
         let value = if let Some(first) = children.first() {
             schema::no_text(el, self.diags);
@@ -86,6 +89,7 @@ impl Builder<'_> {
         }
         Some(Input {
             name,
+            ty,
             from,
             value,
             span: el.span,

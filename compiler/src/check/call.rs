@@ -449,13 +449,15 @@ fn text_as(text: &str, want: &Type) -> Option<Type> {
         Type::Number => text.parse::<f64>().ok().map(|_| Type::Number),
         Type::Boolean => matches!(text, "true" | "false").then_some(Type::Boolean),
         Type::Null => (text == "null").then_some(Type::Null),
-        Type::Object | Type::Array(_) => serde_json::from_str::<serde_json::Value>(text)
-            .ok()
-            .and_then(|v| match v {
-                serde_json::Value::Object(_) => Some(Type::Object),
-                serde_json::Value::Array(_) => Some(Type::Array(Box::new(Type::Any))),
-                _ => None,
-            }),
+        // JSON that is a value of the type reads as one; other text stays text.
+        Type::Object | Type::Array(_) | Type::Record(_) => {
+            serde_json::from_str::<serde_json::Value>(text)
+                .ok()
+                .filter(|v| want.admits(v))
+                .map(|_| want.clone())
+        }
+        // A word is one string: it fits the union only if it is one of its strings.
+        Type::Literals(_) => Some(Type::Literals(std::sync::Arc::new(vec![text.to_string()]))),
         _ => None,
     }
 }

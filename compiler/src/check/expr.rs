@@ -64,6 +64,7 @@ impl<'p> Checker<'p, '_, '_> {
                 let rt = self.check_expr(r, scope);
                 if op.is_comparison() {
                     self.check_comparison(*op, &lt, &rt, e.span);
+                    self.check_literal_comparison(*op, l, &lt, r, &rt, e.span);
                 }
                 Type::Boolean
             }
@@ -75,6 +76,27 @@ impl<'p> Checker<'p, '_, '_> {
         match (base, &seg) {
             (Type::Array(elem), Segment::Index(_)) => (**elem).clone(),
             (Type::Any | Type::Object, _) => Type::Any,
+            (Type::Record(r), Segment::Name(n)) => match r.field(n) {
+                // An optional field may also be absent (`null`), which comparisons allow.
+                Some(f) => f.ty.clone(),
+                None => {
+                    self.diags.push(super::records::no_field(base, r, n, span));
+                    Type::Any
+                }
+            },
+            (Type::Record(r), Segment::Index(i)) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        span,
+                        format!("`{i}` is an index, but the value is the record `{base}`"),
+                    )
+                    .with_help(format!(
+                        "name one of its fields: {}",
+                        super::records::field_list(r)
+                    )),
+                );
+                Type::Any
+            }
             (Type::Array(_), Segment::Name(n)) => {
                 self.diags.push(
                     Diagnostic::error(

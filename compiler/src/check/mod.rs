@@ -7,6 +7,7 @@ mod call;
 mod expr;
 mod graph;
 mod infer;
+mod records;
 mod scope;
 pub mod shell;
 #[cfg(test)]
@@ -249,6 +250,16 @@ impl<'p> Checker<'p, '_, '_> {
                     ret.node
                 ));
             }
+            // A declared record is shown by name; say what it holds.
+            if let Type::Record(r) = &ret.node {
+                if r.name.is_some() {
+                    d = d.with_help(format!(
+                        "`{}` is {}",
+                        ret.node,
+                        tv_stdlib::types::Expanded(r)
+                    ));
+                }
+            }
             if let Some(span) = infer::output_schema_span(&t.body) {
                 d = d.with_secondary(span, "the body's output is declared here");
             }
@@ -285,7 +296,7 @@ fn signature(item: &Item) -> Signature {
                 })
                 .map(|i| SigParam {
                     name: i.name.node.clone(),
-                    ty: None,
+                    ty: i.ty.as_ref().map(|t| t.node.clone()),
                     span: i.name.span,
                 })
                 .collect(),

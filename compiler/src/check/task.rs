@@ -91,6 +91,17 @@ impl<'p> Checker<'p, '_, '_> {
         };
         for input in inputs {
             let name = &input.name.node;
+            if let Some(ty) = &input.ty {
+                if !(decl && crate::ast::is_parameter(input)) {
+                    self.diags.push(
+                        Diagnostic::error(
+                            ty.span,
+                            format!("input `{name}` is given its value here, so it has no `type` to declare"),
+                        )
+                        .with_help("`type` declares a parameter's type: on an input of a root task, a named task or a template without `params`"),
+                    );
+                }
+            }
             if let Some(from) = &input.from {
                 let ty = self.check_var(&from.node, from.span, outer);
                 scope.bind(name, ty);
@@ -103,7 +114,10 @@ impl<'p> Checker<'p, '_, '_> {
                     scope.bind(name, ty);
                 }
                 // In a declaration the text documents the input.
-                InputValue::Text(_) | InputValue::Empty if decl => scope.bind(name, Type::Any),
+                InputValue::Text(_) | InputValue::Empty if decl => {
+                    let ty = outer.lookup(name).map_or(Type::Any, |b| b.ty.clone());
+                    scope.bind(name, ty)
+                }
                 InputValue::Text(t) => {
                     self.check_text(t, outer);
                     scope.bind(name, Type::String);
@@ -568,6 +582,11 @@ impl<'p> Checker<'p, '_, '_> {
     fn check_loop(&mut self, task: &'p Task, scope: &Scope) {
         let mut s = scope.clone();
         s.bind_context(LOOP_VARS);
+        // The machine reads every evaluation as an EvaluationResult (DESIGN §13).
+        s.bind("evaluation", Type::evaluation_result());
+        if let Some(e) = &task.evaluator {
+            self.check_evaluator(e);
+        }
         for (slot, name) in [(&task.director, "director"), (&task.evaluator, "evaluator")] {
             match slot {
                 Some(b) => self.check_body(b, &s, false),
@@ -613,7 +632,8 @@ impl Checker<'_, '_, '_> {
 fn declared_params(inputs: &[Input], outer: &Scope) -> Scope {
     let mut scope = outer.clone();
     for input in inputs.iter().filter(|i| crate::ast::is_parameter(i)) {
-        scope.bind(&input.name.node, Type::Any);
+        let ty = input.ty.as_ref().map_or(Type::Any, |t| t.node.clone());
+        scope.bind(&input.name.node, ty);
     }
     scope
 }

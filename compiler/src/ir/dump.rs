@@ -11,7 +11,14 @@ pub fn dump(p: &Program, sources: &SourceMap) -> String {
         out: String::new(),
     };
     for (i, t) in p.tasks.iter().enumerate() {
-        let _ = writeln!(d.out, "task{i} {}", tv_vm::disasm::describe_task(t));
+        let described = tv_vm::disasm::describe_task(t);
+        // How often a reply is asked again, when it is not the default of 1.
+        let retries = if t.retries != 1 && !described.contains("retries=") {
+            format!(" retries={}", t.retries)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(d.out, "task{i} {described}{retries}");
     }
     for (i, f) in p.functions.iter().enumerate() {
         let params: Vec<String> = f.params.iter().map(|(n, t)| format!("{n}: {t}")).collect();

@@ -253,7 +253,9 @@ fn typed_text(text: &str, want: &Type, span: Span) -> Expr {
             return Expr::new(ExprKind::Bool(t == "true"), Type::Boolean, span)
         }
         Type::Null if t == "null" => return Expr::new(ExprKind::Null, Type::Null, span),
-        Type::Object | Type::Array(_) if serde_json::from_str::<serde_json::Value>(t).is_ok() => {
+        Type::Object | Type::Array(_) | Type::Record(_)
+            if serde_json::from_str::<serde_json::Value>(t).is_ok() =>
+        {
             return Expr::new(
                 ExprKind::Builtin(builtins::PARSE_JSON, vec![Expr::str(t, span)]),
                 want.clone(),

@@ -36,6 +36,7 @@ pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> 
                 tasks: Vec::new(),
                 branches: Vec::new(),
                 items: total,
+                evaluator: None,
             };
             let functions = items.iter().map(|item| l.item(item)).collect();
             Part {
@@ -150,6 +151,8 @@ struct Lowerer<'a> {
     /// Functions made from nested tasks that run as concurrent branches.
     branches: Vec<ir::Function>,
     items: u32,
+    /// The evaluator task of the loop being lowered: its reply is an EvaluationResult.
+    evaluator: Option<Span>,
 }
 
 /// The locals and scopes of the function being lowered.
@@ -257,7 +260,7 @@ impl Lowerer<'_> {
                     .map(|s| {
                         s.params
                             .iter()
-                            .map(|p| (p.name.clone(), Type::Any))
+                            .map(|p| (p.name.clone(), p.ty.clone().unwrap_or(Type::Any)))
                             .collect()
                     })
                     .unwrap_or_default();

@@ -478,7 +478,17 @@ impl Lowerer<'_> {
                 "evaluation_feedback",
                 "script_output",
             ];
-            let locals: Vec<ir::Local> = names.iter().map(|n| frame.bind(n, Type::Any)).collect();
+            let locals: Vec<ir::Local> = names
+                .iter()
+                .map(|&n| {
+                    let ty = if n == "evaluation" {
+                        Type::evaluation_result()
+                    } else {
+                        Type::Any
+                    };
+                    frame.bind(n, ty)
+                })
+                .collect();
             let last = frame.local("(last director result)", Type::Any);
             let settings = context::merge(TaskType::DirectorEvaluatorLoop, task.context.as_ref());
             // The director and evaluator see the earlier iterations' director results
@@ -504,10 +514,12 @@ impl Lowerer<'_> {
                 .as_ref()
                 .map_or(missing(task.span), |b| self.body(b, frame, false));
             let script = self.script_node(task, frame);
-            let evaluator = task
-                .evaluator
-                .as_ref()
-                .map_or(missing(task.span), |b| self.body(b, frame, false));
+            let evaluator = task.evaluator.as_ref().map_or(missing(task.span), |b| {
+                let outer = self.evaluator.replace(b.span());
+                let node = self.body(b, frame, false);
+                self.evaluator = outer;
+                node
+            });
             let termination = task.termination.as_ref().map(|e| self.expr(e, frame));
             frame.context = outer_context;
             Node {
@@ -572,12 +584,25 @@ impl Lowerer<'_> {
     /// Registers the host-call metadata of a task.
     fn meta(&mut self, task: &Task, frame: &mut Frame) -> u32 {
         frame.tasks_made += 1;
+        // An evaluator that states no type replies with an EvaluationResult: the
+        // machine asks for one (and re-asks), and providers are sent its schema.
+        let evaluator = self.evaluator == Some(task.span)
+            && task.kind.node == TaskType::Atomic
+            && task.reference.is_none();
         let output = match &task.output_format {
-            Some(f) if f.kind.node == OutputKind::Json => {
-                Output::Json(f.schema.as_ref().map(|s| (&s.node).into()))
-            }
+            Some(f) if f.kind.node == OutputKind::Json => match &f.schema {
+                Some(s) => Output::Json(Some((&s.node).into())),
+                None if evaluator => Output::Json(Some((&Type::evaluation_result()).into())),
+                None => Output::Json(None),
+            },
+            None if evaluator => Output::Json(Some((&Type::evaluation_result()).into())),
             _ => Output::Text,
         };
+        let retries = task
+            .output_format
+            .as_ref()
+            .and_then(|f| f.retries.as_ref())
+            .map_or(DEFAULT_RETRIES, |r| r.node);
         let file_paths = lowered_paths(task.file_paths.as_ref().map(|f| &f.node));
         let (model, provider) = frame.defaults.model_and_provider(task);
         let atomic = task.kind.node == TaskType::Atomic;
@@ -603,7 +628,7 @@ impl Lowerer<'_> {
             model,
             provider,
             output,
-            retries: DEFAULT_RETRIES,
+            retries,
             context,
             file_paths,
             criteria: task.criteria.as_ref().map(template_source),
