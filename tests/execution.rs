@@ -103,7 +103,8 @@ fn a_failing_step_fails_the_sequence_with_its_details() {
     );
     assert_eq!(e["details"]["totalSteps"], 3);
     assert_eq!(e["details"]["partialResults"][0]["content"], "not json");
-    assert_eq!(host.requests.len(), 2, "the third step never runs");
+    // The second step is asked once more (its `retries` default), then fails.
+    assert_eq!(host.requests.len(), 3, "the third step never runs");
 }
 
 #[test]
@@ -431,19 +432,31 @@ fn a_loop_that_accepts_running_out_completes_with_its_last_result_and_says_so() 
 
 #[test]
 fn an_evaluator_reply_that_is_not_an_evaluation_result_fails_the_loop_with_the_reply_kept() {
-    let b = bundle_of(
+    let mut b = bundle_of(
         r#"<task name="l" type="director_evaluator_loop">
              <director><instructions>d</instructions></director>
              <evaluator><instructions>judge</instructions></evaluator>
            </task>"#,
     );
+    // Not asked again: this is about the failure of the loop.
+    for t in &mut b.tasks {
+        std::sync::Arc::make_mut(t).retries = 0;
+    }
     for (reply, problem, path) in [
-        ("it is fine", "not JSON", "$"),
-        (r#"{"success": "yes"}"#, "`success` is string", "$.success"),
-        (r#"{"ok": true}"#, "no `success`", "$.success"),
+        ("it is fine", "does not parse", "$"),
+        (
+            r#"{"success": "yes"}"#,
+            "at `$.success` expected boolean, got string",
+            "$.success",
+        ),
+        (
+            r#"{"ok": true}"#,
+            "at `$.success` expected boolean, got missing",
+            "$.success",
+        ),
         (
             r#"{"success": true, "feedback": 3}"#,
-            "`feedback` is number",
+            "at `$.feedback` expected string, got number",
             "$.feedback",
         ),
     ] {
