@@ -77,9 +77,10 @@ fn a_failing_computed_input_fails_its_task() {
     let mut host = scripted(|r| r.messages[0].content.clone());
     let r = run_with(&b, "t", json!({}), Limits::default(), &mut host);
     assert_eq!(r["notes"]["error"]["reason"], "output_format_failure");
+    // `a`, then `b` and its one re-ask.
     assert_eq!(
         host.requests.len(),
-        2,
+        3,
         "the parent's own call is never made"
     );
 }

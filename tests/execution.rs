@@ -103,7 +103,8 @@ fn a_failing_step_fails_the_sequence_with_its_details() {
     );
     assert_eq!(e["details"]["totalSteps"], 3);
     assert_eq!(e["details"]["partialResults"][0]["content"], "not json");
-    assert_eq!(host.requests.len(), 2, "the third step never runs");
+    // The second step is asked once more (its `retries` default), then fails.
+    assert_eq!(host.requests.len(), 3, "the third step never runs");
 }
 
 #[test]
@@ -431,12 +432,16 @@ fn a_loop_that_accepts_running_out_completes_with_its_last_result_and_says_so() 
 
 #[test]
 fn an_evaluator_reply_that_is_not_an_evaluation_result_fails_the_loop_with_the_reply_kept() {
-    let b = bundle_of(
+    let mut b = bundle_of(
         r#"<task name="l" type="director_evaluator_loop">
              <director><instructions>d</instructions></director>
              <evaluator><instructions>judge</instructions></evaluator>
            </task>"#,
     );
+    // Not asked again: this is about the failure of the loop.
+    for t in &mut b.tasks {
+        std::sync::Arc::make_mut(t).retries = 0;
+    }
     for (reply, problem, path) in [
         // The evaluator's task is typed EvaluationResult, so the reply is judged as
         // any typed JSON output is.

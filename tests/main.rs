@@ -13,6 +13,7 @@ mod faults;
 mod fixtures;
 mod fuzz_vm;
 mod limits;
+mod reask;
 mod robustness;
 mod runs;
 mod shell_quoting;

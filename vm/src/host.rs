@@ -45,9 +45,10 @@ pub struct Message {
     pub content: String,
 }
 
-/// Who said a message of a session. The machine writes the task's prompt and each
-/// subtask result as `user` turns and a reply that asked for a subtask as an
-/// `assistant` turn; a host may meet `system` messages too.
+/// Who said a message of a session. The machine writes the task's prompt, each
+/// subtask result and each re-ask's feedback as `user` turns, and a reply that asked
+/// for a subtask or was re-asked as an `assistant` turn; a host may meet `system`
+/// messages too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {

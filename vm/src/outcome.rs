@@ -12,29 +12,50 @@ use crate::bundle::{Output, TaskMeta};
 use crate::host::{LlmReply, ScriptReply};
 use crate::result::{is_failed, set_note, ErrorKind, Reason, Resource, TaskError, TaskResult};
 use serde_json::{json, Map, Value};
-use tv_stdlib::types::{Mismatch, Type, MISSING};
-use tv_stdlib::values::{self as f, kind_of};
+use tv_stdlib::types::{Expanded, Mismatch, Type};
+use tv_stdlib::values as f;
 
 /// The result of an LLM turn: the reply read by the task's `output_format`, or a
 /// failure when the reply was cut at its output limit.
 pub fn llm_result(reply: LlmReply, output: &Output) -> TaskResult {
+    read_reply(reply, output).0
+}
+
+/// Why a reply is not JSON of its declared type: what a re-ask tells the model
+/// (DESIGN §13).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Misread {
+    /// It does not parse as JSON: the parser's error.
+    Parse(String),
+    /// It parses, but departs from the type there.
+    Mismatch(Mismatch),
+}
+
+/// [`llm_result`], and why the result failed when its reply is not JSON of the
+/// declared type (a cut reply is not judged: it is not an answer).
+pub fn read_reply(reply: LlmReply, output: &Output) -> (TaskResult, Option<Misread>) {
     if reply.truncated {
-        return truncated(reply);
+        return (truncated(reply), None);
     }
     let notes = reply_notes(&reply);
+    // A reply that fails its type spent its tokens and had its files all the same.
+    let kept = matches!(output, Output::Json(Some(_))).then(|| notes.clone());
     let mut r = TaskResult::complete_with(reply.content, notes);
-    conform(&mut r, output);
-    r
+    let misread = conform(&mut r, output);
+    if let (Some(notes), Some(_)) = (kept, &misread) {
+        r.notes.other = notes;
+    }
+    (r, misread)
 }
 
 /// A COMPLETE result read by its `output_format`: with `json`, its content is parsed
 /// (leniently) into `parsedContent`, and a declared type must fit. A parse error without
 /// a type is a note; with one, or a mismatch, the result fails with
-/// `output_format_failure` and keeps the text in `content`. (In place: a result is
-/// large, and most tasks have no output format.)
-pub fn conform(r: &mut TaskResult, output: &Output) {
+/// `output_format_failure`, keeps the text in `content`, and the reason is returned.
+/// (In place: a result is large, and most tasks have no output format.)
+pub fn conform(r: &mut TaskResult, output: &Output) -> Option<Misread> {
     let Output::Json(schema) = output else {
-        return;
+        return None;
     };
     let parsed = match r.parsed_content.take() {
         Some(v) => Ok(v),
@@ -43,10 +64,10 @@ pub fn conform(r: &mut TaskResult, output: &Output) {
     match (parsed, schema) {
         (Ok(v), None) => r.parsed_content = Some(v),
         (Ok(v), Some(ty)) => {
-            if let Some(m) = ty.to_type().mismatch(&v) {
+            if let Some(m) = ty.as_type().mismatch(&v) {
                 let should = format!("the output should be `{ty}` JSON");
                 *r = mismatched(should, &ty.to_string(), &m, std::mem::take(&mut r.content));
-                return;
+                return Some(Misread::Mismatch(m));
             }
             r.parsed_content = Some(v);
         }
@@ -59,8 +80,10 @@ pub fn conform(r: &mut TaskResult, output: &Output) {
             .with_details(json!({"expected": ty, "actual": "text", "path": "$",
                 "content": r.content, "parseError": e}));
             *r = failed_keeping(error, std::mem::take(&mut r.content));
+            return Some(Misread::Parse(e));
         }
     }
+    None
 }
 
 /// A FAILED result that keeps the text it failed on in `content`.
@@ -245,7 +268,9 @@ pub fn fail_reduce(
 /// The evaluator's result as an EvaluationResult (DESIGN §6): its value is the object
 /// `{success: boolean, feedback?: string}` read from the reply (parsed JSON, or the text
 /// parsed leniently), whether or not the evaluator declared an output format. A reply
-/// that is not one fails with `output_format_failure`, the reply kept.
+/// that is not one fails with `output_format_failure`, the reply kept. (An atomic
+/// evaluator's reply was read as that type already, and re-asked; this reads what a
+/// composite evaluator produced.)
 pub fn evaluation(mut r: Value) -> Value {
     if is_failed(&r) {
         return r;
@@ -255,50 +280,27 @@ pub fn evaluation(mut r: Value) -> Value {
         Some(v) if v.is_object() => Ok(v.clone()),
         _ => f::parse_json_text(&content),
     };
-    let (problem, path, actual) = match parsed {
-        Ok(v) => match not_an_evaluation(&v) {
-            None => {
-                r["parsedContent"] = v;
-                return r;
-            }
-            Some(wrong) => wrong,
-        },
-        Err(e) => (format!("it is not JSON ({e})"), "$", "text"),
+    let ty = Type::evaluation_result();
+    let (problem, path, actual) = match parsed.map(|v| (ty.mismatch(&v), v)) {
+        Ok((None, v)) => {
+            r["parsedContent"] = v;
+            return r;
+        }
+        Ok((Some(m), _)) => (m.to_string(), m.path, m.found),
+        Err(e) => (format!("it does not parse: {e}"), "$".into(), "text".into()),
+    };
+    let written = match &ty {
+        Type::Record(record) => Expanded(record).to_string(),
+        other => other.to_string(),
     };
     let error = TaskError::failure(
         Reason::OutputFormatFailure,
-        format!(
-            "the evaluator's reply should be an EvaluationResult {{\"success\": boolean, \"feedback\": string}}, but {problem}"
-        ),
+        format!("the evaluator's reply should be an EvaluationResult {written}, but {problem}"),
     )
-    .with_details(json!({"expected": "EvaluationResult", "actual": actual, "path": path, "content": content}));
+    .with_details(
+        json!({"expected": ty.to_string(), "actual": actual, "path": path, "content": content}),
+    );
     failed_keeping(error, content).into()
-}
-
-/// What is wrong with a value that should be an EvaluationResult, where (a JSON path)
-/// and what was found there; `None` when it is one.
-fn not_an_evaluation(v: &Value) -> Option<(String, &'static str, &'static str)> {
-    if !v.is_object() {
-        return Some((
-            format!("it is {}, not an object", kind_of(v)),
-            "$",
-            kind_of(v),
-        ));
-    }
-    match (v.get("success"), v.get("feedback")) {
-        (Some(Value::Bool(_)), None | Some(Value::String(_) | Value::Null)) => None,
-        (Some(Value::Bool(_)), Some(other)) => Some((
-            format!("`feedback` is {}, not a string", kind_of(other)),
-            "$.feedback",
-            kind_of(other),
-        )),
-        (None, _) => Some(("it has no `success`".to_string(), "$.success", MISSING)),
-        (Some(other), _) => Some((
-            format!("`success` is {}, not a boolean", kind_of(other)),
-            "$.success",
-            kind_of(other),
-        )),
-    }
 }
 
 /// The end of a director-evaluator loop (see [`crate::isa::Op::EndLoop`]).

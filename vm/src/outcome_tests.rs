@@ -84,6 +84,13 @@ fn a_reply_that_is_not_an_evaluation_result_says_what_is_wrong_where() {
     let r = evaluation(TaskResult::complete(r#"{"success": "yes"}"#.into()).into());
     assert_eq!(r["notes"]["error"]["details"]["path"], "$.success");
     assert_eq!(r["notes"]["error"]["details"]["actual"], "string");
+    assert_eq!(
+        r["notes"]["error"]["message"],
+        "the evaluator's reply should be an EvaluationResult {success: boolean, feedback?: string}, but at `$.success` expected boolean, got string"
+    );
+    let r = evaluation(TaskResult::complete("[true]".into()).into());
+    assert_eq!(r["notes"]["error"]["details"]["actual"], "array");
+    assert_eq!(r["notes"]["error"]["details"]["path"], "$");
     let ok = evaluation(TaskResult::complete(r#"{"success": true}"#.into()).into());
     assert_eq!(ok["parsedContent"], json!({"success": true}));
 }

@@ -1,10 +1,10 @@
 //! The machine's host-call side: asking for an LLM turn or a script run, taking the
 //! reply back, and branching for gathered calls.
 
-use crate::bundle::{Inherit, Output, TaskMeta};
+use crate::bundle::{Inherit, TaskMeta};
 use crate::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest, Message, ScriptRequest};
-use crate::interp::{fault, Fault, RunsAs, Session, Step, Vm, Waiting};
-use crate::outcome::{llm_result, script_result, with_criteria};
+use crate::interp::{fault, Attempts, Fault, RunsAs, Session, Step, Vm, Waiting};
+use crate::outcome::{script_result, with_criteria};
 use crate::result::{Resource, TaskError, TaskResult};
 use crate::shared::SharedText;
 use serde_json::{Map, Value};
@@ -27,6 +27,7 @@ impl<'b> Vm<'b> {
                 + self.frames.iter().filter(|f| f.spawned.is_some()).count(),
             scope: self.frames.last().and_then(|f| f.scope.clone()),
             waiting: None,
+            again: None,
             done: None,
         };
         let argc = self
@@ -92,6 +93,7 @@ impl<'b> Vm<'b> {
             query,
             spawned,
             messages: Arc::new(vec![Message::user(prompt)]),
+            attempts: Attempts::default(),
         })
     }
 
@@ -130,6 +132,11 @@ impl<'b> Vm<'b> {
 
     /// The next LLM call of a session, once the turn and token limits allow it.
     pub(crate) fn ask(&mut self, session: Session) -> Result<Step, Fault> {
+        self.request(session).map(Step::Host)
+    }
+
+    /// [`Vm::ask`]'s request, the machine waiting for its reply.
+    pub(crate) fn request(&mut self, session: Session) -> Result<Box<HostRequest>, Fault> {
         if self.budget.turns() >= self.limits.turns {
             return Err(TaskError::exhausted(
                 Resource::Turns,
@@ -163,7 +170,7 @@ impl<'b> Vm<'b> {
             requested_files,
         };
         self.waiting = Some(Waiting::Llm(session));
-        Ok(Step::Host(Box::new(HostRequest::Llm(request))))
+        Ok(Box::new(HostRequest::Llm(request)))
     }
 
     pub(crate) fn script(&mut self, task: u32) -> Result<Step, Fault> {
@@ -223,8 +230,8 @@ impl<'b> Vm<'b> {
         self.stack.push(r.into());
     }
 
-    /// The result of an LLM reply, or `None` when the reply started a subtask or the
-    /// machine could not keep it (the fault is on the stack then).
+    /// The result of an LLM reply, or `None` when the reply started a subtask or a
+    /// re-ask, or the machine could not keep it (the fault is on the stack then).
     fn replied(&mut self, session: Session, reply: LlmReply) -> Option<TaskResult> {
         self.budget.spend(reply.input_tokens, reply.output_tokens);
         // The reply is here already (the host caps its size); what the machine keeps
@@ -233,18 +240,13 @@ impl<'b> Vm<'b> {
             self.stack.push(TaskResult::failed(fault).into());
             return None;
         }
-        let bundle = self.bundle;
-        let output = bundle
-            .tasks
-            .get(session.task as usize)
-            .map_or(&Output::Text, |t| &t.output);
         // A cut reply is not an answer, so it asks for no subtask either.
         if reply.truncated {
-            return Some(llm_result(reply, output));
+            return self.judged(session, reply);
         }
         match self.continuation(session, &reply) {
-            Ok(true) => None,
-            Ok(false) => Some(llm_result(reply, output)),
+            Ok(Some(session)) => self.judged(session, reply),
+            Ok(None) => None,
             Err(failure) => Some(*failure),
         }
     }

@@ -3,12 +3,14 @@
 
 mod calls;
 mod memory;
+mod reask;
 mod results;
 mod session;
 mod stack;
 pub mod subtask;
 mod text;
 
+pub(crate) use reask::Attempts;
 pub(crate) use session::{RunsAs, Session, Spawn, SubtaskScope};
 
 use crate::accumulate::Accumulator;
@@ -102,6 +104,8 @@ pub struct Vm<'b> {
     /// The subtask a branch runs inside, if any: its first frame's scope.
     pub(crate) scope: Option<Arc<SubtaskScope>>,
     pub(crate) waiting: Option<Waiting>,
+    /// A host call made while taking a reply (a re-ask), for the next [`Vm::run`].
+    pub(crate) again: Option<Box<HostRequest>>,
     pub(crate) done: Option<Box<TaskResult>>,
 }
 
@@ -123,6 +127,7 @@ impl<'b> Vm<'b> {
             subtask_offset: 0,
             scope: None,
             waiting: None,
+            again: None,
             done: None,
         };
         if let Err(fault) = vm.push_frame(function as usize, args) {
@@ -147,6 +152,9 @@ impl<'b> Vm<'b> {
     pub fn run(&mut self) -> Step {
         if let Some(r) = &self.done {
             return Step::Done(r.clone());
+        }
+        if let Some(request) = self.again.take() {
+            return Step::Host(request);
         }
         if self.waiting.is_some() {
             return self.finish(TaskResult::failed(fault(

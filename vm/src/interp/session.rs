@@ -14,7 +14,7 @@
 
 use super::subtask::{self, failure};
 use crate::host::{LlmReply, Message};
-use crate::interp::{Fault, Step, Vm};
+use crate::interp::{Attempts, Fault, Step, Vm};
 use crate::outcome::with_criteria;
 use crate::result::{is_failed, ErrorKind, Reason, Resource, Status, TaskError, TaskResult};
 use crate::shared::SharedText;
@@ -33,6 +33,8 @@ pub(crate) struct Session {
     pub(crate) query: Option<String>,
     /// Set when the session runs inside a spawned subtask.
     pub(crate) spawned: Option<RunsAs>,
+    /// Its replies so far that were read as its output format, for re-asks.
+    pub(crate) attempts: Attempts,
 }
 
 /// What the atomic tasks of a spawned subtask run with (DESIGN §19): the request's
@@ -66,12 +68,13 @@ impl Vm<'_> {
         self.subtask_offset + self.frames.iter().filter(|f| f.spawned.is_some()).count()
     }
 
-    /// `Ok(true)` when the reply asked for a subtask and its frame is running.
+    /// `Ok(None)` when the reply asked for a subtask and its frame is running (the
+    /// session waits in it); the session back when the reply asked for none.
     pub(crate) fn continuation(
         &mut self,
         mut session: Session,
         reply: &LlmReply,
-    ) -> Result<bool, Box<TaskResult>> {
+    ) -> Result<Option<Session>, Box<TaskResult>> {
         // A JSON continuation names its status; other replies are not parsed at all.
         let parsed = if reply.content.contains("CONTINUATION") || reply.content.contains("\\u") {
             parse_json_text(&reply.content).ok()
@@ -80,7 +83,7 @@ impl Vm<'_> {
         };
         let Some(request) = subtask::request_in(reply.subtask_request.as_ref(), parsed.as_ref())
         else {
-            return Ok(false);
+            return Ok(Some(session));
         };
         let depth = self.subtask_depth() + 1;
         // The request's failure carries the error the spawn met.
@@ -152,7 +155,7 @@ impl Vm<'_> {
                 depth,
             }));
         }
-        Ok(true)
+        Ok(None)
     }
 
     /// The parent session goes on with the subtask's result, or fails with it.
