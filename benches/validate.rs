@@ -23,7 +23,8 @@ const RECORD: &str = r#"{
 
 /// A reply of about 2 KB that is of the record type.
 fn reply() -> String {
-    let finding = |i: usize| format!("Finding {i}: the handler retries without a bound on the queue");
+    let finding =
+        |i: usize| format!("Finding {i}: the handler retries without a bound on the queue");
     let v = serde_json::json!({
         "id": "PR-4821", "title": "Bound the retry queue of the ingest worker",
         "summary": "The change bounds the retry queue and adds a metric for dropped items; the new limit is configurable and defaults to 10,000 entries.",
@@ -43,7 +44,11 @@ fn reply() -> String {
 fn main() {
     let ty = Type::parse(RECORD).expect("the record type parses");
     let text = reply();
-    assert!((1900..2400).contains(&text.len()), "about 2 KB: {}", text.len());
+    assert!(
+        (1900..2400).contains(&text.len()),
+        "about 2 KB: {}",
+        text.len()
+    );
     let fenced = format!("Here is the review you asked for.\n\n```json\n{text}\n```\n\nLet me know if anything is unclear.");
     let check = |t: &str| {
         let v = parse_json_text(t).expect("reads");
@@ -68,9 +73,10 @@ fn main() {
     group
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    group.bench_function("2 KB reply read and checked against a 20-field record", |b| {
-        b.iter(|| check(black_box(&text)))
-    });
+    group.bench_function(
+        "2 KB reply read and checked against a 20-field record",
+        |b| b.iter(|| check(black_box(&text))),
+    );
     group.bench_function("the same reply in prose and a fence", |b| {
         b.iter(|| check(black_box(&fenced)))
     });

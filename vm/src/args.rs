@@ -11,10 +11,12 @@ use tv_stdlib::types::{Mismatch, Type};
 const QUOTED_CHARS: usize = 60;
 
 /// The value of `--arg NAME=RAW` for a parameter of type `t`: text for `string` and
-/// untyped parameters, JSON for the others.
+/// untyped parameters and for a union of strings (`--arg severity=high`), JSON for the
+/// others.
 pub fn parse_arg(name: &str, t: &Type, raw: &str) -> Result<Value, String> {
     let value = match t {
         Type::String | Type::Any => return Ok(Value::String(raw.to_string())),
+        Type::Literals(_) => Ok(Value::String(raw.to_string())),
         _ => serde_json::from_str::<Value>(raw.trim()),
     };
     match value {
@@ -71,6 +73,10 @@ fn expected(name: &str, t: &Type, got: &str, mismatch: Option<&Mismatch>) -> Str
         Type::Object => "a JSON object".to_string(),
         Type::Null => "null".to_string(),
         Type::Array(item) if **item == Type::Any => "a JSON array".to_string(),
+        Type::Literals(ls) => {
+            let quoted: Vec<String> = ls.iter().map(|l| format!("`{l}`")).collect();
+            format!("one of {}", quoted.join(", "))
+        }
         other => format!("`{other}` (as JSON)"),
     };
     match mismatch.filter(|m| m.path != "$") {
@@ -139,6 +145,23 @@ mod tests {
             json!("[1,2]")
         );
         assert_eq!(parse_arg("a", &ty("any"), "12").unwrap(), json!("12"));
+    }
+
+    #[test]
+    fn records_are_given_as_json_and_literal_unions_as_text() {
+        let severity = ty(r#""low"|"high""#);
+        assert_eq!(parse_arg("s", &severity, "high").unwrap(), json!("high"));
+        assert_eq!(
+            parse_arg("s", &severity, "urgent").unwrap_err(),
+            "`s` expects one of `low`, `high`, got `urgent`"
+        );
+        let review = ty("{approved: boolean, findings: string[]}");
+        let ok = parse_arg("r", &review, r#"{"approved": true, "findings": []}"#);
+        assert_eq!(ok.unwrap(), json!({"approved": true, "findings": []}));
+        assert_eq!(
+            parse_arg("r", &review, r#"{"approved": "yes"}"#).unwrap_err(),
+            "`r` expects `{approved: boolean, findings: string[]}` (as JSON), got `{\"approved\": \"yes\"}`; at `$.approved` expected boolean, got string"
+        );
     }
 
     #[test]
