@@ -139,19 +139,52 @@ pub trait Host {
     fn call(&mut self, request: &HostRequest) -> HostReply;
 }
 
-/// The echo provider's answer: the request's own prompt.
+/// The echo provider's answer (a dry run). A task whose output is typed JSON gets the
+/// smallest value of its type (DESIGN §13), so that every later step of a workflow runs;
+/// JSON of no declared type gets `{}`. A text task gets what it would send, in labelled
+/// sections, each without its trailing blank lines and left out when empty:
+///
+/// ```text
+/// System:
+/// <the system prompt>
+///
+/// Context:
+/// <the context: inherited, accumulated, files>
+///
+/// Prompt:
+/// <the last message>
+/// ```
 pub fn echo(r: &LlmRequest) -> LlmReply {
+    use crate::bundle::Output;
+    use tv_stdlib::types::{smallest_value, Type};
+    let content = match &r.task.output {
+        Output::Json(Some(ty)) if *ty.as_type() != Type::Any => {
+            smallest_value(ty.as_type()).to_string()
+        }
+        Output::Json(_) => "{}".to_string(),
+        Output::Text => {
+            let prompt = r.messages.last().map_or("", |m| m.content.as_str());
+            let context = r.context.to_string();
+            [
+                ("System", r.system_prompt.as_str()),
+                ("Context", context.as_str()),
+                ("Prompt", prompt),
+            ]
+            .iter()
+            .map(|(label, text)| (label, text.trim_end()))
+            .filter(|(_, text)| !text.is_empty())
+            .map(|(label, text)| format!("{label}:\n{text}"))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+        }
+    };
     LlmReply {
-        content: r
-            .messages
-            .last()
-            .map(|m| m.content.clone())
-            .unwrap_or_default(),
+        content,
         ..LlmReply::default()
     }
 }
 
-/// Answers every LLM request with its own prompt, and runs no script (dry runs).
+/// Answers every LLM request as [`echo`] does, and runs no script (dry runs).
 #[derive(Debug, Default)]
 pub struct EchoHost;
 
