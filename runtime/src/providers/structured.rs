@@ -104,12 +104,16 @@ impl Shape {
 }
 
 /// The name a native schema (or forced tool) goes by, as both APIs require it
-/// (`^[a-zA-Z0-9_-]{1,64}$`): the record's declared name, else the task's; characters
-/// outside that set become `_`.
+/// (`^[a-zA-Z0-9_-]{1,64}$`): the record's declared name, else the task's (without the
+/// `#N` that tells a template's tasks apart); characters outside that set become `_`.
 pub fn schema_name(ty: &Type, task: &str) -> String {
     let declared = match ty {
         Type::Record(r) => r.name.as_deref(),
         _ => None,
+    };
+    let task = match task.rsplit_once('#') {
+        Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => task,
     };
     let clean = |s: &str| -> String {
         s.chars()

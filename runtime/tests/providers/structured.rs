@@ -104,7 +104,7 @@ async fn an_undeclared_record_is_named_after_its_task_in_the_characters_the_api_
     let server = Server::scripted(vec![Api::OpenAi.ok("{}", 1, 1)]).await;
     let client = Client::new(Api::OpenAi, Api::OpenAi.settings(&server));
     let long = "x".repeat(80);
-    for task in ["review change#2", long.as_str(), ""] {
+    for task in ["review change#2", "v#x", long.as_str(), ""] {
         client.complete(&typed(task, &ty)).await.unwrap();
     }
     let names: Vec<Value> = server
@@ -115,7 +115,8 @@ async fn an_undeclared_record_is_named_after_its_task_in_the_characters_the_api_
     assert_eq!(
         names,
         [
-            json!("review_change_2"),
+            json!("review_change"),
+            json!("v_x"),
             json!("x".repeat(64)),
             json!("output")
         ]
