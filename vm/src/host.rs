@@ -199,3 +199,61 @@ impl Host for EchoHost {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::{Output, ValueType};
+
+    fn asked(output: Output, system: &str, context: &str, prompt: &str) -> LlmRequest {
+        LlmRequest {
+            task: Arc::new(TaskMeta {
+                output,
+                ..TaskMeta::named("t")
+            }),
+            system_prompt: system.into(),
+            messages: Arc::new(vec![
+                Message::user("an earlier turn".into()),
+                Message::user(prompt.into()),
+            ]),
+            context: context.into(),
+            model: None,
+            settings: ModelSettings::default(),
+            query: None,
+            requested_files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_text_task_is_answered_with_what_it_would_send_in_labelled_sections() {
+        let full = asked(Output::Text, "Be brief.", "a.txt: alpha\n", "Sum up.");
+        assert_eq!(
+            echo(&full).content,
+            "System:\nBe brief.\n\nContext:\na.txt: alpha\n\nPrompt:\nSum up."
+        );
+        // Empty sections are left out.
+        let bare = asked(Output::Text, "", "", "Sum up.");
+        assert_eq!(echo(&bare).content, "Prompt:\nSum up.");
+        let no_system = asked(Output::Text, "", "notes", "Go.");
+        assert_eq!(echo(&no_system).content, "Context:\nnotes\n\nPrompt:\nGo.");
+    }
+
+    #[test]
+    fn a_typed_task_is_answered_with_the_smallest_value_of_its_type() {
+        let typed = |written: &str| {
+            let ty = ValueType::parse(written).expect(written);
+            echo(&asked(Output::Json(Some(ty)), "s", "c", "p")).content
+        };
+        assert_eq!(
+            typed(r#"{approved: boolean, findings: string[], note?: string, level: "low"|"high"}"#),
+            r#"{"approved":false,"findings":[],"level":"low"}"#
+        );
+        assert_eq!(typed("string[]"), "[]");
+        assert_eq!(typed("number"), "0");
+        assert_eq!(typed("any"), "{}");
+        assert_eq!(
+            echo(&asked(Output::Json(None), "s", "c", "p")).content,
+            "{}"
+        );
+    }
+}

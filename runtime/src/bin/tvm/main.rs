@@ -394,7 +394,11 @@ mod tests {
                     "`tvm {sub} --help` does not show the default {default}:\n{help}"
                 );
             }
-            for flag in ["--max-reply-bytes <BYTES>", "--allow-read <PATH>"] {
+            for flag in [
+                "--max-reply-bytes <BYTES>",
+                "--allow-read <PATH>",
+                "--json-mode <MODE>",
+            ] {
                 assert!(
                     help.contains(flag),
                     "`tvm {sub} --help` lacks {flag}:\n{help}"
