@@ -164,7 +164,11 @@ impl Anthropic {
                     let input = block.get("input");
                     let input = input
                         .ok_or_else(|| t.malformed("`input` in the reply tool's call", reply))?;
-                    answered = Some(input.to_string());
+                    answered = Some(match input {
+                        // Some proxies pass the input on as the JSON text itself.
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    });
                 }
                 Some("text") => {
                     let text = block.get("text").and_then(Value::as_str);
