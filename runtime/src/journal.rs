@@ -64,6 +64,9 @@ pub struct Header {
     /// `--force-model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub force_model: Option<String>,
+    /// `--json-mode` (or `TVM_JSON_MODE`) as the run resolved it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_mode: Option<String>,
 }
 
 /// One event of the run.
@@ -436,6 +439,7 @@ mod tests {
                 ..Default::default()
             }),
             force_model: Some("openai:local".into()),
+            json_mode: Some("prompt".into()),
         }
     }
 

@@ -146,6 +146,13 @@ impl Progress {
             .set_message(format!("{d} calls done · {f} in flight · {t} tokens"));
     }
 
+    /// Prints a line on stderr without garbling the progress line.
+    pub fn say(&self, line: &str) {
+        // A closed or full stderr loses the line, never the run.
+        self.bar
+            .suspend(|| writeln!(std::io::stderr().lock(), "{line}").ok());
+    }
+
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }

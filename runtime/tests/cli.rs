@@ -54,23 +54,44 @@ fn a_completed_run_prints_its_result_as_json_and_exits_zero() {
     assert_eq!(code, 0);
     let r: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
     assert_eq!(r["status"], "COMPLETE");
+    // The echo provider answers with what the task would send: system text, then prompt.
     assert_eq!(
         r["content"],
-        "Summarise this change in three sentences for ops:\n+x"
+        "System:\nYou are a senior engineer who writes short, precise summaries.\n\n\
+         Prompt:\nSummarise this change in three sentences for ops:\n+x"
     );
 }
 
 #[test]
-fn a_failed_run_exits_one() {
-    // The echo host's reply is not the JSON object `review` declares.
+fn a_dry_run_of_a_typed_task_answers_the_smallest_value_of_its_type() {
+    // `review` declares a JSON object: the echo provider answers `{}`, which fits it.
     let (code, stdout, _) = run(&[
         "--entry",
         "review",
         "--args-json",
         r#"{"diff": "+x", "checklist": ["a"]}"#,
     ]);
+    assert_eq!(code, 0, "{stdout}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    assert_eq!(
+        (&r["content"], &r["parsedContent"]),
+        (&json!("{}"), &json!({}))
+    );
+}
+
+#[test]
+fn a_failed_run_exits_one() {
+    // No assistant turn is allowed, so the first model call fails the run.
+    let (code, stdout, _) = run(&[
+        "--entry",
+        "review",
+        "--args-json",
+        r#"{"diff": "+x", "checklist": ["a"]}"#,
+        "--max-turns",
+        "0",
+    ]);
     assert_eq!(code, 1);
-    assert!(stdout.contains("output_format_failure"), "{stdout}");
+    assert!(stdout.contains("RESOURCE_EXHAUSTION"), "{stdout}");
 }
 
 #[test]

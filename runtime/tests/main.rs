@@ -9,6 +9,7 @@ mod context;
 mod context_bounds;
 mod first_run;
 mod journal;
+mod json_mode;
 mod process_bounds;
 mod providers;
 mod scripts;

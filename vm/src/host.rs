@@ -140,19 +140,52 @@ pub trait Host {
     fn call(&mut self, request: &HostRequest) -> HostReply;
 }
 
-/// The echo provider's answer: the request's own prompt.
+/// The echo provider's answer (a dry run). A task whose output is typed JSON gets the
+/// smallest value of its type (DESIGN §13), so that every later step of a workflow runs;
+/// JSON of no declared type gets `{}`. A text task gets what it would send, in labelled
+/// sections, each without its trailing blank lines and left out when empty:
+///
+/// ```text
+/// System:
+/// <the system prompt>
+///
+/// Context:
+/// <the context: inherited, accumulated, files>
+///
+/// Prompt:
+/// <the last message>
+/// ```
 pub fn echo(r: &LlmRequest) -> LlmReply {
+    use crate::bundle::Output;
+    use tv_stdlib::types::{smallest_value, Type};
+    let content = match &r.task.output {
+        Output::Json(Some(ty)) if *ty.as_type() != Type::Any => {
+            smallest_value(ty.as_type()).to_string()
+        }
+        Output::Json(_) => "{}".to_string(),
+        Output::Text => {
+            let prompt = r.messages.last().map_or("", |m| m.content.as_str());
+            let context = r.context.to_string();
+            [
+                ("System", r.system_prompt.as_str()),
+                ("Context", context.as_str()),
+                ("Prompt", prompt),
+            ]
+            .iter()
+            .map(|(label, text)| (label, text.trim_end()))
+            .filter(|(_, text)| !text.is_empty())
+            .map(|(label, text)| format!("{label}:\n{text}"))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+        }
+    };
     LlmReply {
-        content: r
-            .messages
-            .last()
-            .map(|m| m.content.clone())
-            .unwrap_or_default(),
+        content,
         ..LlmReply::default()
     }
 }
 
-/// Answers every LLM request with its own prompt, and runs no script (dry runs).
+/// Answers every LLM request as [`echo`] does, and runs no script (dry runs).
 #[derive(Debug, Default)]
 pub struct EchoHost;
 
@@ -165,5 +198,63 @@ impl Host for EchoHost {
                 ..ScriptReply::default()
             })),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::{Output, ValueType};
+
+    fn asked(output: Output, system: &str, context: &str, prompt: &str) -> LlmRequest {
+        LlmRequest {
+            task: Arc::new(TaskMeta {
+                output,
+                ..TaskMeta::named("t")
+            }),
+            system_prompt: system.into(),
+            messages: Arc::new(vec![
+                Message::user("an earlier turn".into()),
+                Message::user(prompt.into()),
+            ]),
+            context: context.into(),
+            model: None,
+            settings: ModelSettings::default(),
+            query: None,
+            requested_files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_text_task_is_answered_with_what_it_would_send_in_labelled_sections() {
+        let full = asked(Output::Text, "Be brief.", "a.txt: alpha\n", "Sum up.");
+        assert_eq!(
+            echo(&full).content,
+            "System:\nBe brief.\n\nContext:\na.txt: alpha\n\nPrompt:\nSum up."
+        );
+        // Empty sections are left out.
+        let bare = asked(Output::Text, "", "", "Sum up.");
+        assert_eq!(echo(&bare).content, "Prompt:\nSum up.");
+        let no_system = asked(Output::Text, "", "notes", "Go.");
+        assert_eq!(echo(&no_system).content, "Context:\nnotes\n\nPrompt:\nGo.");
+    }
+
+    #[test]
+    fn a_typed_task_is_answered_with_the_smallest_value_of_its_type() {
+        let typed = |written: &str| {
+            let ty = ValueType::parse(written).expect(written);
+            echo(&asked(Output::Json(Some(ty)), "s", "c", "p")).content
+        };
+        assert_eq!(
+            typed(r#"{approved: boolean, findings: string[], note?: string, level: "low"|"high"}"#),
+            r#"{"approved":false,"findings":[],"level":"low"}"#
+        );
+        assert_eq!(typed("string[]"), "[]");
+        assert_eq!(typed("number"), "0");
+        assert_eq!(typed("any"), "{}");
+        assert_eq!(
+            echo(&asked(Output::Json(None), "s", "c", "p")).content,
+            "{}"
+        );
     }
 }

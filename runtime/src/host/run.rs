@@ -194,7 +194,13 @@ impl RunHost {
         let reply = match self.ask(&sent).await {
             Ok(mut reply) => {
                 reply.context_files = assembled.files;
-                reply.warnings = assembled.warnings;
+                // A provider's warnings (a server that refused structured output) are
+                // rare and about the whole run: said on stderr too, as they come.
+                for w in &reply.warnings {
+                    self.say_warning(w);
+                }
+                let said = std::mem::replace(&mut reply.warnings, assembled.warnings);
+                reply.warnings.extend(said);
                 if reply.model.is_empty() {
                     reply.model = self.model_name(&sent);
                 }
@@ -209,6 +215,18 @@ impl RunHost {
             Err(e) => Err(e),
         };
         (sent, reply)
+    }
+
+    /// `warning: ...` on stderr, above the progress line when there is one.
+    fn say_warning(&self, text: &str) {
+        let line = format!("tvm: warning: {text}");
+        match &self.progress {
+            Some(p) => p.say(&line),
+            None => {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+        }
     }
 
     /// The model a reply that names none came from: the one asked for, else the

@@ -1,5 +1,6 @@
 //! Anthropic's messages API (`POST {base}/v1/messages`).
 
+use super::structured::{self, Shape};
 use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
 use reqwest::header::HeaderName;
 use serde_json::{json, Value};
@@ -14,6 +15,10 @@ pub const API_VERSION: &str = "2023-06-01";
 /// The API requires a limit on the reply: this one is sent when neither the task nor
 /// the run sets `max_tokens`.
 pub const MAX_TOKENS: u64 = 4096;
+
+/// What the forced reply tool is for, in words a model reads.
+const REPLY_TOOL_DESCRIPTION: &str = "Give your reply to the task: its input is the reply, \
+in the JSON Schema of the task's output.";
 
 #[derive(Debug)]
 pub struct Anthropic {
@@ -41,8 +46,15 @@ impl Anthropic {
         &self.transport.settings
     }
 
-    /// The request body for `req` (public so that a recorder can store what was sent).
+    /// The request body for `req` in the run's JSON mode (public so that a recorder can
+    /// store what was sent).
     pub fn body(&self, req: &LlmRequest) -> Value {
+        self.body_shaped(req, &Shape::of(req, self.transport.json_mode(), true))
+    }
+
+    /// The request body for `req`, its output asked for as `shape` says: a native shape
+    /// is one tool whose input is the reply, forced with `tool_choice`.
+    fn body_shaped(&self, req: &LlmRequest, shape: &Shape) -> Value {
         // The API has no system role inside `messages`: system messages of the session
         // join the system text, in order, instead of being dropped.
         let mut system = system_text(req);
@@ -57,6 +69,7 @@ impl Anthropic {
                 messages.push(json!({"role": m.role, "content": m.content}));
             }
         }
+        let system = shape.system(system);
         let s = &req.settings;
         let mut body = json!({
             "model": self.transport.settings.model_for(req),
@@ -84,18 +97,45 @@ impl Anthropic {
                 "input_schema": super::subtask_schema(),
             }]);
         }
+        // Never together with the spawning tool: forcing one tool would forbid the other.
+        if let Shape::Native { name, schema } = shape {
+            body["tools"] = json!([{
+                "name": name,
+                "description": REPLY_TOOL_DESCRIPTION,
+                "input_schema": schema,
+            }]);
+            body["tool_choice"] = json!({"type": "tool", "name": name});
+        }
         body
     }
 
     /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
+    /// A server that refuses the forced tool is asked again with the schema in the
+    /// prompt, and so is every later call of the run.
     pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
-        let body = self.body(req);
+        let feature = "a forced tool (`tools` with `tool_choice`)";
+        structured::complete(&self.transport, req, true, feature, |shape| async move {
+            self.complete_shaped(req, &shape).await
+        })
+        .await
+    }
+
+    async fn complete_shaped(
+        &self,
+        req: &LlmRequest,
+        shape: &Shape,
+    ) -> Result<LlmReply, HostError> {
+        let body = self.body_shaped(req, shape);
         let reply = self
             .transport
             .post("/v1/messages", &body)
             .await
             .map_err(|e| super::explain_unsupported(e, req))?;
-        let mut reply = self.read(&reply)?;
+        let reply_tool = match shape {
+            Shape::Native { name, .. } => Some(name.as_str()),
+            _ => None,
+        };
+        let mut reply = self.read(&reply, reply_tool)?;
         if reply.model.is_empty() {
             reply.model = self.transport.settings.model_for(req);
         }
@@ -103,7 +143,10 @@ impl Anthropic {
         Ok(reply)
     }
 
-    fn read(&self, reply: &Value) -> Result<LlmReply, HostError> {
+    /// The reply's text, token usage and subtask request; with `reply_tool`, the input
+    /// of that tool's call is the reply, as JSON text (the text blocks beside it, if any,
+    /// are the model thinking aloud).
+    fn read(&self, reply: &Value, reply_tool: Option<&str>) -> Result<LlmReply, HostError> {
         let t = &self.transport;
         let blocks = reply
             .get("content")
@@ -111,8 +154,22 @@ impl Anthropic {
             .ok_or_else(|| t.malformed("`content` array", reply))?;
         let mut content = String::new();
         let mut subtask_request = None;
+        let mut answered = None;
         for block in blocks {
+            let name = block.get("name").and_then(Value::as_str);
             match block.get("type").and_then(Value::as_str) {
+                Some("tool_use")
+                    if answered.is_none() && reply_tool.is_some_and(|r| name == Some(r)) =>
+                {
+                    let input = block.get("input");
+                    let input = input
+                        .ok_or_else(|| t.malformed("`input` in the reply tool's call", reply))?;
+                    answered = Some(match input {
+                        // Some proxies pass the input on as the JSON text itself.
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    });
+                }
                 Some("text") => {
                     let text = block.get("text").and_then(Value::as_str);
                     content.push_str(
@@ -135,7 +192,7 @@ impl Anthropic {
         }
         let usage = reply.get("usage");
         Ok(LlmReply {
-            content,
+            content: answered.unwrap_or(content),
             input_tokens: tokens(usage, "input_tokens"),
             output_tokens: tokens(usage, "output_tokens"),
             subtask_request,

@@ -9,14 +9,17 @@
 pub mod anthropic;
 pub mod openai;
 mod retry;
+pub mod structured;
 
 pub use anthropic::Anthropic;
 pub use openai::OpenAi;
+pub use structured::JsonMode;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use retry::Failure;
 use serde_json::{json, Value};
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tv_vm::host::{HostError, LlmRequest};
@@ -49,6 +52,8 @@ pub struct Settings {
     pub concurrency: usize,
     /// Bytes one reply may have (default 8 MiB); a longer one fails its call, unretried.
     pub max_reply_bytes: usize,
+    /// How typed output is asked for (default native).
+    pub json_mode: JsonMode,
 }
 
 /// Retries after a call's first attempt, unless told otherwise (`tvm run --retries`).
@@ -71,6 +76,7 @@ impl Settings {
             backoff_base: Duration::from_millis(500),
             concurrency: DEFAULT_CONCURRENCY,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+            json_mode: JsonMode::Native,
         }
     }
 
@@ -151,6 +157,7 @@ impl fmt::Debug for Settings {
             .field("backoff_base", &self.backoff_base)
             .field("concurrency", &self.concurrency)
             .field("max_reply_bytes", &self.max_reply_bytes)
+            .field("json_mode", &self.json_mode)
             .finish()
     }
 }
@@ -234,6 +241,9 @@ struct Transport {
     key_var: &'static str,
     /// Headers every request carries (authentication, API version).
     headers: HeaderMap,
+    /// Set once the server refused the native structured-output field: every later call
+    /// of the run describes its schema in the prompt.
+    prompt_only: AtomicBool,
 }
 
 impl Transport {
@@ -281,6 +291,7 @@ impl Transport {
             provider,
             key_var,
             headers: map,
+            prompt_only: AtomicBool::new(false),
         })
     }
 

@@ -1,6 +1,7 @@
 //! OpenAI chat completions (`POST {base}/chat/completions`), which OpenAI-compatible
 //! servers (llama.cpp, vLLM, Ollama) also speak.
 
+use super::structured::{self, Shape};
 use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
 use reqwest::header::AUTHORIZATION;
 use serde_json::{json, Value};
@@ -32,10 +33,18 @@ impl OpenAi {
         &self.transport.settings
     }
 
-    /// The request body for `req` (public so that a recorder can store what was sent).
+    /// The request body for `req` in the run's JSON mode (public so that a recorder can
+    /// store what was sent).
     pub fn body(&self, req: &LlmRequest) -> Value {
+        self.body_shaped(req, &Shape::of(req, self.transport.json_mode(), false))
+    }
+
+    /// The request body for `req`, its output asked for as `shape` says: a native shape
+    /// is `response_format` with a strict JSON schema (which the spawning tool can go
+    /// with: the model either calls it or answers in the schema).
+    fn body_shaped(&self, req: &LlmRequest, shape: &Shape) -> Value {
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
-        let system = system_text(req);
+        let system = shape.system(system_text(req));
         if !system.is_empty() {
             messages.push(json!({"role": Role::System, "content": system}));
         }
@@ -70,14 +79,34 @@ impl OpenAi {
                 }
             }]);
         }
+        if let Shape::Native { name, schema } = shape {
+            body["response_format"] = json!({
+                "type": "json_schema",
+                "json_schema": {"name": name, "strict": true, "schema": schema},
+            });
+        }
         body
     }
 
     /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
+    /// A server that refuses `response_format` is asked again with the schema in the
+    /// prompt, and so is every later call of the run.
     pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
+        let feature = "`response_format` with a JSON schema";
+        structured::complete(&self.transport, req, false, feature, |shape| async move {
+            self.complete_shaped(req, &shape).await
+        })
+        .await
+    }
+
+    async fn complete_shaped(
+        &self,
+        req: &LlmRequest,
+        shape: &Shape,
+    ) -> Result<LlmReply, HostError> {
         let reply = self
             .transport
-            .post("/chat/completions", &self.body(req))
+            .post("/chat/completions", &self.body_shaped(req, shape))
             .await
             .map_err(|e| super::explain_unsupported(e, req))?;
         let mut reply = self.read(&reply)?;
@@ -104,6 +133,11 @@ impl OpenAi {
                 .collect(),
             // Null (or absent) is normal when the model called the tool instead.
             Some(Value::Null) | None if subtask_request.is_some() => String::new(),
+            // A model that declines to answer in a schema says why in `refusal`: that
+            // text is the reply, which then fails its type with the words kept.
+            Some(Value::Null) | None if message.get("refusal").is_some_and(Value::is_string) => {
+                message["refusal"].as_str().unwrap_or_default().to_string()
+            }
             _ => {
                 return Err(t.malformed(
                     "text in `choices[0].message.content` and no spawn_subtask call",

@@ -7,6 +7,7 @@ use crate::support::http;
 mod openai_spec;
 use crate::support::openapi;
 mod settings;
+mod structured;
 
 use futures::future::join_all;
 use http::{Reply, Server};

@@ -51,6 +51,7 @@ pub fn tvm(args: &[&str]) -> std::process::Command {
     for k in [
         "TVM_PROVIDER",
         "TVM_MODEL",
+        "TVM_JSON_MODE",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
         "ANTHROPIC_API_KEY",

@@ -164,6 +164,7 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
                 max_reply_bytes: args.host.max_reply_bytes,
                 sampling: Some(args.host.sampling()),
                 force_model: args.host.force_model.clone(),
+                json_mode: Some(args.host.json_mode()?.as_str().to_string()),
             };
             Some(Journal::create(path, &header)?)
         }
@@ -226,6 +227,7 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     args.host.max_output_tokens = args.host.max_output_tokens.or(sampling.max_tokens);
     args.host.seed = args.host.seed.or(sampling.seed);
     args.host.force_model = args.host.force_model.take().or(header.force_model);
+    args.host.json_mode = args.host.json_mode.take().or(header.json_mode);
     let host = host(choice, &args.host)?;
     let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
     let (replayed, made) = journal.counts();
@@ -392,7 +394,11 @@ mod tests {
                     "`tvm {sub} --help` does not show the default {default}:\n{help}"
                 );
             }
-            for flag in ["--max-reply-bytes <BYTES>", "--allow-read <PATH>"] {
+            for flag in [
+                "--max-reply-bytes <BYTES>",
+                "--allow-read <PATH>",
+                "--json-mode <MODE>",
+            ] {
                 assert!(
                     help.contains(flag),
                     "`tvm {sub} --help` lacks {flag}:\n{help}"

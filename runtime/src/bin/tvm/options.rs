@@ -7,7 +7,7 @@ use std::time::Duration;
 use tv_runtime::cassette::{Cassette, Recorder};
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::observe::{Progress, Trace};
-use tv_runtime::providers::{self, Settings};
+use tv_runtime::providers::{self, JsonMode, Settings};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::ModelSettings;
 use tv_vm::limits::Limits;
@@ -68,6 +68,12 @@ pub struct HostArgs {
     /// known name), e.g. to run a library written for one provider on a local server.
     #[arg(long, value_name = "M")]
     pub force_model: Option<String>,
+    /// How a task's JSON output type is asked for: `native` sends it in the provider's
+    /// structured-output field (OpenAI's response_format, a forced tool for Anthropic)
+    /// where the type allows; `prompt` describes it in the system prompt (default:
+    /// $TVM_JSON_MODE, else native).
+    #[arg(long, value_name = "MODE", value_parser = ["native", "prompt"])]
+    pub json_mode: Option<String>,
 }
 
 fn temperature(s: &str) -> Result<f64, String> {
@@ -104,6 +110,18 @@ impl HostArgs {
             .map_or(providers::DEFAULT_MAX_REPLY_BYTES, |n| {
                 usize::try_from(n).unwrap_or(usize::MAX)
             })
+    }
+
+    /// `--json-mode`, else `TVM_JSON_MODE`, else native.
+    pub fn json_mode(&self) -> Result<JsonMode, String> {
+        if let Some(m) = &self.json_mode {
+            return JsonMode::parse(m).ok_or_else(|| format!("unknown --json-mode `{m}`"));
+        }
+        match std::env::var("TVM_JSON_MODE") {
+            Ok(m) if !m.trim().is_empty() => JsonMode::parse(&m)
+                .ok_or_else(|| format!("TVM_JSON_MODE is `{m}`; it must be native or prompt")),
+            _ => Ok(JsonMode::Native),
+        }
     }
 
     /// The LLM call settings: those given, else the defaults.
@@ -192,7 +210,9 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
     let (concurrency, retries, timeout) = a.calls();
     let timeout = Duration::from_secs(timeout.max(1));
     let max_reply_bytes = a.max_reply_bytes();
+    let json_mode = a.json_mode()?;
     let tune = move |s: &mut Settings| {
+        s.json_mode = json_mode;
         if let Some(m) = &model {
             s.default_model = m.clone();
         }

@@ -1,0 +1,220 @@
+//! Structured output (DESIGN §13): how a task's JSON type reaches the model. A record
+//! that strict mode can express goes in the provider's own field (OpenAI's
+//! `response_format`, a forced tool for Anthropic); any other type, every type under
+//! `--json-mode prompt`, and every call to a server that refused the native field, has
+//! its schema described at the end of the system text instead.
+
+use super::Transport;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use tv_stdlib::types::{json_schema, strict_schema, Type};
+use tv_vm::bundle::Output;
+use tv_vm::host::{HostError, LlmReply, LlmRequest};
+
+/// How typed output is asked for (`tvm run --json-mode`, `TVM_JSON_MODE`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JsonMode {
+    /// The provider's structured-output field where the type allows it.
+    #[default]
+    Native,
+    /// The schema described in the system text, always.
+    Prompt,
+}
+
+impl JsonMode {
+    pub fn parse(s: &str) -> Option<JsonMode> {
+        match s.trim() {
+            "native" => Some(JsonMode::Native),
+            "prompt" => Some(JsonMode::Prompt),
+            _ => None,
+        }
+    }
+
+    /// The name [`JsonMode::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JsonMode::Native => "native",
+            JsonMode::Prompt => "prompt",
+        }
+    }
+}
+
+/// How one request asks for the shape of its reply.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shape {
+    /// Text, or JSON of no declared type: nothing is added to the request.
+    Free,
+    /// The provider's own field: a strict schema under a name.
+    Native { name: String, schema: Value },
+    /// The schema, described at the end of the system text.
+    Described(Value),
+}
+
+impl Shape {
+    /// The shape of `req`'s reply in `mode`. `spawn_conflicts`: the adapter's native form
+    /// would keep the model from calling the spawning tool (a forced tool), so a task that
+    /// offers that tool has its schema described instead.
+    pub fn of(req: &LlmRequest, mode: JsonMode, spawn_conflicts: bool) -> Shape {
+        let ty = match &req.task.output {
+            Output::Json(Some(ty)) if *ty.as_type() != Type::Any => ty.as_type(),
+            // `any` and undeclared JSON have nothing to describe.
+            Output::Json(_) | Output::Text => return Shape::Free,
+        };
+        let native = mode == JsonMode::Native && !(spawn_conflicts && req.task.subtasks);
+        match strict_schema(ty).filter(|_| native) {
+            Some(schema) => Shape::Native {
+                name: schema_name(ty, &req.task.name),
+                schema,
+            },
+            None => Shape::Described(json_schema(ty)),
+        }
+    }
+
+    /// What the system text ends with, if anything.
+    pub fn instruction(&self) -> Option<String> {
+        match self {
+            Shape::Described(schema) => Some(format!(
+                "Reply with JSON only, matching this JSON Schema:\n{schema}"
+            )),
+            Shape::Free | Shape::Native { .. } => None,
+        }
+    }
+
+    /// `system` with this shape's instruction as its last part.
+    pub fn system(&self, mut system: String) -> String {
+        if let Some(text) = self.instruction() {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(&text);
+        }
+        system
+    }
+
+    /// The same request in prompt mode.
+    fn described(&self) -> Shape {
+        match self {
+            Shape::Native { schema, .. } => Shape::Described(schema.clone()),
+            other => other.clone(),
+        }
+    }
+}
+
+/// The name a native schema (or forced tool) goes by, as both APIs require it
+/// (`^[a-zA-Z0-9_-]{1,64}$`): the record's declared name, else the task's (without the
+/// `#N` that tells a template's tasks apart); characters outside that set become `_`.
+pub fn schema_name(ty: &Type, task: &str) -> String {
+    let declared = match ty {
+        Type::Record(r) => r.name.as_deref(),
+        _ => None,
+    };
+    let task = match task.rsplit_once('#') {
+        Some((name, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => task,
+    };
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect()
+    };
+    let name = [declared, Some(task)]
+        .into_iter()
+        .flatten()
+        .map(clean)
+        .find(|n| !n.is_empty())
+        .unwrap_or_else(|| "output".to_string());
+    // The spawning tool's name is taken: a reply under it would read as a subtask.
+    if name == super::SPAWN_SUBTASK {
+        "spawn_subtask_reply".to_string()
+    } else {
+        name
+    }
+}
+
+impl Transport {
+    /// The mode calls are made in now: the run's, until the server refuses the native
+    /// field; prompt from then on.
+    pub(super) fn json_mode(&self) -> JsonMode {
+        if self.prompt_only.load(Ordering::SeqCst) {
+            JsonMode::Prompt
+        } else {
+            self.settings.json_mode
+        }
+    }
+}
+
+/// Words in a refusal that name the fields native mode adds.
+const NATIVE_FIELDS: [&str; 4] = ["response_format", "json_schema", "tool_choice", "tools"];
+
+/// Whether a call failed because the server does not take the native field: refused as
+/// malformed (HTTP 400 or 422) by an error that names it.
+fn refuses_native(e: &HostError) -> bool {
+    let refused = e.message.contains("HTTP 400") || e.message.contains("HTTP 422");
+    let lower = e.message.to_lowercase();
+    refused && NATIVE_FIELDS.iter().any(|f| lower.contains(f))
+}
+
+/// Makes one call with the shape `req` needs. A native call the server refuses for its
+/// native field is made again in prompt mode, and the provider stays in prompt mode for
+/// the rest of the run; the call that switched it carries the warning. `feature` names
+/// the native field in messages.
+pub(super) async fn complete<F, Fut>(
+    transport: &Transport,
+    req: &LlmRequest,
+    spawn_conflicts: bool,
+    feature: &str,
+    call: F,
+) -> Result<LlmReply, HostError>
+where
+    F: Fn(Shape) -> Fut,
+    Fut: Future<Output = Result<LlmReply, HostError>>,
+{
+    let shape = Shape::of(req, transport.json_mode(), spawn_conflicts);
+    if !matches!(shape, Shape::Native { .. }) {
+        return call(shape).await;
+    }
+    let described = shape.described();
+    let refused = match call(shape).await {
+        Err(e) if refuses_native(&e) => e,
+        other => return other,
+    };
+    // Only the first refusal of the run says so; calls already in flight when it came
+    // switch quietly.
+    let first = !transport.prompt_only.swap(true, Ordering::SeqCst);
+    match call(described).await {
+        Ok(mut reply) => {
+            if first {
+                reply.warnings.push(format!(
+                    "{}: the server does not take {feature} (structured output), so the rest \
+                     of this run describes each JSON schema in the prompt instead; \
+                     --json-mode prompt does so from the start. The server said: {}",
+                    transport.provider,
+                    refused
+                        .message
+                        .strip_prefix(&format!("{}: ", transport.provider))
+                        .unwrap_or(&refused.message)
+                ));
+            }
+            Ok(reply)
+        }
+        Err(mut e) => {
+            e.message.push_str(&format!(
+                "\n(before that, the server refused {feature} (structured output): {}; the call \
+                 was made again with the JSON schema in the prompt, as --json-mode prompt \
+                 does, and failed as above)",
+                refused.message
+            ));
+            Err(e)
+        }
+    }
+}
