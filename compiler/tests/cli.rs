@@ -68,7 +68,7 @@ fn emit_ast_prints_the_checked_tree_on_stdout() {
     let (code, stdout, _) = tvc(&["check", "--emit", "ast", "examples/code_review.xml"]);
     assert_eq!(code, 0);
     assert!(
-        stdout.contains("template review(diff: string, checklist: string[]) -> object @14:19"),
+        stdout.contains("template review(diff: string, checklist: string[]) -> Review @19:19"),
         "{stdout}"
     );
     assert!(stdout.contains("arg var diff"), "{stdout}");

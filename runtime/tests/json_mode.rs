@@ -289,7 +289,6 @@ fn a_dry_run_goes_through_every_typed_step_with_the_smallest_values() {
 }
 
 #[test]
-#[ignore = "needs the machine's re-ask"]
 fn a_reply_that_does_not_match_its_type_is_asked_again_with_the_error_and_then_passes() {
     let dir = TempDir::new("json-reask");
     let b = bundle(&dir, REVIEW);
