@@ -64,7 +64,8 @@ fn a_completed_run_prints_its_result_as_json_and_exits_zero() {
 
 #[test]
 fn a_dry_run_of_a_typed_task_answers_the_smallest_value_of_its_type() {
-    // `review` declares a JSON object: the echo provider answers `{}`, which fits it.
+    // `review` answers a `Review`: the echo provider answers its required fields with
+    // their smallest values, which fits it.
     let (code, stdout, _) = run(&[
         "--entry",
         "review",
@@ -75,7 +76,10 @@ fn a_dry_run_of_a_typed_task_answers_the_smallest_value_of_its_type() {
     let r: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
     assert_eq!(
         (&r["content"], &r["parsedContent"]),
-        (&json!("{}"), &json!({}))
+        (
+            &json!(r#"{"approved":false,"findings":[]}"#),
+            &json!({"approved": false, "findings": []})
+        )
     );
 }
 
