@@ -147,21 +147,67 @@ fn build(nodes: Vec<Node>) -> Result<Type, String> {
         .ok_or_else(|| "a type with no nodes".to_string())
 }
 
+/// Written as a `Vec<Node>`; a scalar, what most types are, without building one.
 impl Encode for ValueType {
     fn encode<E: Encoder>(&self, encoder: &mut E) -> Result<(), EncodeError> {
+        let scalar = match self.0 {
+            Type::Any => Some(Node::Any),
+            Type::String => Some(Node::String),
+            Type::Number => Some(Node::Number),
+            Type::Boolean => Some(Node::Boolean),
+            Type::Null => Some(Node::Null),
+            Type::Object => Some(Node::Object),
+            Type::Array(_) | Type::Record(_) | Type::Literals(_) => None,
+        };
+        if let Some(node) = scalar {
+            1u64.encode(encoder)?;
+            return node.encode(encoder);
+        }
         let mut nodes = Vec::new();
         flatten(&self.0, &mut nodes);
         nodes.encode(encoder)
     }
 }
 
+/// Read as the `Vec<Node>` it was written as. Most types are one scalar node, read
+/// without the table: a 10,000-template bundle holds tens of thousands of types.
 impl<C> Decode<C> for ValueType {
     fn decode<D: Decoder<Context = C>>(decoder: &mut D) -> Result<ValueType, DecodeError> {
-        let nodes = Vec::<Node>::decode(decoder)?;
+        let len = u64::decode(decoder)?;
+        let len = usize::try_from(len).map_err(|_| DecodeError::OutsideUsizeRange(len))?;
+        let nodes = if len == 1 {
+            let node = Node::decode(decoder)?;
+            if let Some(t) = scalar(&node) {
+                return Ok(ValueType(t));
+            }
+            vec![node]
+        } else {
+            // As bincode reads a `Vec`: the claim bounds what a crafted length allocates.
+            decoder.claim_container_read::<Node>(len)?;
+            let mut nodes = Vec::with_capacity(len);
+            for _ in 0..len {
+                decoder.unclaim_bytes_read(std::mem::size_of::<Node>());
+                nodes.push(Node::decode(decoder)?);
+            }
+            nodes
+        };
         build(nodes)
             .map(ValueType)
             .map_err(DecodeError::OtherString)
     }
+}
+
+/// The type of a node that holds no other.
+fn scalar(node: &Node) -> Option<Type> {
+    Some(match node {
+        Node::Any => Type::Any,
+        Node::String => Type::String,
+        Node::Number => Type::Number,
+        Node::Boolean => Type::Boolean,
+        Node::Null => Type::Null,
+        Node::Object => Type::Object,
+        Node::Array(_) | Node::Record { .. } | Node::Literals(_) => return None,
+    })
 }
 
 bincode::impl_borrow_decode!(ValueType);
