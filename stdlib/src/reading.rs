@@ -39,22 +39,14 @@ fn tidied(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut changed = false;
-    let mut in_string = false;
     let mut i = 0;
     let mut copied = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        if in_string {
-            match b {
-                b'\\' => i += 1,
-                b'"' => in_string = false,
-                _ => {}
+        match bytes[i] {
+            b'"' => {
+                i = string_end(bytes, i);
+                continue;
             }
-            i += 1;
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
             b'/' if bytes.get(i + 1) == Some(&b'/') => {
                 out.push_str(&text[copied..i]);
                 let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
@@ -74,6 +66,20 @@ fn tidied(text: &str) -> Option<String> {
     }
     out.push_str(&text[copied..]);
     changed.then_some(out)
+}
+
+/// Where the JSON string that opens at `bytes[open]` (a `"`) ends: just past its
+/// closing quote, or the end of the text when it is never closed.
+fn string_end(bytes: &[u8], open: usize) -> usize {
+    let mut i = open + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    bytes.len()
 }
 
 /// Whether, past white space and `//` comments, a `}` or `]` comes next.
@@ -110,28 +116,21 @@ fn in_prose(text: &str) -> Option<Value> {
 /// outside strings; `None` when it is never closed.
 fn balanced_end(bytes: &[u8]) -> Option<usize> {
     let mut depth = 0usize;
-    let mut in_string = false;
     let mut i = 0;
     while i < bytes.len() {
-        let b = bytes[i];
-        if in_string {
-            match b {
-                b'\\' => i += 1,
-                b'"' => in_string = false,
-                _ => {}
+        match bytes[i] {
+            b'"' => {
+                i = string_end(bytes, i);
+                continue;
             }
-        } else {
-            match b {
-                b'"' => in_string = true,
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' => {
-                    depth = depth.checked_sub(1)?;
-                    if depth == 0 {
-                        return Some(i + 1);
-                    }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
                 }
-                _ => {}
             }
+            _ => {}
         }
         i += 1;
     }
@@ -203,6 +202,10 @@ mod tests {
                 json!({"a": "x // not a comment"}),
             ),
             ("\"just text\"", json!("just text")),
+            (
+                r#"He wrote {"q": "a \"}\" here", "n": [1,],} today"#,
+                json!({"q": "a \"}\" here", "n": [1]}),
+            ),
         ];
         for (text, want) in cases {
             assert_eq!(parse_json_text(text), Ok(want), "{text}");
