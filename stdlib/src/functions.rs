@@ -268,13 +268,10 @@ fn describe(v: &Value) -> String {
         Value::Array(_) => "array",
         Value::Object(_) => "object",
     };
-    let json = v.to_string();
-    if json.chars().count() > PREVIEW {
-        let cut: String = json.chars().take(PREVIEW).collect();
-        format!("{kind} {cut}…")
-    } else {
-        format!("{kind} {json}")
-    }
+    format!(
+        "{kind} {}",
+        crate::values::cut_chars(&v.to_string(), PREVIEW)
+    )
 }
 
 #[cfg(test)]

@@ -37,6 +37,16 @@ pub fn into_text(v: Value) -> String {
     }
 }
 
+/// `s` cut to at most `max` characters, with `…` after the cut; as it is when shorter.
+/// By characters, never bytes: a byte cut could split "é". For messages that quote a
+/// value that may be long.
+pub fn cut_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &s[..end]),
+        None => s.to_string(),
+    }
+}
+
 /// How a value is spliced into text: a string as it is, anything else as compact JSON
 /// (null -> "null").
 pub fn to_text(v: &Value) -> String {

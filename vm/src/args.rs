@@ -6,6 +6,7 @@
 use crate::bundle::{Function, CONTEXT_PARAM};
 use serde_json::{Map, Value};
 use tv_stdlib::types::{Mismatch, Type};
+use tv_stdlib::values::cut_chars;
 
 /// How much of a bad value an error message quotes.
 const QUOTED_CHARS: usize = 60;
@@ -86,10 +87,7 @@ fn expected(name: &str, t: &Type, got: &str, mismatch: Option<&Mismatch>) -> Str
 }
 
 fn quote(text: &str) -> String {
-    match text.char_indices().nth(QUOTED_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
+    cut_chars(text, QUOTED_CHARS)
 }
 
 #[cfg(test)]

@@ -421,10 +421,7 @@ impl Transport {
         if one_line.is_empty() {
             return "(empty body)".into();
         }
-        match one_line.char_indices().nth(EXCERPT_CHARS) {
-            Some((cut, _)) => format!("{}…", &one_line[..cut]),
-            None => one_line,
-        }
+        tv_stdlib::values::cut_chars(&one_line, EXCERPT_CHARS)
     }
 
     /// A reply that parsed as JSON but lacks what the adapter needs.

@@ -45,6 +45,7 @@ use crate::result::TaskResult;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use tv_stdlib::types::{Expanded, Type, MISSING};
+use tv_stdlib::values::cut_chars as cut;
 
 /// The longest a type is written out in a feedback turn or a note: a declared type
 /// may hold thousands of fields, and the turn is sent with every later request.
@@ -209,14 +210,6 @@ fn written(t: &Type) -> String {
         other => other.to_string(),
     };
     cut(&text, MAX_TYPE_TEXT)
-}
-
-/// `s`, cut to `max` characters with `…` when longer.
-fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_string(),
-        Some((end, _)) => format!("{}…", &s[..end]),
-    }
 }
 
 #[cfg(test)]
