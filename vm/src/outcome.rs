@@ -38,21 +38,17 @@ pub fn read_reply(reply: LlmReply, output: &Output) -> (TaskResult, Option<Misre
         return (truncated(reply), None);
     }
     let notes = reply_notes(&reply);
-    // A reply that fails its type spent its tokens and had its files all the same.
-    let kept = matches!(output, Output::Json(Some(_))).then(|| notes.clone());
     let mut r = TaskResult::complete_with(reply.content, notes);
     let misread = conform(&mut r, output);
-    if let (Some(notes), Some(_)) = (kept, &misread) {
-        r.notes.other = notes;
-    }
     (r, misread)
 }
 
 /// A COMPLETE result read by its `output_format`: with `json`, its content is parsed
 /// (leniently) into `parsedContent`, and a declared type must fit. A parse error without
 /// a type is a note; with one, or a mismatch, the result fails with
-/// `output_format_failure`, keeps the text in `content`, and the reason is returned.
-/// (In place: a result is large, and most tasks have no output format.)
+/// `output_format_failure`, keeps the text in `content` and its notes (a reply that
+/// fails its type spent its tokens and had its files all the same), and the reason is
+/// returned. (In place: a result is large, and most tasks have no output format.)
 pub fn conform(r: &mut TaskResult, output: &Output) -> Option<Misread> {
     let Output::Json(schema) = output else {
         return None;
@@ -66,7 +62,9 @@ pub fn conform(r: &mut TaskResult, output: &Output) -> Option<Misread> {
         (Ok(v), Some(ty)) => {
             if let Some(m) = ty.as_type().mismatch(&v) {
                 let should = format!("the output should be `{ty}` JSON");
+                let notes = std::mem::take(&mut r.notes.other);
                 *r = mismatched(should, &ty.to_string(), &m, std::mem::take(&mut r.content));
+                r.notes.other = notes;
                 return Some(Misread::Mismatch(m));
             }
             r.parsed_content = Some(v);
@@ -79,7 +77,9 @@ pub fn conform(r: &mut TaskResult, output: &Output) -> Option<Misread> {
             )
             .with_details(json!({"expected": ty, "actual": "text", "path": "$",
                 "content": r.content, "parseError": e}));
+            let notes = std::mem::take(&mut r.notes.other);
             *r = failed_keeping(error, std::mem::take(&mut r.content));
+            r.notes.other = notes;
             return Some(Misread::Parse(e));
         }
     }
