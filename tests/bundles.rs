@@ -86,6 +86,7 @@ fn bundles_of_older_formats_are_refused_with_a_message_that_says_to_recompile() 
         ("tests/golden/compat/code_review.v2.bin", 2),
         ("tests/golden/compat/code_review.v3.bin", 3),
         ("tests/golden/compat/code_review.v4.bin", 4),
+        ("tests/golden/compat/code_review.v5.bin", 5),
     ] {
         let old = std::fs::read(path).expect("old bundle");
         assert_eq!(u16::from_le_bytes([old[4], old[5]]), format, "{path}");

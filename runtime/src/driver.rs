@@ -123,6 +123,12 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                     let results = join_all(runs).await;
                     vm.resume_gathered(results);
                 }
+                Step::Spawn(_) | Step::Await => {
+                    return TaskResult::failed(tv_vm::result::TaskError::failure(
+                        tv_vm::result::Reason::UnexpectedError,
+                        "iteration is not implemented yet",
+                    ))
+                }
             }
         }
     }

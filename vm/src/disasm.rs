@@ -129,6 +129,10 @@ fn show(b: &Bundle, op: Op) -> String {
             let name = b.functions.get(f as usize).map_or("?", |f| f.name.as_str());
             format!("Branch fn{f} {n:<5} ; {name}")
         }
+        Op::Spawn(f, n) => {
+            let name = b.functions.get(f as usize).map_or("?", |f| f.name.as_str());
+            format!("Spawn fn{f} {n:<6} ; {name}")
+        }
         Op::MakeObject(first, n) => {
             let keys: Vec<String> = (0..u32::from(n)).map(|k| constant(b, first + k)).collect();
             format!("MakeObject {first} {n:<4} ; {{{}}}", keys.join(", "))

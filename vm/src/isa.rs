@@ -129,6 +129,35 @@ pub enum Op {
     /// director result and evaluation) or [`LOOP_ACCEPTED`] (complete, with
     /// `notes.iterationsExhausted`)
     EndLoop(u8),
+
+    // Lists known at run time (DESIGN §14): a frame iterates over an array with
+    // `EachStart` .. `EachEnd`, its loop written in bytecode; a map starts one
+    // concurrent body per item with `Spawn`.
+    /// `[v] -> [v]`: `v` when it is an array, else a FAILED result
+    /// (`input_validation_failure`) naming the type of `v`
+    Items,
+    /// `[items] -> []`: begins an iteration over the array `items`: the frame's
+    /// innermost one until its [`Op::EachEnd`]. At most `n` of the bodies it starts
+    /// run at once (0: [`crate::limits::Limits::concurrency`]).
+    EachStart(u16),
+    /// `[] -> [more]`: whether the innermost iteration has an item left to start and
+    /// none of its bodies has failed. With as many of its bodies running as it allows,
+    /// the machine first waits for one of them to end (`Step::Await`).
+    EachMore,
+    /// `[] -> [item index]`: the innermost iteration's next item, and its index
+    EachNext,
+    /// `[a1 .. an] -> []`: the call of function `f` with these arguments starts as a
+    /// concurrent body of the innermost iteration (`Step::Spawn`), the body of the
+    /// item [`Op::EachNext`] gave last
+    Spawn(u32, u16),
+    /// `[] -> [results]`: waits until none of the innermost iteration's bodies is
+    /// running, ends the iteration, and pushes its bodies' results in item order
+    /// (`null` for an item whose body never started)
+    EachEnd,
+    /// `[results] -> [result]`: a map's result from its bodies' results: COMPLETE, its
+    /// value the bodies' values in order; or FAILED for the first item whose body
+    /// failed, with `failedIndex`, `totalItems` and `partialResults`
+    MapResult,
 }
 
 /// Where a value stands in a script command, which decides how it is quoted so that
@@ -188,12 +217,14 @@ impl Op {
     pub fn stack_effect(self) -> Option<(usize, usize)> {
         use Op::*;
         Some(match self {
-            Const(_) | Load(_) | AccumulateLocal(..) | Gather(_) => (0, 1),
-            Store(_) | Pop | JumpIfFalse(_) | JumpIfTrue(_) | Append(_) => (1, 0),
+            Const(_) | Load(_) | AccumulateLocal(..) | Gather(_) | EachMore | EachEnd => (0, 1),
+            Store(_) | Pop | JumpIfFalse(_) | JumpIfTrue(_) | Append(_) | EachStart(_) => (1, 0),
+            EachNext => (0, 2),
+            Spawn(_, n) => (n as usize, 0),
             Dup => (1, 2),
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn | ReturnIfFailed
             | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) | Evaluation
-            | ShellQuoteIn(_) | Finish(_) | JumpIfFailed(_) => (1, 1),
+            | ShellQuoteIn(_) | Finish(_) | JumpIfFailed(_) | Items | MapResult => (1, 1),
             Compare(_) | Script(_) | TextValue | FailSequence(..) => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
             MakeArray(n) | MakeObject(_, n) => (n as usize, 1),
@@ -260,7 +291,14 @@ impl Op {
             | FailSequence(..)
             | FailReduce
             | Evaluation
-            | EndLoop(_) => None,
+            | EndLoop(_)
+            | Items
+            | EachStart(_)
+            | EachMore
+            | EachNext
+            | Spawn(..)
+            | EachEnd
+            | MapResult => None,
         }
     }
 

@@ -28,11 +28,24 @@ pub struct Limits {
     /// 512 MiB.
     #[serde(default = "default_memory")]
     pub memory: u64,
+    /// Bodies of one map (or inner tasks of one reduce `over` a list) running at once
+    /// when the task does not say (`concurrency="N"`). Default 16, the provider cap;
+    /// `tvm run --concurrency` sets both.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
 }
 
 fn default_memory() -> u64 {
     512 << 20
 }
+
+fn default_concurrency() -> usize {
+    16
+}
+
+/// The most bodies a map may run at once (`concurrency="N"`): each running body is a
+/// machine of its own, so a bundle from elsewhere cannot ask for unbounded many.
+pub const MAX_CONCURRENCY: u16 = 1024;
 
 /// Locals a function may have: a frame's slots are allocated when it is pushed, so the
 /// verifier refuses more (a crafted bundle could ask for 65,535 per frame).
@@ -49,6 +62,7 @@ impl Default for Limits {
             wall_time: Duration::from_secs(30 * 60),
             instructions: 10_000_000,
             memory: default_memory(),
+            concurrency: default_concurrency(),
         }
     }
 }

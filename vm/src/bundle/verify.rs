@@ -117,7 +117,11 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
             Ok(())
         }
         Op::Call(callee, argc) => call(b, callee, argc.into()),
-        Op::Branch(callee, argc) => call(b, callee, argc.into()),
+        Op::Branch(callee, argc) | Op::Spawn(callee, argc) => call(b, callee, argc.into()),
+        Op::EachStart(n) if n > crate::limits::MAX_CONCURRENCY => Err(format!(
+            "EachStart of {n} bodies at once, more than {}",
+            crate::limits::MAX_CONCURRENCY
+        )),
         Op::Atomic(t) | Op::Script(t) | Op::AtomicFocused(t) | Op::Finish(t) => task(t),
         Op::AtomicAccumulated(t, i, _) => task(t).and_then(|_| local(i)),
         Op::EndLoop(mode) if mode > crate::isa::LOOP_ACCEPTED => {

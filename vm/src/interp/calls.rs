@@ -62,6 +62,9 @@ impl<'b> Vm<'b> {
                         .collect();
                     self.resume_gathered(results);
                 }
+                Step::Spawn(_) | Step::Await => {
+                    return TaskResult::failed(fault("iteration is not implemented yet"))
+                }
             }
         }
     }

@@ -35,9 +35,33 @@ pub enum Step {
     /// Waiting for these calls (function, arguments) to run as concurrent branches;
     /// resume with their results in order.
     Gather(Vec<(u32, Vec<Value>)>),
+    /// Start this body running concurrently, then run the machine on at once (no
+    /// reply): [`Op::Spawn`].
+    Spawn(Box<Body>),
+    /// Waiting for one of the bodies this machine started to end: resume with
+    /// [`Vm::body_ended`] and the result of any one of them.
+    Await,
     /// The entry function returned this TaskResult. Boxed: a step leaves every
     /// instruction, and a result is several times the size of the other variants.
     Done(Box<TaskResult>),
+}
+
+/// A body of an iteration over a run-time list (a map's body, a reduce's inner task):
+/// a call of `function` with `args`, run as a concurrent branch of the machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Body {
+    pub function: u32,
+    pub args: Vec<Value>,
+    pub tag: BodyTag,
+}
+
+/// Which body this is: item `index` of the machine's iteration `each` (its iterations
+/// numbered from 0 in the order they began). The same run asks the same bodies under
+/// the same tags, so the journal names a body by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BodyTag {
+    pub each: u64,
+    pub index: u64,
 }
 
 #[derive(Debug)]
@@ -445,6 +469,13 @@ impl<'b> Vm<'b> {
                 return self.atomic(t, context, None).map(Some);
             }
             Op::Script(t) => return self.script(t).map(Some),
+            Op::Items
+            | Op::EachStart(_)
+            | Op::EachMore
+            | Op::EachNext
+            | Op::Spawn(..)
+            | Op::EachEnd
+            | Op::MapResult => return Err(fault("iteration is not implemented yet")),
         }
         Ok(None)
     }

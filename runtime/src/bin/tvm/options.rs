@@ -195,6 +195,7 @@ impl LimitArgs {
             wall_time: Duration::from_secs(self.timeout),
             instructions: self.max_instructions,
             memory: self.max_memory,
+            ..Limits::default()
         }
     }
 }
