@@ -45,6 +45,8 @@ impl BuiltinId {
 /// template (a test checks each against the table): `parse_json` reads an object or array
 /// argument written as text, and the result bound of an evaluator's reply; `merge` adds a
 /// loop's script output to its evaluation.
+pub const LEN: BuiltinId = BuiltinId(3);
+pub const GET: BuiltinId = BuiltinId(11);
 pub const PARSE_JSON: BuiltinId = BuiltinId(13);
 pub const MERGE: BuiltinId = BuiltinId(17);
 
@@ -441,6 +443,8 @@ mod tests {
     fn the_named_ids_are_the_built_ins_of_their_names() {
         assert_eq!(PARSE_JSON.builtin().name, "parse_json");
         assert_eq!(MERGE.builtin().name, "merge");
+        assert_eq!(LEN.builtin().name, "len");
+        assert_eq!(GET.builtin().name, "get");
         assert_eq!(find("parse_json"), Some(PARSE_JSON));
         assert_eq!(find("merge"), Some(MERGE));
         assert_eq!(find("shout"), None);

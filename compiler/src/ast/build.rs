@@ -1,7 +1,7 @@
 //! XML element tree → syntax tree: roots, templates, bodies, calls and conditions.
 //! Task fields are read in `fields.rs`.
 
-use super::schema::{self, BODY_ELEMENTS, TASK_ATTRS, TASK_CHILDREN};
+use super::schema::{self, BODY_ELEMENTS, SLOT_ATTRS, TASK_ATTRS, TASK_CHILDREN};
 use super::*;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::parser;
@@ -469,7 +469,7 @@ impl Builder<'_> {
             if el.name == "task" {
                 TASK_ATTRS
             } else {
-                &["type", "subtype", "ref"]
+                SLOT_ATTRS
             },
             self.diags,
         );
@@ -502,9 +502,14 @@ impl Builder<'_> {
         task.reference = el
             .attr("ref")
             .map(|a| self.ident_attr(&a.value, "referenced template name"));
+        self.list_attrs(el, &mut task);
         schema::no_text(el, self.diags);
         let mut seen: Vec<&Element> = Vec::new();
         for child in el.elements() {
+            if task.kind.node == TaskType::Map && BODY_ELEMENTS.contains(&child.name.as_ref()) {
+                self.map_body(el, child, &mut task);
+                continue;
+            }
             if !TASK_CHILDREN.contains(&child.name.as_ref()) {
                 schema::unknown_element(child, &el.name, TASK_CHILDREN, self.diags);
                 continue;

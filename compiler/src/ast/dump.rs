@@ -158,6 +158,15 @@ impl Dumper<'_> {
         if let Some(r) = &t.reference {
             let _ = write!(head, " ref={}", r.node);
         }
+        if let Some(e) = &t.over {
+            let _ = write!(head, " over={e}");
+        }
+        if let Some(n) = &t.item_name {
+            let _ = write!(head, " as={}", n.node);
+        }
+        if let Some(c) = &t.concurrency {
+            let _ = write!(head, " concurrency={}", c.node);
+        }
         self.line(depth, head, t.span);
         let d = depth + 1;
         for (label, text) in [
@@ -297,6 +306,7 @@ impl Dumper<'_> {
             ("evaluator", &t.evaluator),
             ("inner_task", &t.inner_task),
             ("reduction_task", &t.reduction_task),
+            ("body", &t.map_body),
         ] {
             if let Some(b) = slot {
                 self.line(d, label, b.span());

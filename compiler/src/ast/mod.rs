@@ -7,6 +7,7 @@ mod build;
 mod dump;
 mod expr;
 mod fields;
+mod lists;
 mod parts;
 mod schema;
 mod types;
@@ -108,15 +109,18 @@ pub enum TaskType {
     Reduce,
     Script,
     DirectorEvaluatorLoop,
+    /// One body per item of a list known at run time (DESIGN §14).
+    Map,
 }
 
 impl TaskType {
-    pub const ALL: [(&'static str, TaskType); 5] = [
+    pub const ALL: [(&'static str, TaskType); 6] = [
         ("atomic", TaskType::Atomic),
         ("sequential", TaskType::Sequential),
         ("reduce", TaskType::Reduce),
         ("script", TaskType::Script),
         ("director_evaluator_loop", TaskType::DirectorEvaluatorLoop),
+        ("map", TaskType::Map),
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -341,9 +345,26 @@ pub struct Task {
     pub initial_value: Option<TextTemplate>,
     pub inner_task: Option<Body>,
     pub reduction_task: Option<Body>,
+    /// `over="EXPR"` of a map or reduce: the list it iterates over.
+    pub over: Option<Expr>,
+    /// `as="NAME"` of a map: the name of the item in its body (default `item`).
+    pub item_name: Option<Ident>,
+    /// `concurrency="N"` of a map or a reduce `over` a list: bodies running at once.
+    pub concurrency: Option<Spanned<u16>>,
+    /// The one `<task>`, `<call>` or `<cond>` inside a map: its body.
+    pub map_body: Option<Body>,
 }
 
+/// The name a map's item has in its body when `as` does not give one.
+pub const DEFAULT_ITEM: &str = "item";
+
 impl Task {
+    /// A reduce over the values its `<inputs>` list: those inputs are what it
+    /// reduces, not parameters. (A reduce `over` a list has inputs like any task.)
+    pub fn reduces_inputs(&self) -> bool {
+        self.kind.node == TaskType::Reduce && self.over.is_none()
+    }
+
     pub fn new(span: Span) -> Self {
         Task {
             span,
@@ -380,6 +401,10 @@ impl Task {
             initial_value: None,
             inner_task: None,
             reduction_task: None,
+            over: None,
+            item_name: None,
+            concurrency: None,
+            map_body: None,
         }
     }
 }

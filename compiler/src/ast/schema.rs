@@ -35,7 +35,19 @@ pub const TASK_CHILDREN: &[&str] = &[
     "reduction_task",
 ];
 
-pub const TASK_ATTRS: &[&str] = &["type", "subtype", "ref", "name"];
+pub const TASK_ATTRS: &[&str] = &[
+    "type",
+    "subtype",
+    "ref",
+    "name",
+    "over",
+    "as",
+    "concurrency",
+];
+
+/// A slot written as a task (`<director type="map" ...>`) takes the attributes of a
+/// task but its name.
+pub const SLOT_ATTRS: &[&str] = &["type", "subtype", "ref", "over", "as", "concurrency"];
 
 pub const BODY_ELEMENTS: &[&str] = &["task", "call", "cond"];
 

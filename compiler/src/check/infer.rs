@@ -102,6 +102,11 @@ fn task_type(task: &Task, items: &mut impl ItemTypes) -> Type {
         },
         TaskType::Script => Type::String,
         TaskType::DirectorEvaluatorLoop => Type::Any,
+        TaskType::Map => Type::Array(Box::new(
+            task.map_body
+                .as_ref()
+                .map_or(Type::Any, |b| body_type(b, items)),
+        )),
     }
 }
 

@@ -7,6 +7,7 @@ mod call;
 mod expr;
 mod graph;
 mod infer;
+mod lists;
 mod records;
 mod scope;
 pub mod shell;
@@ -290,10 +291,8 @@ fn signature(item: &Item) -> Signature {
                 .task
                 .inputs
                 .iter()
-                // A reduce's inputs are the values it reduces, not parameters.
-                .filter(|i| {
-                    crate::ast::is_parameter(i) && t.task.kind.node != crate::ast::TaskType::Reduce
-                })
+                // A reduce's listed inputs are the values it reduces, not parameters.
+                .filter(|i| crate::ast::is_parameter(i) && !t.task.reduces_inputs())
                 .map(|i| SigParam {
                     name: i.name.node.clone(),
                     ty: i.ty.as_ref().map(|t| t.node.clone()),

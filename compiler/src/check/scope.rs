@@ -44,6 +44,11 @@ pub const CONTEXT_VARS: &[(&str, &str)] = &[
         "the inner_task and reduction_task of a reduce task",
     ),
     ("accumulator", "the reduction_task of a reduce task"),
+    (
+        "item",
+        "the body of a map task (under the name its `as` gives)",
+    ),
+    ("index", "the body of a map task"),
     ("current_result", "the reduction_task of a reduce task"),
 ];
 

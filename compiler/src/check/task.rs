@@ -43,10 +43,10 @@ impl<'p> Checker<'p, '_, '_> {
             self.check_slots_unused(task);
         }
         let mut scope = outer.clone();
-        let is_reduce = task.kind.node == TaskType::Reduce;
-        self.bind_inputs(&task.inputs, outer, &mut scope, decl && !is_reduce);
+        let listed = task.reduces_inputs();
+        self.bind_inputs(&task.inputs, outer, &mut scope, decl && !listed);
         if let Some(r) = &task.reference {
-            self.check_ref(r, task, outer, decl && !is_reduce);
+            self.check_ref(r, task, outer, decl && !listed);
         }
         for t in [
             &task.description,
@@ -75,6 +75,7 @@ impl<'p> Checker<'p, '_, '_> {
             TaskType::Reduce => self.check_reduce(task, &scope),
             TaskType::Script => self.check_script(task, &scope, true),
             TaskType::DirectorEvaluatorLoop => self.check_loop(task, &scope),
+            TaskType::Map => self.check_map(task, &scope),
         }
     }
 
@@ -284,16 +285,22 @@ impl<'p> Checker<'p, '_, '_> {
             if wanted.contains(&kind) {
                 return;
             }
+            // `over`, `as` and `concurrency` are attributes; the rest are elements.
+            let shown = if matches!(field, "over" | "as" | "concurrency") {
+                format!("`{field}`")
+            } else {
+                format!("`<{field}>`")
+            };
             self.diags.push(
                 Diagnostic::error(
                     span,
                     format!(
-                        "`<{field}>` belongs to {owner}, but this task is {}",
+                        "{shown} belongs to {owner}, but this task is {}",
                         kind.as_str()
                     ),
                 )
                 .with_help(format!(
-                    "set type=\"{}\" on the task, or remove `<{field}>`",
+                    "set type=\"{}\" on the task, or remove {shown}",
                     wanted[0].as_str()
                 )),
             );
@@ -358,6 +365,24 @@ impl<'p> Checker<'p, '_, '_> {
             "on_max_iterations",
             "a director_evaluator_loop",
             &[DirectorEvaluatorLoop],
+        );
+        misplaced(
+            task.over.as_ref().map(|o| o.span),
+            "over",
+            "a map or reduce task",
+            &[Map, Reduce],
+        );
+        misplaced(
+            task.item_name.as_ref().map(|n| n.span),
+            "as",
+            "a map task",
+            &[Map],
+        );
+        misplaced(
+            task.concurrency.as_ref().map(|c| c.span),
+            "concurrency",
+            "a map or reduce task",
+            &[Map, Reduce],
         );
         misplaced(
             task.subtasks.as_ref().map(|m| m.span),
@@ -464,47 +489,6 @@ impl<'p> Checker<'p, '_, '_> {
                 slots.push((slot.node.clone(), ty.clone()));
             }
             previous = Some(ty);
-        }
-    }
-
-    fn check_reduce(&mut self, task: &'p Task, scope: &Scope) {
-        if let Some(t) = &task.initial_value {
-            self.check_text(t, scope);
-        }
-        if task.inputs.is_empty() {
-            self.diags.push(
-                Diagnostic::error(
-                    task.kind.span,
-                    "a reduce task needs `<inputs>` to reduce over",
-                )
-                .with_help("each <input> of a reduce task is one value, in order"),
-            );
-        }
-        let missing = |what: &str| {
-            Diagnostic::error(task.kind.span, format!("a reduce task needs `<{what}>`"))
-                .with_help("reduce runs inner_task on each input, then reduction_task to fold its result into the accumulator")
-        };
-        match &task.inner_task {
-            Some(b) => {
-                let mut s = scope.clone();
-                s.bind_context(&["current_input", "original_input"]);
-                s.in_inner_task = true;
-                self.check_body(b, &s, false);
-            }
-            None => self.diags.push(missing("inner_task")),
-        }
-        match &task.reduction_task {
-            Some(b) => {
-                let mut s = scope.clone();
-                s.bind_context(&[
-                    "current_input",
-                    "original_input",
-                    "accumulator",
-                    "current_result",
-                ]);
-                self.check_body(b, &s, false);
-            }
-            None => self.diags.push(missing("reduction_task")),
         }
     }
 

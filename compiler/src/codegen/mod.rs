@@ -1,6 +1,7 @@
 //! Stage 6: typed IR → bytecode bundle. Each instruction is emitted with the span of
 //! the node it comes from, into a side table, not into the opcode.
 
+mod lists;
 mod node;
 mod pool;
 

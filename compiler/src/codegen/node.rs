@@ -1,7 +1,7 @@
 //! Task nodes: each leaves one task result on the stack.
 
 use super::{Gen, Hole, Use};
-use crate::ir::{ExprKind, Loop, Node, NodeKind, Reduce, Sequence};
+use crate::ir::{ExprKind, Loop, Node, NodeKind, Sequence};
 use tv_stdlib::builtins;
 use tv_vm::bundle::Const;
 use tv_vm::isa::{CmpOp, Op, LOOP_ACCEPTED, LOOP_EXHAUSTED, LOOP_SUCCEEDED};
@@ -91,7 +91,11 @@ impl<'ir> Gen<'_, 'ir> {
                 ends.into_iter().for_each(|h| self.patch(h));
             }
             NodeKind::Sequence(s) => self.sequence(s),
-            NodeKind::Reduce(r) => self.reduce(r),
+            NodeKind::Reduce(r) => match &r.over {
+                Some(o) => self.reduce_over(r, o),
+                None => self.reduce(r),
+            },
+            NodeKind::Map(e) => self.map(e),
             NodeKind::Loop(l) => self.director_loop(l),
         }
     }
@@ -129,67 +133,6 @@ impl<'ir> Gen<'_, 'ir> {
             self.emit(Op::Load(s.results));
             self.emit(Op::Load(s.scratch));
             self.emit(Op::FailSequence(step, total));
-            ends.push(self.jump(Op::Jump));
-        }
-        ends.into_iter().for_each(|h| self.patch(h));
-    }
-
-    /// Unrolled over the inputs, which the template lists: inner task, then reduction.
-    fn reduce(&mut self, r: &'ir Reduce) {
-        self.expr(&r.initial);
-        self.emit(Op::Dup);
-        self.emit(Op::Store(r.accumulator));
-        self.emit(Op::Complete);
-        self.emit(Op::Store(r.last));
-        self.emit(Op::MakeArray(0));
-        self.emit(Op::Store(r.processed));
-        if let Some(h) = r.history {
-            self.emit(Op::MakeArray(0));
-            self.emit(Op::Store(h));
-        }
-        if let Some((calls, results)) = &r.inner_branches {
-            self.gather(calls, *results);
-        }
-        let total = r.items.len();
-        let mut failures: Vec<(Hole, usize)> = Vec::new();
-        for (i, item) in r.items.iter().enumerate() {
-            self.expr(item);
-            self.emit(Op::Dup);
-            self.emit(Op::Store(r.current_input));
-            self.emit(Op::Store(r.original_input));
-            match &r.inner_branches {
-                Some((_, results)) => {
-                    self.emit(Op::Load(*results));
-                    let i = self.operand(i, "inputs of one reduce");
-                    self.emit(Op::Index(i));
-                }
-                None => self.node(&r.inner),
-            }
-            failures.push((self.jump(Op::JumpIfFailed), i));
-            self.emit(Op::Value);
-            self.emit(Op::Store(r.current_result));
-            self.node(&r.reduction);
-            failures.push((self.jump(Op::JumpIfFailed), i));
-            self.emit(Op::KeepValue(r.accumulator));
-            if let Some(h) = r.history {
-                self.emit(Op::Dup);
-                self.emit(Op::Append(h));
-            }
-            self.emit(Op::Store(r.last));
-            self.emit(Op::Load(r.current_input));
-            self.emit(Op::Append(r.processed));
-        }
-        self.emit(Op::Load(r.last));
-        let mut ends = vec![self.jump(Op::Jump)];
-        for (hole, i) in failures {
-            self.patch(hole);
-            self.emit(Op::Store(r.scratch));
-            self.emit(Op::Load(r.processed));
-            self.emit(Op::Load(r.accumulator));
-            self.emit(Op::Load(r.scratch));
-            self.constant(Const::Num(i as f64));
-            self.constant(Const::Num(total as f64));
-            self.emit(Op::FailReduce);
             ends.push(self.jump(Op::Jump));
         }
         ends.into_iter().for_each(|h| self.patch(h));

@@ -61,6 +61,24 @@ impl Dumper<'_> {
         let _ = writeln!(self.out, "{}{text} : {ty} @{pos}", "  ".repeat(depth));
     }
 
+    /// An iteration over a run-time list: the list, then the body started per item.
+    fn each(&mut self, e: &Each, d: usize) {
+        self.labelled("over", &e.list, d);
+        let concurrency = match e.concurrency {
+            0 => "the run's".to_string(),
+            n => n.to_string(),
+        };
+        let _ = writeln!(
+            self.out,
+            "{}each item in %{} index in %{}, {concurrency} at once: body fn{}({})",
+            "  ".repeat(d),
+            e.item,
+            e.index,
+            e.function,
+            self.args(&e.args)
+        );
+    }
+
     fn node(&mut self, n: &Node, d: usize) {
         match &n.kind {
             NodeKind::Atomic {
@@ -113,7 +131,15 @@ impl Dumper<'_> {
                     self.labelled("item", item, d + 1);
                 }
                 self.labelled("initial", &r.initial, d + 1);
-                self.sub("inner", &r.inner, d + 1);
+                match &r.over {
+                    Some(o) => {
+                        let pad = "  ".repeat(d + 1);
+                        let _ = writeln!(self.out, "{pad}items in %{}", o.items);
+                        self.each(&o.inner, d + 1);
+                        let _ = writeln!(self.out, "{pad}inner results in %{}", o.inner_results);
+                    }
+                    None => self.sub("inner", &r.inner, d + 1),
+                }
                 if let Some((calls, results)) = &r.inner_branches {
                     let _ = writeln!(
                         self.out,
@@ -130,6 +156,10 @@ impl Dumper<'_> {
                     }
                 }
                 self.sub("reduction", &r.reduction, d + 1);
+            }
+            NodeKind::Map(each) => {
+                self.line(d, "map".into(), &n.ty, n.span);
+                self.each(each, d + 1);
             }
             NodeKind::Loop(l) => {
                 self.line(

@@ -84,6 +84,8 @@ pub enum NodeKind {
     },
     Sequence(Box<Sequence>),
     Reduce(Box<Reduce>),
+    /// A body per item of a list known at run time, the values in order.
+    Map(Box<Each>),
     Loop(Box<Loop>),
     Cond {
         cases: Vec<(Expr, Node)>,
@@ -138,6 +140,35 @@ pub struct Reduce {
     pub scratch: Local,
     /// The reductions' results so far, when the reduce accumulates them as context.
     pub history: Option<Local>,
+    /// A reduce `over` a list: `items` is empty, `inner` unused and
+    /// `inner_branches` `None`; the inner tasks run as the bodies of this iteration.
+    pub over: Option<Box<ReduceOver>>,
+}
+
+/// A reduce over a list known at run time: the inner tasks run ahead as concurrent
+/// bodies (their `item` is `current_input`), then the reductions in order.
+#[derive(Clone, Debug)]
+pub struct ReduceOver {
+    pub inner: Each,
+    /// The list, kept for the reductions.
+    pub items: Local,
+    /// The inner tasks' results, in item order.
+    pub inner_results: Local,
+}
+
+/// An iteration over a list known at run time whose items each start a body: a call
+/// of a branch function, running at the same time as the others (DESIGN §14).
+#[derive(Clone, Debug)]
+pub struct Each {
+    /// `over`.
+    pub list: Expr,
+    /// Bodies running at once; 0 for the run's default.
+    pub concurrency: u16,
+    /// The locals that hold the item and its index while the body's arguments are read.
+    pub item: Local,
+    pub index: Local,
+    pub function: u32,
+    pub args: Vec<Expr>,
 }
 
 #[derive(Clone, Debug)]

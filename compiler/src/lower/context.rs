@@ -16,6 +16,8 @@ fn defaults(kind: TaskType) -> ContextSettings {
         TaskType::Reduce => (Inherit::None, true, true),
         TaskType::Script => (Inherit::Full, false, false),
         TaskType::DirectorEvaluatorLoop => (Inherit::None, true, true),
+        // Bodies run at once, so none sees another's result: nothing accumulates.
+        TaskType::Map => (Inherit::Full, false, true),
     };
     ContextSettings {
         inherit,

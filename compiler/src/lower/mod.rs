@@ -4,6 +4,7 @@
 
 mod context;
 mod expr;
+mod lists;
 mod prune;
 mod shift;
 mod task;
@@ -383,6 +384,13 @@ impl Lowerer<'_> {
             })
             .collect();
         (id, captured)
+    }
+
+    /// The value type of branch function `id`, once it is lowered.
+    fn branch_type(&self, id: u32) -> Type {
+        id.checked_sub(self.items)
+            .and_then(|slot| self.branches.get(slot as usize))
+            .map_or(Type::Any, |f| f.body.ty.clone())
     }
 
     /// A context-taking item's parameters, with its context parameter last; the item's

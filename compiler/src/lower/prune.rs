@@ -3,7 +3,7 @@
 //! body never names are removed afterwards. Without this, a reduce over N inputs made
 //! N branch calls of N + 2 arguments each: code quadratic in the number of inputs.
 
-use crate::ir::{Expr, ExprKind, Function, Local, Node, NodeKind};
+use crate::ir::{Each, Expr, ExprKind, Function, Local, Node, NodeKind};
 
 /// Removes the parameters of `f` that its body never names, renumbering its locals;
 /// returns the indices of the parameters kept, in order.
@@ -100,7 +100,14 @@ fn node(n: &mut Node, f: &mut impl FnMut(&mut Local)) {
             .into_iter()
             .chain(&mut r.history)
             .for_each(&mut *f);
+            if let Some(o) = &mut r.over {
+                each(&mut o.inner, f);
+                [&mut o.items, &mut o.inner_results]
+                    .into_iter()
+                    .for_each(&mut *f);
+            }
         }
+        NodeKind::Map(e) => each(e, f),
         NodeKind::Loop(l) => {
             node(&mut l.director, f);
             node(&mut l.evaluator, f);
@@ -150,6 +157,13 @@ fn node(n: &mut Node, f: &mut impl FnMut(&mut Local)) {
         }
         NodeKind::Complete(e) => expr(e, f),
     }
+}
+
+fn each(e: &mut Each, f: &mut impl FnMut(&mut Local)) {
+    expr(&mut e.list, f);
+    e.args.iter_mut().for_each(|a| expr(a, f));
+    f(&mut e.item);
+    f(&mut e.index);
 }
 
 fn expr(e: &mut Expr, f: &mut impl FnMut(&mut Local)) {

@@ -2,7 +2,7 @@
 //! branch functions were numbered from zero, and move past those of the parts before
 //! it. Item functions keep their numbers, which the whole program shares.
 
-use crate::ir::{Expr, ExprKind, Node, NodeKind};
+use crate::ir::{Each, Expr, ExprKind, Node, NodeKind};
 
 pub(super) struct Shift {
     /// Item functions come first; a function number at or past this is a branch.
@@ -25,6 +25,12 @@ impl Shift {
             self.function(f);
             self.exprs(args);
         }
+    }
+
+    fn each(&self, e: &mut Each) {
+        self.function(&mut e.function);
+        self.expr(&mut e.list);
+        self.exprs(&mut e.args);
     }
 
     fn exprs(&self, es: &mut [Expr]) {
@@ -69,7 +75,11 @@ impl Shift {
                     self.calls(calls);
                 }
                 self.node(&mut r.reduction);
+                if let Some(o) = &mut r.over {
+                    self.each(&mut o.inner);
+                }
             }
+            NodeKind::Map(each) => self.each(each),
             NodeKind::Loop(l) => {
                 self.node(&mut l.director);
                 self.node(&mut l.evaluator);

@@ -106,7 +106,7 @@ impl Lowerer<'_> {
         frame: &mut Frame,
         decl: bool,
     ) -> (Option<Gathered>, Vec<(ir::Local, Expr)>) {
-        let decl = decl && task.kind.node != TaskType::Reduce;
+        let decl = decl && !task.reduces_inputs();
         let bound: Vec<&ast::Input> = task
             .inputs
             .iter()
@@ -121,7 +121,7 @@ impl Lowerer<'_> {
             })
             .collect();
         let mut gather = None;
-        if computed.len() >= 2 && task.kind.node != TaskType::Reduce {
+        if computed.len() >= 2 && !task.reduces_inputs() {
             let calls: Vec<(u32, Vec<Expr>)> = computed
                 .iter()
                 .map(|b| {
@@ -168,7 +168,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn input_value(&mut self, input: &ast::Input, frame: &mut Frame) -> Expr {
+    pub(super) fn input_value(&mut self, input: &ast::Input, frame: &mut Frame) -> Expr {
         if let Some(from) = &input.from {
             return self.var(&from.node, from.span, frame);
         }
@@ -191,6 +191,7 @@ impl Lowerer<'_> {
             TaskType::Atomic => self.atomic(task, frame),
             TaskType::Sequential => self.sequence(task, frame),
             TaskType::Reduce => self.reduce(task, frame),
+            TaskType::Map => self.map(task, frame),
             TaskType::Script => self.script(task, frame),
             TaskType::DirectorEvaluatorLoop => self.director_loop(task, frame),
         }
@@ -314,118 +315,6 @@ impl Lowerer<'_> {
                 scratch,
             })),
             ty,
-            span: task.span,
-        }
-    }
-
-    fn reduce(&mut self, task: &Task, frame: &mut Frame) -> Node {
-        let items: Vec<Expr> = task
-            .inputs
-            .iter()
-            .map(|i| self.input_value(i, frame))
-            .collect();
-        let initial = task
-            .initial_value
-            .as_ref()
-            .map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
-        let local = |frame: &mut Frame, name: &str| frame.local(name, Type::Any);
-        let current_input = local(frame, "current_input");
-        let original_input = local(frame, "original_input");
-        let current_result = local(frame, "current_result");
-        let accumulator = local(frame, "accumulator");
-        let processed = local(frame, "(processed inputs)");
-        let last = local(frame, "(last reduction)");
-        let scratch = local(frame, "(failed input)");
-        let settings = context::merge(TaskType::Reduce, task.context.as_ref());
-        // Inner tasks see the context from around the reduce; reductions also see the
-        // earlier reductions' results when the reduce accumulates them.
-        let outer_context = frame.context.clone();
-        let missing = |span: Span| Node {
-            kind: NodeKind::Complete(Expr::str("", span)),
-            ty: Type::String,
-            span,
-        };
-
-        // Inner tasks cannot see the accumulator, so they all run first, concurrently.
-        let inner_branches = match &task.inner_task {
-            Some(b) if items.len() >= 2 => {
-                let (id, captured) = frame.scoped(|frame| {
-                    frame.scope.push(("current_input".into(), current_input));
-                    frame.scope.push(("original_input".into(), original_input));
-                    self.branch(b, frame)
-                });
-                let calls = items
-                    .iter()
-                    .map(|item| {
-                        let args = captured
-                            .iter()
-                            .map(|(l, e)| match *l {
-                                Some(l) if l == current_input || l == original_input => {
-                                    item.clone()
-                                }
-                                _ => e.clone(),
-                            })
-                            .collect();
-                        (id, args)
-                    })
-                    .collect();
-                Some((calls, local(frame, "(inner results)")))
-            }
-            _ => None,
-        };
-        // With branches the inner task lives in its branch function only.
-        let inner = if inner_branches.is_some() {
-            missing(task.span)
-        } else {
-            frame.scoped(|frame| {
-                frame.scope.push(("current_input".into(), current_input));
-                frame.scope.push(("original_input".into(), original_input));
-                task.inner_task
-                    .as_ref()
-                    .map_or(missing(task.span), |b| self.body(b, frame, false))
-            })
-        };
-        let history = settings.accumulate.then(|| {
-            let h = frame.local("(reductions)", Type::Array(Box::new(Type::Any)));
-            let accumulated = Expr::new(
-                ExprKind::Accumulated(h, settings.full_output),
-                Type::String,
-                task.span,
-            );
-            frame.context = Some(joined(outer_context.clone(), accumulated));
-            h
-        });
-        let reduction = frame.scoped(|frame| {
-            for (n, l) in [
-                ("current_input", current_input),
-                ("original_input", original_input),
-                ("accumulator", accumulator),
-                ("current_result", current_result),
-            ] {
-                frame.scope.push((n.into(), l));
-            }
-            task.reduction_task
-                .as_ref()
-                .map_or(missing(task.span), |b| self.body(b, frame, false))
-        });
-        frame.context = outer_context;
-        Node {
-            ty: reduction.ty.clone(),
-            kind: NodeKind::Reduce(Box::new(ir::Reduce {
-                items,
-                initial,
-                inner,
-                inner_branches,
-                reduction,
-                current_input,
-                original_input,
-                current_result,
-                accumulator,
-                processed,
-                last,
-                scratch,
-                history,
-            })),
             span: task.span,
         }
     }
@@ -648,17 +537,21 @@ impl Lowerer<'_> {
     }
 }
 
-/// Sequential, reduce and loop tasks: what hands defaults down and may be finished.
+/// Sequential, reduce, map and loop tasks: what hands defaults down and may be
+/// finished.
 fn is_composite(task: &Task) -> bool {
     task.reference.is_none()
         && matches!(
             task.kind.node,
-            TaskType::Sequential | TaskType::Reduce | TaskType::DirectorEvaluatorLoop
+            TaskType::Sequential
+                | TaskType::Reduce
+                | TaskType::Map
+                | TaskType::DirectorEvaluatorLoop
         )
 }
 
 /// The context from around a composite task, then its accumulated results.
-fn joined(outer: Option<Expr>, accumulated: Expr) -> Expr {
+pub(super) fn joined(outer: Option<Expr>, accumulated: Expr) -> Expr {
     match outer {
         None => accumulated,
         Some(outer) => {
