@@ -98,7 +98,12 @@ fn run(bundle: &Bundle, function: u32, n: usize) -> TaskResult {
     Vm::new(bundle, function, vec![items(n)], limits()).run_with(&mut PromptEcho)
 }
 
-fn run_driven(rt: &tokio::runtime::Runtime, bundle: &Bundle, function: u32, n: usize) -> TaskResult {
+fn run_driven(
+    rt: &tokio::runtime::Runtime,
+    bundle: &Bundle,
+    function: u32,
+    n: usize,
+) -> TaskResult {
     let host = Blocking(Mutex::new(PromptEcho));
     rt.block_on(tv_runtime::driver::run(
         bundle,
@@ -122,7 +127,13 @@ fn main() {
     let each = echo.entry("each").expect("entry").function;
     let done = run(&echo, each, LONG);
     assert_eq!(done.status, Status::Complete, "{done:#}");
-    assert_eq!(done.parsed_content.as_ref().and_then(Value::as_array).map(Vec::len), Some(LONG));
+    assert_eq!(
+        done.parsed_content
+            .as_ref()
+            .and_then(Value::as_array)
+            .map(Vec::len),
+        Some(LONG)
+    );
     let mut group = c.benchmark_group("map_overhead");
     group.sample_size(20);
     for n in [1, LONG] {
@@ -165,14 +176,20 @@ fn main() {
     let result = remote();
     assert_eq!(result.status, Status::Complete, "{result:#}");
     assert_eq!(server.hits(), BODIES);
-    println!("map: {} calls, at most {} in flight at the server", server.hits(), server.max_in_flight());
+    println!(
+        "map: {} calls, at most {} in flight at the server",
+        server.hits(),
+        server.max_in_flight()
+    );
     let mut group = c.benchmark_group("map");
     group
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(45))
         .sampling_mode(SamplingMode::Flat);
-    group.bench_function("1000 bodies of 200 ms at concurrency 50", |b| b.iter(remote));
+    group.bench_function("1000 bodies of 200 ms at concurrency 50", |b| {
+        b.iter(remote)
+    });
     group.finish();
     c.final_summary();
 

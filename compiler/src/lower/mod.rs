@@ -2,6 +2,7 @@
 //! may rely on names resolving; where one does not, it falls back to `null` rather
 //! than panic.
 
+mod composite;
 mod context;
 mod expr;
 mod lists;
