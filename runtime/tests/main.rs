@@ -10,6 +10,7 @@ mod context_bounds;
 mod first_run;
 mod journal;
 mod json_mode;
+mod map_resume;
 mod process_bounds;
 mod providers;
 mod scripts;
