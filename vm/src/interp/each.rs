@@ -11,8 +11,8 @@
 //! halts with [`Step::Await`] there and runs the same instruction again once the
 //! driver has handed it a finished body through [`Vm::body_ended`].
 
-use super::{fault, Body, BodyTag, Fault, Step, Vm, Waiting};
-use crate::limits::{weight, MAX_CONCURRENCY};
+use super::{fault, nested_within, Body, BodyTag, Fault, Step, Vm, Waiting};
+use crate::limits::{nesting, weight, MAX_CONCURRENCY};
 use crate::outcome::map_result;
 use crate::result::{is_failed, Reason, TaskError, TaskResult};
 use serde_json::{json, Value};
@@ -153,7 +153,10 @@ impl Vm<'_> {
             .pop()
             .ok_or_else(|| fault("EachEnd without an iteration"))?;
         let results = it.results.into_iter().map(Option::unwrap_or_default);
-        self.stack.push(Value::Array(results.collect()));
+        let results = Value::Array(results.collect());
+        // A body's result may nest as deep as any value: one level more here.
+        nested_within(nesting(&results))?;
+        self.stack.push(results);
         Ok(None)
     }
 
@@ -172,6 +175,8 @@ impl Vm<'_> {
         let built = weight(&r);
         self.charge(built)?;
         self.unreserve(bound.saturating_sub(built));
+        // A failure holds the bodies' results several levels down.
+        nested_within(nesting(&r))?;
         self.stack.push(r);
         Ok(())
     }

@@ -399,3 +399,26 @@ fn a_reduction_pass_may_run_a_map_of_its_own_inside_the_frames_iteration() {
     assert!(maps.iter().all(|m| m["parsedContent"] == json!(["u", "v"])));
     assert_eq!(calls, ["u", "v", "u", "v"]);
 }
+
+#[test]
+fn a_body_result_nested_as_deep_as_a_value_may_ends_the_map_instead_of_nesting_deeper() {
+    let b = map_bundle(1, unused());
+    let mut vm = Vm::new(&b, 0, vec![json!(["a"])], Limits::default());
+    let Step::Spawn(body) = vm.run() else {
+        panic!("a body first");
+    };
+    assert_eq!(vm.run(), Step::Await);
+    let deep = (0..crate::limits::MAX_NESTING).fold(json!(1), |v, _| json!([v]));
+    let mut r = TaskResult::complete(String::new());
+    r.parsed_content = Some(deep);
+    vm.body_ended(body.tag, r);
+    let Step::Done(r) = vm.run() else {
+        panic!("the end");
+    };
+    let e = r.notes.error.as_ref().expect("a failure");
+    assert!(
+        e.message.contains("deeper than 512 levels"),
+        "{}",
+        e.message
+    );
+}

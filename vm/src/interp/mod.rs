@@ -262,16 +262,7 @@ impl<'b> Vm<'b> {
             }
             _ => return Ok(()),
         };
-        if depth > MAX_NESTING {
-            return Err(TaskError::exhausted(
-                Resource::Depth,
-                format!("a value nests arrays and objects deeper than {MAX_NESTING} levels"),
-                depth as u64,
-                MAX_NESTING as u64,
-            )
-            .into());
-        }
-        Ok(())
+        nested_within(depth)
     }
 
     /// Counts the work of copying or building `bytes` of values against the
@@ -489,6 +480,20 @@ impl<'b> Vm<'b> {
         }
         Ok(None)
     }
+}
+
+/// A value nesting `depth` levels may be kept: no deeper than [`MAX_NESTING`].
+pub(crate) fn nested_within(depth: usize) -> Result<(), Fault> {
+    if depth > MAX_NESTING {
+        return Err(TaskError::exhausted(
+            Resource::Depth,
+            format!("a value nests arrays and objects deeper than {MAX_NESTING} levels"),
+            depth as u64,
+            MAX_NESTING as u64,
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// A fault of the machine itself: a verified bundle never causes one.
