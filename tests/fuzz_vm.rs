@@ -27,12 +27,14 @@ fn constants() -> Vec<Const> {
     c
 }
 
-/// An instruction, or a `Gather` of `.0` well-formed branches, the first calling
-/// function `.1`.
+/// An instruction, a `Gather` of `.0` well-formed branches, the first calling
+/// function `.1`, or a well-formed map over two strings, at most `.0` bodies at once,
+/// each calling function `.1`.
 #[derive(Clone, Copy, Debug)]
 enum Piece {
     Op(Op),
     Gather(u8, u8),
+    Map(u16, u8),
 }
 
 fn cmp_op() -> impl Strategy<Value = CmpOp> {
@@ -73,6 +75,8 @@ fn piece() -> BoxedStrategy<Piece> {
             Op::Builtin(id, (b.min_arity() + n as usize % spread) as u8)
         }),
         (0..FUNCTIONS as u32).prop_map(|f| Op::Call(f, f as u8)),
+        (0..FUNCTIONS as u32).prop_map(|f| Op::Spawn(f, f as u16)),
+        (0u16..3).prop_map(Op::EachStart),
         (0u32..2).prop_map(Op::Atomic),
         (0u32..2, 0..LOCALS, any::<bool>()).prop_map(|(t, i, f)| Op::AtomicAccumulated(t, i, f)),
         (0u32..2).prop_map(Op::Script),
@@ -93,11 +97,17 @@ fn piece() -> BoxedStrategy<Piece> {
             Op::LoopGuard,
             Op::FailReduce,
             Op::TextValue,
+            Op::Items,
+            Op::EachMore,
+            Op::EachNext,
+            Op::EachEnd,
+            Op::MapResult,
         ]),
     ];
     prop_oneof![
         10 => ops.prop_map(Piece::Op),
         1 => (1u8..4, 0..FUNCTIONS as u8).prop_map(|(n, f)| Piece::Gather(n, f)),
+        1 => (0u16..3, 0..FUNCTIONS as u8).prop_map(|(n, f)| Piece::Map(n, f)),
     ]
     .boxed()
 }
@@ -110,6 +120,8 @@ struct Code {
     depth: Vec<(usize, usize)>,
     d: usize,
     held: usize,
+    /// Jumps of a map's loop, which keep their targets.
+    fixed: Vec<usize>,
 }
 
 impl Code {
@@ -133,6 +145,43 @@ impl Code {
     }
 }
 
+impl Code {
+    /// A map as the compiler writes it (the items and their indices dropped), its
+    /// jumps aimed where they belong.
+    fn map(&mut self, n: u16, f: u8) {
+        let f = u32::from(f) % FUNCTIONS as u32;
+        self.items();
+        let start = self.ops.len() as u32;
+        let (top, done) = (start + 2, start + 9 + f);
+        self.fix(Op::JumpIfFailed(done + 2));
+        self.emit(Op::EachStart(n));
+        self.emit(Op::EachMore);
+        self.fix(Op::JumpIfFalse(done));
+        self.emit(Op::EachNext);
+        self.emit(Op::Pop);
+        self.emit(Op::Pop);
+        (0..f).for_each(|a| self.emit(Op::Const(FIRST_STRING + a)));
+        self.emit(Op::Spawn(f, f as u16));
+        self.fix(Op::Jump(top));
+        assert_eq!(self.ops.len() as u32, done);
+        self.emit(Op::EachEnd);
+        self.emit(Op::MapResult);
+    }
+
+    /// Two strings in an array, through `Items`.
+    fn items(&mut self) {
+        self.emit(Op::Const(FIRST_STRING));
+        self.emit(Op::Const(FIRST_STRING + 1));
+        self.emit(Op::MakeArray(2));
+        self.emit(Op::Items);
+    }
+
+    fn fix(&mut self, jump: Op) {
+        self.fixed.push(self.ops.len());
+        self.emit(jump);
+    }
+}
+
 /// Code whose stack never runs short, ending in `Return`, with every jump aimed at
 /// an instruction where the stack is as deep as after the jump (and no branch is
 /// held, as at every jump).
@@ -149,15 +198,21 @@ fn balanced(pieces: &[Piece]) -> Vec<Op> {
                 }
                 c.emit(Op::Gather(n.into()));
             }
+            Piece::Map(n, f) => c.map(n, f),
         }
     }
     if c.d == 0 {
         c.emit(Op::Const(0));
     }
     c.emit(Op::Return);
-    let Code { mut ops, depth, .. } = c;
+    let Code {
+        mut ops,
+        depth,
+        fixed,
+        ..
+    } = c;
     for pc in 0..ops.len() {
-        let Some(choice) = ops[pc].target() else {
+        let Some(choice) = ops[pc].target().filter(|_| !fixed.contains(&pc)) else {
             continue;
         };
         let (pops, pushes) = ops[pc].stack_effect().unwrap_or((0, 0));
@@ -257,4 +312,15 @@ proptest! {
             run_with(&back, &format!("f{i}"), args, small_limits(), &mut host);
         }
     }
+}
+
+#[test]
+fn a_map_piece_verifies_and_runs_a_body_per_item() {
+    let body = vec![Piece::Op(Op::Load(0)), Piece::Op(Op::Complete)];
+    let b = bundle(vec![vec![Piece::Map(1, 1)], body, vec![]]);
+    tv_vm::bundle::verify::verify(&b).expect("verifies");
+    let mut host = scripted(|_| String::new());
+    let r = run_with(&b, "f0", json!({}), small_limits(), &mut host);
+    // `f0` returns the map's result: one value per item, each body's argument.
+    assert_eq!(r["parsedContent"], json!(["content", "content"]), "{r}");
 }

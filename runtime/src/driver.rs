@@ -1,18 +1,24 @@
 //! The async driver: runs the machine, answers its host calls, runs gathered
-//! branches concurrently, and enforces the wall-clock limit. The dispatch loop itself
-//! stays synchronous.
+//! branches and the bodies of its iterations concurrently, and enforces the
+//! wall-clock limit. The dispatch loop itself stays synchronous.
 
 use crate::host::AsyncHost;
-use crate::journal::Journal;
+use crate::journal::{body_request, Journal};
 use futures::future::{join_all, BoxFuture};
+use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
 use serde_json::Value;
+use std::collections::VecDeque;
+use std::future::{poll_fn, Future};
+use std::task::Poll;
 use std::time::{Duration, Instant};
+use tokio::time::error::Elapsed;
+use tokio::time::timeout;
 use tv_vm::bundle::Bundle;
 use tv_vm::host::{HostReply, HostRequest};
-use tv_vm::interp::{Step, Usage, Vm};
+use tv_vm::interp::{Body, BodyTag, Step, Usage, Vm};
 use tv_vm::limits::Limits;
-use tv_vm::result::{Resource, TaskError, TaskResult};
+use tv_vm::result::{Reason, Resource, TaskError, TaskResult};
 
 /// Runs `function` of `bundle` to its final task result.
 pub async fn run<H: AsyncHost>(
@@ -52,6 +58,21 @@ struct Calls<'h, H> {
 }
 
 impl<H: AsyncHost> Calls<'_, H> {
+    /// A body's result, journaled when it COMPLETED (a failed body runs again when
+    /// the run is resumed). A journal that cannot be written stops the body.
+    fn body_ended(&self, name: &str, request: Option<String>, r: TaskResult) -> TaskResult {
+        let (Some(journal), Some(request)) = (self.journal, request) else {
+            return r;
+        };
+        if r.is_failed() {
+            return r;
+        }
+        match journal.body_ended(name, &request, &r) {
+            Ok(()) => r,
+            Err(e) => TaskResult::failed(TaskError::failure(Reason::ExecutionHalted, e)),
+        }
+    }
+
     /// Call `n` of the machine at `path`; the name is only spelled out for a journal.
     async fn call(&self, path: &str, n: u64, request: &HostRequest) -> HostReply {
         match self.journal {
@@ -79,9 +100,9 @@ impl Deadline {
     }
 }
 
-/// Runs one machine (the root or a branch) to its end. `path` names the machine for
-/// the journal (see [`crate::journal`]); its calls are numbered in the order it makes
-/// them.
+/// Runs one machine (the root, a branch or a body) to its end. `path` names the
+/// machine for the journal (see [`crate::journal`]): its host calls and gathers are
+/// numbered in the order it makes them, its bodies by their tags.
 fn drive<'a, 'b: 'a, H: AsyncHost>(
     vm: &'a mut Vm<'b>,
     via: &'a Calls<'a, H>,
@@ -90,21 +111,23 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
 ) -> BoxFuture<'a, TaskResult> {
     async move {
         let mut made = 0u64;
+        // Dropped with the machine's end: a body still running is of no use then.
+        let mut bodies = Bodies::default();
         loop {
-            made += 1;
             let Some(remaining) = deadline.wall.checked_sub(deadline.start.elapsed()) else {
                 return deadline.exceeded();
             };
             match vm.run() {
                 Step::Done(result) => return *result,
                 Step::Host(request) => {
+                    made += 1;
                     let call = via.call(&path, made, &request);
                     futures::pin_mut!(call);
                     // A host that answers at once (echo, replay, the journal) needs no
                     // timer; only a call that has to wait is raced against the clock.
                     let reply = match call.as_mut().now_or_never() {
                         Some(reply) => reply,
-                        None => match tokio::time::timeout(remaining, call).await {
+                        None => match timeout(remaining, bodies.alongside(call)).await {
                             Ok(reply) => reply,
                             Err(_) => return deadline.exceeded(),
                         },
@@ -112,6 +135,7 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                     vm.resume(reply);
                 }
                 Step::Gather(calls) => {
+                    made += 1;
                     let mut branches: Vec<Vm> = calls
                         .into_iter()
                         .map(|(f, args)| vm.branch(f, args))
@@ -120,17 +144,108 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                         .iter_mut()
                         .enumerate()
                         .map(|(i, b)| drive(b, via, deadline, format!("{path}{made}.{i}/")));
-                    let results = join_all(runs).await;
+                    let results = bodies.alongside(join_all(runs)).await;
                     vm.resume_gathered(results);
                 }
-                Step::Spawn(_) | Step::Await => {
-                    return TaskResult::failed(tv_vm::result::TaskError::failure(
-                        tv_vm::result::Reason::UnexpectedError,
-                        "iteration is not implemented yet",
-                    ))
+                Step::Spawn(body) => bodies.start(vm, *body, via, deadline, &path),
+                Step::Await => {
+                    let (tag, result) = match bodies.next(remaining).await {
+                        Ok(Some(ended)) => ended,
+                        Ok(None) => return stuck(),
+                        Err(_) => return deadline.exceeded(),
+                    };
+                    vm.body_ended(tag, result);
                 }
             }
         }
     }
     .boxed()
+}
+
+/// The machine waits for a body when none is running: a fault of the machine.
+fn stuck() -> TaskResult {
+    TaskResult::failed(TaskError::failure(
+        Reason::UnexpectedError,
+        "internal error: the machine waits for a body, but none is running",
+    ))
+}
+
+/// The bodies a machine started ([`Step::Spawn`]) and has not been handed back yet.
+struct Bodies<'a> {
+    running: FuturesUnordered<BoxFuture<'a, (BodyTag, TaskResult)>>,
+    /// Bodies that ended, or whose result the journal held, in that order: handed to
+    /// the machine one at each [`Step::Await`], before any other is waited for.
+    ended: VecDeque<(BodyTag, TaskResult)>,
+}
+
+impl Default for Bodies<'_> {
+    fn default() -> Self {
+        Bodies {
+            running: FuturesUnordered::new(),
+            ended: VecDeque::new(),
+        }
+    }
+}
+
+impl<'a> Bodies<'a> {
+    /// Starts `body` as a machine of its own, named `{path}e{each}.{index}/`, unless
+    /// the journal holds the result it ended with.
+    fn start<'b: 'a, H: AsyncHost>(
+        &mut self,
+        vm: &Vm<'b>,
+        body: Body,
+        via: &'a Calls<'a, H>,
+        deadline: Deadline,
+        path: &str,
+    ) {
+        let Body {
+            function,
+            args,
+            tag,
+        } = body;
+        let name = format!("{path}e{}.{}/", tag.each, tag.index);
+        let request = via.journal.map(|_| body_request(function, &args));
+        if let Some(r) = via
+            .journal
+            .zip(request.as_deref())
+            .and_then(|(j, request)| j.body(&name, request))
+        {
+            self.ended.push_back((tag, r));
+            return;
+        }
+        let mut machine = vm.branch(function, args);
+        self.running.push(
+            async move {
+                let r = drive(&mut machine, via, deadline, name.clone()).await;
+                (tag, via.body_ended(&name, request, r))
+            }
+            .boxed(),
+        );
+    }
+
+    /// Runs `work` to its end with the bodies running beside it: a body may hold what
+    /// the work waits for (a provider's permit). Those that end meanwhile wait in
+    /// `ended` for the machine's next [`Step::Await`].
+    async fn alongside<F: Future>(&mut self, work: F) -> F::Output {
+        futures::pin_mut!(work);
+        poll_fn(|cx| {
+            while let Poll::Ready(Some(ended)) = self.running.poll_next_unpin(cx) {
+                self.ended.push_back(ended);
+            }
+            work.as_mut().poll(cx)
+        })
+        .await
+    }
+
+    /// The next body to hand to the machine: the first that ended, else the first of
+    /// those running to end; `None` when none is running.
+    async fn next(
+        &mut self,
+        remaining: Duration,
+    ) -> Result<Option<(BodyTag, TaskResult)>, Elapsed> {
+        if let Some(ended) = self.ended.pop_front() {
+            return Ok(Some(ended));
+        }
+        timeout(remaining, self.running.next()).await
+    }
 }

@@ -6,26 +6,37 @@
 //! arguments and the run's settings (never a key), then one [`Record`] per event. Calls
 //! are named by their place in the run, not by when they finished: the root machine's
 //! calls are `1`, `2`, ...; the branches of a gather that was the machine's call `n`
-//! are `n.0/`, `n.1/`, ... and their calls `n.0/1`, and so on. Each machine runs
-//! deterministically given its replies, so a resumed run asks the same calls under the
-//! same names, whatever order concurrent branches finished in.
+//! are `n.0/`, `n.1/`, ... and their calls `n.0/1`, and so on. The bodies of a
+//! machine's iterations over run-time lists are named by their tags: item `i` of its
+//! iteration `e` (counted from 0 in the order they began) is `e{e}.{i}/`, its calls
+//! `e0.3/1`; they do not count among the machine's calls. Each machine runs
+//! deterministically given its replies, so a resumed run asks the same calls and
+//! starts the same bodies under the same names, whatever order concurrent branches
+//! and bodies finished in.
+//!
+//! A body that COMPLETED is recorded whole ([`Record::BodyEnded`]): a resumed run
+//! takes its result and runs none of it again. A failed body is not recorded; it runs
+//! again, its finished calls answered from the journal. A reader meets records in
+//! the order they were written and refuses a record it does not know as damage, so a
+//! `tvm` from before body records refuses a journal that holds one.
+
+mod lock;
 
 use crate::host::AsyncHost;
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
+use lock::lock_exclusive;
+use nix::fcntl::Flock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use tv_vm::host::{HostError, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::limits::Limits;
-use tv_vm::result::Reason;
+use tv_vm::result::{Reason, TaskResult};
 
 /// The journal format; a reader refuses any other.
 pub const FORMAT: u32 = 1;
@@ -86,6 +97,14 @@ pub enum Record {
         request: String,
         reply: Answer,
     },
+    /// A body of an iteration (a map's, a reduce's inner task) that COMPLETED, which
+    /// a resumed run takes instead of running it again; `request` identifies the
+    /// call it was ([`body_request`]).
+    BodyEnded {
+        body: String,
+        request: String,
+        result: TaskResult,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -110,9 +129,21 @@ pub struct Journal {
     file: Mutex<Flock<File>>,
     answers: HashMap<String, (String, Answer)>,
     started: HashMap<String, Interrupted>,
+    /// Bodies that completed, by name: their requests and results.
+    bodies: HashMap<String, (String, TaskResult)>,
     /// Calls answered from the journal, and calls made, in this process.
     replayed: AtomicUsize,
     made: AtomicUsize,
+    /// Bodies taken from the journal, in this process.
+    bodies_replayed: AtomicUsize,
+}
+
+/// What the journal holds of a run, read back from its records.
+#[derive(Default)]
+struct Held {
+    answers: HashMap<String, (String, Answer)>,
+    started: HashMap<String, Interrupted>,
+    bodies: HashMap<String, (String, TaskResult)>,
 }
 
 /// The SHA-256 of some bytes, in hex.
@@ -126,6 +157,12 @@ pub fn sha256(bytes: &[u8]) -> String {
 /// What identifies a request: the hash of all the machine put into it.
 fn request_hash(r: &HostRequest) -> String {
     sha256(serde_json::to_string(r).unwrap_or_default().as_bytes())
+}
+
+/// What identifies a body: the hash of the function it calls and its arguments.
+pub fn body_request(function: u32, args: &[Value]) -> String {
+    let call = (function, args);
+    sha256(serde_json::to_string(&call).unwrap_or_default().as_bytes())
 }
 
 impl Journal {
@@ -150,7 +187,7 @@ impl Journal {
                 "the journal {shown} already exists: resume it with `tvm resume {shown}`, or remove it to start afresh"
             ));
         }
-        let journal = Journal::over(path, file, HashMap::new(), HashMap::new());
+        let journal = Journal::over(path, file, Held::default());
         journal.append_line(&serde_json::to_string(header).map_err(|e| e.to_string())?)?;
         sync_parent(path);
         Ok(journal)
@@ -189,58 +226,30 @@ impl Journal {
                 header.journal
             ));
         }
-        let mut answers = HashMap::new();
-        let mut started = HashMap::new();
+        let mut held = Held::default();
         for (i, line) in lines {
             let record: Record = serde_json::from_str(line)
                 .map_err(|e| format!("{shown}:{}: the journal is damaged: {e}", i + 1))?;
-            match record {
-                Record::ScriptStarted {
-                    call,
-                    task,
-                    command,
-                    ..
-                } => {
-                    started.insert(
-                        call.clone(),
-                        Interrupted {
-                            call,
-                            task,
-                            command,
-                        },
-                    );
-                }
-                Record::Answered {
-                    call,
-                    request,
-                    reply,
-                } => {
-                    started.remove(&call);
-                    answers.insert(call, (request, reply));
-                }
-            }
+            held.take(record);
         }
         // Drop a torn last line, so new events start on a line of their own; appends
         // then go to the new end.
         file.set_len(complete as u64)
             .and_then(|()| file.seek(SeekFrom::End(0)).map(|_| ()))
             .map_err(|e| format!("cannot write the journal {shown}: {e}"))?;
-        Ok((header, Journal::over(path, file, answers, started)))
+        Ok((header, Journal::over(path, file, held)))
     }
 
-    fn over(
-        path: &Path,
-        file: Flock<File>,
-        answers: HashMap<String, (String, Answer)>,
-        started: HashMap<String, Interrupted>,
-    ) -> Journal {
+    fn over(path: &Path, file: Flock<File>, held: Held) -> Journal {
         Journal {
             path: path.to_path_buf(),
             file: Mutex::new(file),
-            answers,
-            started,
+            answers: held.answers,
+            started: held.started,
+            bodies: held.bodies,
             replayed: AtomicUsize::new(0),
             made: AtomicUsize::new(0),
+            bodies_replayed: AtomicUsize::new(0),
         }
     }
 
@@ -251,12 +260,39 @@ impl Journal {
         v
     }
 
-    /// Calls answered from the journal and calls made so far.
+    /// Calls answered from the journal and calls made so far. A body taken whole from
+    /// the journal counts in neither, nor do its calls: see [`Journal::bodies_replayed`].
     pub fn counts(&self) -> (usize, usize) {
         (
             self.replayed.load(Ordering::Relaxed),
             self.made.load(Ordering::Relaxed),
         )
+    }
+
+    /// Bodies taken whole from the journal so far.
+    pub fn bodies_replayed(&self) -> usize {
+        self.bodies_replayed.load(Ordering::Relaxed)
+    }
+
+    /// The result body `name` completed with, when the journal holds one for the same
+    /// call (`request`, from [`body_request`]). A body asked with other arguments is
+    /// run again; its own calls are then checked against the journal as any are.
+    pub fn body(&self, name: &str, request: &str) -> Option<TaskResult> {
+        let (journaled, result) = self.bodies.get(name)?;
+        if journaled != request {
+            return None;
+        }
+        self.bodies_replayed.fetch_add(1, Ordering::Relaxed);
+        Some(result.clone())
+    }
+
+    /// Journals that body `name`, the call `request`, COMPLETED with `result`.
+    pub fn body_ended(&self, name: &str, request: &str, result: &TaskResult) -> Result<(), String> {
+        self.append(&Record::BodyEnded {
+            body: name.to_string(),
+            request: request.to_string(),
+            result: result.clone(),
+        })
     }
 
     /// Answers call `call` from the journal, or makes it and journals its answer before
@@ -329,6 +365,41 @@ impl Journal {
     }
 }
 
+impl Held {
+    fn take(&mut self, record: Record) {
+        match record {
+            Record::ScriptStarted {
+                call,
+                task,
+                command,
+                ..
+            } => {
+                let interrupted = Interrupted {
+                    call: call.clone(),
+                    task,
+                    command,
+                };
+                self.started.insert(call, interrupted);
+            }
+            Record::Answered {
+                call,
+                request,
+                reply,
+            } => {
+                self.started.remove(&call);
+                self.answers.insert(call, (request, reply));
+            }
+            Record::BodyEnded {
+                body,
+                request,
+                result,
+            } => {
+                self.bodies.insert(body, (request, result));
+            }
+        }
+    }
+}
+
 /// The run stops: its record of what happened can no longer be trusted or kept.
 fn halted(request: &HostRequest, message: String) -> HostReply {
     let e = HostError::new(Reason::ExecutionHalted, message);
@@ -350,133 +421,5 @@ fn sync_parent(path: &Path) {
     }
 }
 
-/// Locks `file` (the journal at `path`) for this process, or says who holds it.
-///
-/// The journal's lock (DESIGN §18): one process at a time writes a journal. Two resumes
-/// of one journal would each pay for the calls it lacks, run its scripts twice and
-/// interleave their records into a journal neither could resume.
-///
-/// The lock is `flock(LOCK_EX | LOCK_NB)` on the journal's own open file, held for as
-/// long as the run has the file open. The kernel drops it when the process ends, however
-/// it ends, so a crash never leaves a stale lock behind, and nothing besides the journal
-/// is written. Who holds it is read from `/proc/locks`, where the kernel lists each
-/// lock with the holder's pid and the file's device and inode: always the true holder,
-/// never a stale record.
-fn lock_exclusive(path: &Path, mut file: File) -> Result<Flock<File>, String> {
-    let shown = path.display();
-    // A killed run's lock can outlive it by a moment: a script it was starting holds
-    // the file until its `exec` closes it. So a busy lock is tried again for a second
-    // before it is taken to be another run's.
-    let mut tries = 0;
-    let (file, errno) = loop {
-        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(locked) => return Ok(locked),
-            Err((back, Errno::EWOULDBLOCK)) if tries < 20 => {
-                tries += 1;
-                file = back;
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            Err(refused) => break refused,
-        }
-    };
-    if errno != Errno::EWOULDBLOCK {
-        return Err(format!("cannot lock the journal {shown}: {errno}"));
-    }
-    let holder = file
-        .metadata()
-        .ok()
-        .and_then(|m| holder(m.dev(), m.ino()))
-        .map_or_else(
-            || "another process".to_owned(),
-            |pid| format!("another process (pid {pid})"),
-        );
-    Err(format!(
-        "the journal {shown} is in use by {holder}: a second run on it would repeat its \
-         calls and scripts; wait for that run to end, or stop it, then resume"
-    ))
-}
-
-/// The pid that holds a `flock` on the file with device `dev` and inode `ino`.
-fn holder(dev: u64, ino: u64) -> Option<u32> {
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    // Linux's encoding of a device number into its major and minor parts.
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    let id = format!("{major:02x}:{minor:02x}:{ino}");
-    // `1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF`; waiters are marked `->`.
-    locks.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        match fields.as_slice() {
-            [_, "FLOCK", _, _, pid, file, ..] if *file == id => pid.parse().ok(),
-            _ => None,
-        }
-    })
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn header() -> Header {
-        Header {
-            journal: FORMAT,
-            bundle: PathBuf::from("digest.bin"),
-            bundle_sha256: "ab".repeat(32),
-            entry: "digest".into(),
-            args: Map::new(),
-            provider: "openai".into(),
-            model: None,
-            cassette: None,
-            workspace: None,
-            allow_read: vec![PathBuf::from("/srv/notes")],
-            limits: Limits::default(),
-            concurrency: Some(4),
-            retries: Some(0),
-            request_timeout: Some(30),
-            max_reply_bytes: Some(1 << 20),
-            sampling: Some(tv_vm::bundle::ModelSettings {
-                temperature: Some(0.5),
-                ..Default::default()
-            }),
-            force_model: Some("openai:local".into()),
-            json_mode: Some("prompt".into()),
-        }
-    }
-
-    #[test]
-    fn a_header_reads_back_as_it_was_written() {
-        let text = serde_json::to_string(&header()).expect("written");
-        let back: Header = serde_json::from_str(&text).expect("read");
-        assert_eq!(back, header());
-    }
-
-    #[test]
-    fn a_header_from_before_the_call_settings_were_kept_reads_with_none_of_them() {
-        let mut old = serde_json::to_value(header()).expect("written");
-        for key in ["concurrency", "retries", "request_timeout"] {
-            old.as_object_mut().expect("an object").remove(key);
-        }
-        let back: Header = serde_json::from_value(old).expect("read");
-        assert_eq!(
-            (back.concurrency, back.retries, back.request_timeout),
-            (None, None, None)
-        );
-    }
-
-    #[test]
-    fn a_second_lock_on_a_locked_journal_is_refused_naming_the_holder() {
-        let path = std::env::temp_dir().join(format!("tvm-lock-{}.jsonl", std::process::id()));
-        let first = lock_exclusive(&path, File::create(&path).expect("created")).expect("locked");
-        let again = File::open(&path).expect("opened");
-        let err = lock_exclusive(&path, again).expect_err("held by the first");
-        let me = format!("(pid {})", std::process::id());
-        assert!(err.contains("is in use by") && err.contains(&me), "{err}");
-        drop(first);
-        let third = File::open(&path).expect("opened");
-        assert!(
-            lock_exclusive(&path, third).is_ok(),
-            "free once the first is dropped"
-        );
-        let _ = std::fs::remove_file(&path);
-    }
-}
+mod tests;

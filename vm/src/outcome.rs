@@ -1,6 +1,6 @@
 //! Which result a task gets from what happened: a host's reply (an LLM turn, a script
 //! run), a value checked against its output format or declared `returns`, a failed
-//! step of a sequence or reduce, the evaluator's reply and the end of a
+//! step of a sequence or reduce, the bodies of a map, the evaluator's reply and the end of a
 //! director-evaluator loop. [`crate::result`] says what a result is; this module
 //! builds them, through its constructors. Pure functions of their inputs.
 //!
@@ -10,7 +10,9 @@
 
 use crate::bundle::{Output, TaskMeta};
 use crate::host::{LlmReply, ScriptReply};
-use crate::result::{is_failed, set_note, ErrorKind, Reason, Resource, TaskError, TaskResult};
+use crate::result::{
+    is_failed, set_note, ErrorKind, Reason, Resource, Status, TaskError, TaskResult,
+};
 use serde_json::{json, Map, Value};
 use tv_stdlib::types::{Expanded, Mismatch, Type};
 use tv_stdlib::values as f;
@@ -263,6 +265,57 @@ pub fn fail_reduce(
         "inputError": error,
     });
     TaskResult::failed(TaskError::failure(reason, message).with_details(details)).into()
+}
+
+/// A map's result from its bodies' results in item order (`null` for an item whose
+/// body never started): COMPLETE, its value the array of the bodies' values and its
+/// content that array's JSON; or, when a body failed, FAILED for the first item whose
+/// body did, with the completed results beside it (`null` for the others).
+pub fn map_result(results: Vec<Value>) -> Value {
+    let total = results.len();
+    let Some(index) = results.iter().position(is_failed) else {
+        let values = Value::Array(results.into_iter().map(into_value).collect());
+        let mut r = TaskResult::complete(values.to_string());
+        r.parsed_content = Some(values);
+        return r.into();
+    };
+    let mut failed = Value::Null;
+    let partial: Vec<Value> = results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| match Status::of(&r) {
+            _ if i == index => {
+                failed = r;
+                Value::Null
+            }
+            Some(Status::Complete) => r,
+            _ => Value::Null,
+        })
+        .collect();
+    let (reason, message, error) = error_of(failed);
+    // `failedIndex` counts from 0; the message says both.
+    let message = format!(
+        "item {} of {total} (index {index}) of the map failed: {message}",
+        index + 1
+    );
+    let details = json!({
+        "failedIndex": index,
+        "totalItems": total,
+        "partialResults": partial,
+        "itemError": error,
+    });
+    TaskResult::failed(TaskError::failure(reason, message).with_details(details)).into()
+}
+
+/// [`crate::result::value_of`], moving the value out of the result.
+fn into_value(r: Value) -> Value {
+    match r {
+        Value::Object(mut m) => m
+            .remove("parsedContent")
+            .or_else(|| m.remove("content"))
+            .unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
 }
 
 /// The evaluator's result as an EvaluationResult (DESIGN §6): its value is the object

@@ -115,3 +115,41 @@ fn a_composites_result_has_the_printed_key_order_whatever_its_last_step_set_firs
     );
     assert!(finish(json!("not a result"), &meta).is_err());
 }
+
+#[test]
+fn a_map_takes_its_bodies_values_or_fails_at_the_first_failed_item_passing_its_reason_on() {
+    let mut parsed = TaskResult::complete("{\"n\": 1}".into());
+    parsed.parsed_content = Some(json!({"n": 1}));
+    let texts = vec![
+        Value::from(parsed.clone()),
+        TaskResult::complete("two".into()).into(),
+    ];
+    let r = map_result(texts);
+    assert_eq!(r["parsedContent"], json!([{"n": 1}, "two"]));
+    assert_eq!(r["content"], r#"[{"n":1},"two"]"#);
+    let failed = |e: TaskError| Value::from(TaskResult::failed(e));
+    let results = vec![
+        Value::from(parsed),
+        Value::Null,
+        failed(TaskError::failure(Reason::ExecutionTimeout, "slow")),
+        failed(TaskError::exhausted(Resource::Output, "cut", 9, 8)),
+    ];
+    let r = map_result(results);
+    let e = &r["notes"]["error"];
+    assert_eq!(e["reason"], "execution_timeout");
+    assert_eq!(
+        e["message"],
+        "item 3 of 4 (index 2) of the map failed: slow"
+    );
+    assert_eq!(e["details"]["failedIndex"], 2);
+    assert_eq!(e["details"]["totalItems"], 4);
+    let partial = &e["details"]["partialResults"];
+    assert_eq!(partial[0]["parsedContent"], json!({"n": 1}));
+    assert_eq!(
+        partial
+            .as_array()
+            .map(|p| p[1..].iter().all(Value::is_null)),
+        Some(true)
+    );
+    assert_eq!(e["details"]["itemError"]["reason"], "execution_timeout");
+}

@@ -4,7 +4,10 @@
 //! is the same on all paths, never negative, and at least one at `Return`; so is the
 //! number of branches a frame holds, which each `Gather` takes exactly. Stored types
 //! nest no deeper than a written type may. The interpreter still checks its indices,
-//! but a verified bundle never trips them.
+//! but a verified bundle never trips them. Iterations (`EachStart` .. `EachEnd`) are
+//! not followed here: their instructions act on whichever is innermost when they
+//! run, and the interpreter faults when there is none or a body is started out of
+//! turn, so a bundle that misuses them fails its run instead of breaking the machine.
 
 use super::{Bundle, Const, Function, Output, ValueType};
 use crate::isa::Op;

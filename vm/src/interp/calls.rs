@@ -3,11 +3,12 @@
 
 use crate::bundle::{Inherit, TaskMeta};
 use crate::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest, Message, ScriptRequest};
-use crate::interp::{fault, Attempts, Fault, RunsAs, Session, Step, Vm, Waiting};
+use crate::interp::{fault, Attempts, Body, Fault, RunsAs, Session, Step, Vm, Waiting};
 use crate::outcome::{script_result, with_criteria};
 use crate::result::{Resource, TaskError, TaskResult};
 use crate::shared::SharedText;
 use serde_json::{Map, Value};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use tv_stdlib::values::{into_text, to_text};
 
@@ -29,6 +30,7 @@ impl<'b> Vm<'b> {
             waiting: None,
             again: None,
             done: None,
+            eaches: 0,
         };
         let argc = self
             .bundle
@@ -45,9 +47,11 @@ impl<'b> Vm<'b> {
     }
 
     /// Runs the machine to its end with a host that answers at once (tests, fuzzing);
-    /// gathered branches run one after another, in order. `tvm` uses the async
-    /// driver, which runs them concurrently.
+    /// gathered branches run one after another, in order, and a body runs to its end
+    /// as soon as it is started, its result handed over at the next wait. `tvm` uses
+    /// the async driver, which runs them concurrently.
     pub fn run_with(&mut self, host: &mut impl Host) -> TaskResult {
+        let mut ended = VecDeque::new();
         loop {
             match self.run() {
                 Step::Done(r) => return *r,
@@ -62,9 +66,23 @@ impl<'b> Vm<'b> {
                         .collect();
                     self.resume_gathered(results);
                 }
-                Step::Spawn(_) | Step::Await => {
-                    return TaskResult::failed(fault("iteration is not implemented yet"))
+                Step::Spawn(body) => {
+                    let Body {
+                        function,
+                        args,
+                        tag,
+                    } = *body;
+                    ended.push_back((tag, self.branch(function, args).run_with(host)));
                 }
+                Step::Await => match ended.pop_front() {
+                    Some((tag, r)) => self.body_ended(tag, r),
+                    // The next `run` ends with this fault.
+                    None => {
+                        let stuck = fault("the machine waits for a body, but none is running");
+                        self.waiting = None;
+                        self.finish(TaskResult::failed(stuck));
+                    }
+                },
             }
         }
     }

@@ -2,6 +2,7 @@
 //! host calls, and the limits checked before any further host call is made.
 
 mod calls;
+mod each;
 mod memory;
 mod reask;
 mod results;
@@ -80,6 +81,8 @@ pub(crate) struct Frame {
     accumulators: Vec<(u16, Accumulator)>,
     /// Calls made into branches (function, arguments) for the next `Gather`.
     branches: Vec<(u32, Vec<Value>)>,
+    /// The iterations open in this frame, the innermost last.
+    iterations: Vec<each::Iteration>,
     /// Bytes charged to the memory budget for what this frame built.
     pub(crate) charged: u64,
 }
@@ -91,6 +94,8 @@ pub(crate) enum Waiting {
     /// A script task's run (the task, for its criteria).
     Script(u32),
     Gather,
+    /// One of the bodies this machine started, to end ([`Step::Await`]).
+    Body,
 }
 
 /// What is used of the limits so far.
@@ -131,6 +136,8 @@ pub struct Vm<'b> {
     /// A host call made while taking a reply (a re-ask), for the next [`Vm::run`].
     pub(crate) again: Option<Box<HostRequest>>,
     pub(crate) done: Option<Box<TaskResult>>,
+    /// The iterations this machine has begun: the next one's `BodyTag::each`.
+    pub(crate) eaches: u64,
 }
 
 /// A run-time fault: the run (or the step that met it) fails with this error. Boxed,
@@ -153,6 +160,7 @@ impl<'b> Vm<'b> {
             waiting: None,
             again: None,
             done: None,
+            eaches: 0,
         };
         if let Err(fault) = vm.push_frame(function as usize, args) {
             vm.done = Some(Box::new(TaskResult::failed(fault)));
@@ -180,10 +188,12 @@ impl<'b> Vm<'b> {
         if let Some(request) = self.again.take() {
             return Step::Host(request);
         }
-        if self.waiting.is_some() {
-            return self.finish(TaskResult::failed(fault(
-                "the machine was run again before its host call was answered",
-            )));
+        if let Some(waiting) = &self.waiting {
+            let message = match waiting {
+                Waiting::Body => "the machine was run again before a body it waits for ended",
+                _ => "the machine was run again before its host call was answered",
+            };
+            return self.finish(TaskResult::failed(fault(message)));
         }
         // The branches of a run share its instruction budget: this machine goes on
         // from what all of them have spent so far.
@@ -252,16 +262,7 @@ impl<'b> Vm<'b> {
             }
             _ => return Ok(()),
         };
-        if depth > MAX_NESTING {
-            return Err(TaskError::exhausted(
-                Resource::Depth,
-                format!("a value nests arrays and objects deeper than {MAX_NESTING} levels"),
-                depth as u64,
-                MAX_NESTING as u64,
-            )
-            .into());
-        }
-        Ok(())
+        nested_within(depth)
     }
 
     /// Counts the work of copying or building `bytes` of values against the
@@ -475,10 +476,24 @@ impl<'b> Vm<'b> {
             | Op::EachNext
             | Op::Spawn(..)
             | Op::EachEnd
-            | Op::MapResult => return Err(fault("iteration is not implemented yet")),
+            | Op::MapResult => return self.each_op(op),
         }
         Ok(None)
     }
+}
+
+/// A value nesting `depth` levels may be kept: no deeper than [`MAX_NESTING`].
+pub(crate) fn nested_within(depth: usize) -> Result<(), Fault> {
+    if depth > MAX_NESTING {
+        return Err(TaskError::exhausted(
+            Resource::Depth,
+            format!("a value nests arrays and objects deeper than {MAX_NESTING} levels"),
+            depth as u64,
+            MAX_NESTING as u64,
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// A fault of the machine itself: a verified bundle never causes one.

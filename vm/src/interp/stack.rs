@@ -55,6 +55,7 @@ impl Vm<'_> {
             scope,
             accumulators: Vec::new(),
             branches: Vec::new(),
+            iterations: Vec::new(),
             charged: bytes,
         });
         Ok(())

@@ -133,7 +133,9 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
     let host = host(choice, &args.host)?;
-    let limits = args.limits.limits();
+    let mut limits = args.limits.limits();
+    // A map runs as many bodies at once as the provider takes calls, unless it says.
+    limits.concurrency = args.host.calls().0;
     let journal = match &args.journal {
         Some(path) => {
             let f = bundle
@@ -231,8 +233,13 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     let host = host(choice, &args.host)?;
     let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
     let (replayed, made) = journal.counts();
+    let bodies = match journal.bodies_replayed() {
+        0 => String::new(),
+        1 => ", 1 body taken whole from the journal".to_string(),
+        n => format!(", {n} bodies taken whole from the journal"),
+    };
     output::say(&format!(
-        "tvm: resumed: {replayed} answered from the journal, {made} made now\n"
+        "tvm: resumed: {replayed} answered from the journal, {made} made now{bodies}\n"
     ));
     Ok(code)
 }

@@ -40,7 +40,9 @@ pub struct HostArgs {
     /// Write every LLM reply of this run to a cassette.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// LLM calls in flight at once, per provider [default: 16].
+    /// LLM calls in flight at once, per provider, and bodies of a map running at once
+    /// where it states no `concurrency` [default: 16]. A resume keeps the run's map
+    /// setting whatever this says.
     #[arg(long, value_name = "N")]
     pub concurrency: Option<usize>,
     /// Retries of an LLM call that met a rate limit, a server error, a timeout or a

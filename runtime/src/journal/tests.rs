@@ -1,0 +1,68 @@
+use super::*;
+
+fn header() -> Header {
+    Header {
+        journal: FORMAT,
+        bundle: PathBuf::from("digest.bin"),
+        bundle_sha256: "ab".repeat(32),
+        entry: "digest".into(),
+        args: Map::new(),
+        provider: "openai".into(),
+        model: None,
+        cassette: None,
+        workspace: None,
+        allow_read: vec![PathBuf::from("/srv/notes")],
+        limits: Limits::default(),
+        concurrency: Some(4),
+        retries: Some(0),
+        request_timeout: Some(30),
+        max_reply_bytes: Some(1 << 20),
+        sampling: Some(tv_vm::bundle::ModelSettings {
+            temperature: Some(0.5),
+            ..Default::default()
+        }),
+        force_model: Some("openai:local".into()),
+        json_mode: Some("prompt".into()),
+    }
+}
+
+#[test]
+fn a_header_reads_back_as_it_was_written() {
+    let text = serde_json::to_string(&header()).expect("written");
+    let back: Header = serde_json::from_str(&text).expect("read");
+    assert_eq!(back, header());
+}
+
+#[test]
+fn a_body_record_reads_back_with_its_result_as_it_was() {
+    let mut result = TaskResult::complete("[1,null]".into());
+    result.parsed_content = Some(serde_json::json!([1, null]));
+    result.set_note("tokens", serde_json::json!({"input": 3}));
+    let record = Record::BodyEnded {
+        body: "2.1/e0.3/".into(),
+        request: body_request(4, &[serde_json::json!("item")]),
+        result: result.clone(),
+    };
+    let text = serde_json::to_string(&record).expect("written");
+    assert!(
+        text.starts_with(r#"{"event":"body_ended","body":"2.1/e0.3/""#),
+        "{text}"
+    );
+    let Ok(Record::BodyEnded { result: back, .. }) = serde_json::from_str(&text) else {
+        panic!("not read back: {text}");
+    };
+    assert_eq!(back, result);
+}
+
+#[test]
+fn a_header_from_before_the_call_settings_were_kept_reads_with_none_of_them() {
+    let mut old = serde_json::to_value(header()).expect("written");
+    for key in ["concurrency", "retries", "request_timeout"] {
+        old.as_object_mut().expect("an object").remove(key);
+    }
+    let back: Header = serde_json::from_value(old).expect("read");
+    assert_eq!(
+        (back.concurrency, back.retries, back.request_timeout),
+        (None, None, None)
+    );
+}
