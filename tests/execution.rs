@@ -481,33 +481,48 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_fails_the_loop_with_the_r
 }
 
 #[test]
-fn the_shipped_example_replays_from_its_cassette_to_complete() {
+fn the_shipped_examples_replay_from_their_cassettes_to_complete() {
     struct Replay(tv_runtime::cassette::Cassette);
     impl tv_vm::host::Host for Replay {
         fn call(&mut self, request: &HostRequest) -> tv_vm::host::HostReply {
             match request {
                 HostRequest::Llm(r) => tv_vm::host::HostReply::Llm(self.0.answer(r)),
-                HostRequest::Script(_) => panic!("the example runs no script"),
+                HostRequest::Script(_) => panic!("the examples run no script"),
             }
         }
     }
-    let src = std::fs::read_to_string("examples/code_review.xml").expect("example");
-    let c = tv_compiler::driver::check_texts([("examples/code_review.xml", src.as_str())]);
-    let (_, b) = tv_compiler::driver::compile(&c).expect("compiles");
-    let cassette = tv_runtime::cassette::Cassette::load(std::path::Path::new(
-        "examples/code_review.cassette.jsonl",
-    ))
-    .expect("cassette");
-    let diff = std::fs::read_to_string("examples/add_dry_run.diff").expect("diff");
-    let args = json!({"diff": diff, "title": "Add a dry-run mode to deploy"});
-    let r = run_with(
-        &b,
-        "review_pull_request",
-        args,
-        Limits::default(),
-        &mut Replay(cassette),
-    );
-    assert_eq!(r["status"], "COMPLETE", "{r:#}");
+    let read = |path: &str| std::fs::read_to_string(path).expect(path);
+    let examples = [
+        (
+            "code_review",
+            "review_pull_request",
+            json!({"diff": read("examples/add_dry_run.diff"), "title": "Add a dry-run mode to deploy"}),
+            "",
+        ),
+        (
+            "diff_review",
+            "review_diff",
+            json!({"diff": read("examples/rate_limit.diff")}),
+            // The last step read the three files' reviews, which the map kept in order.
+            "api/limits.py",
+        ),
+    ];
+    for (name, entry, args, expected) in examples {
+        let path = format!("examples/{name}.xml");
+        let src = read(&path);
+        let c = tv_compiler::driver::check_texts([(path.as_str(), src.as_str())]);
+        let (_, b) = tv_compiler::driver::compile(&c).expect("compiles");
+        let cassette = tv_runtime::cassette::Cassette::load(std::path::Path::new(&format!(
+            "examples/{name}.cassette.jsonl"
+        )))
+        .expect("cassette");
+        let r = run_with(&b, entry, args, Limits::default(), &mut Replay(cassette));
+        assert_eq!(r["status"], "COMPLETE", "{name}: {r:#}");
+        assert!(
+            r["content"].as_str().unwrap().contains(expected),
+            "{name}: {r:#}"
+        );
+    }
 }
 
 #[test]

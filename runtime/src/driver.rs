@@ -17,7 +17,7 @@ use tokio::time::timeout;
 use tv_vm::bundle::Bundle;
 use tv_vm::host::{HostReply, HostRequest};
 use tv_vm::interp::{Body, BodyTag, Step, Usage, Vm};
-use tv_vm::limits::Limits;
+use tv_vm::limits::{Limits, Spent};
 use tv_vm::result::{Reason, Resource, TaskError, TaskResult};
 
 /// Runs `function` of `bundle` to its final task result.
@@ -60,14 +60,20 @@ struct Calls<'h, H> {
 impl<H: AsyncHost> Calls<'_, H> {
     /// A body's result, journaled when it COMPLETED (a failed body runs again when
     /// the run is resumed). A journal that cannot be written stops the body.
-    fn body_ended(&self, name: &str, request: Option<String>, r: TaskResult) -> TaskResult {
+    fn body_ended(
+        &self,
+        name: &str,
+        request: Option<String>,
+        r: TaskResult,
+        spent: Spent,
+    ) -> TaskResult {
         let (Some(journal), Some(request)) = (self.journal, request) else {
             return r;
         };
         if r.is_failed() {
             return r;
         }
-        match journal.body_ended(name, &request, &r) {
+        match journal.body_ended(name, &request, &r, spent) {
             Ok(()) => r,
             Err(e) => TaskResult::failed(TaskError::failure(Reason::ExecutionHalted, e)),
         }
@@ -145,16 +151,20 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                         .enumerate()
                         .map(|(i, b)| drive(b, via, deadline, format!("{path}{made}.{i}/")));
                     let results = bodies.alongside(join_all(runs)).await;
+                    for b in &branches {
+                        vm.add_spent(b.spent(), false);
+                    }
                     vm.resume_gathered(results);
                 }
                 Step::Spawn(body) => bodies.start(vm, *body, via, deadline, &path),
                 Step::Await => {
-                    let (tag, result) = match bodies.next(remaining).await {
+                    let ended = match bodies.next(remaining).await {
                         Ok(Some(ended)) => ended,
                         Ok(None) => return stuck(),
                         Err(_) => return deadline.exceeded(),
                     };
-                    vm.body_ended(tag, result);
+                    vm.add_spent(ended.spent, ended.from_journal);
+                    vm.body_ended(ended.tag, ended.result);
                 }
             }
         }
@@ -170,12 +180,21 @@ fn stuck() -> TaskResult {
     ))
 }
 
+/// A body that ended: its result and what it spent (`from_journal`: the journal gave
+/// it back whole, so its spending is counted again for this run).
+struct Ended {
+    tag: BodyTag,
+    result: TaskResult,
+    spent: Spent,
+    from_journal: bool,
+}
+
 /// The bodies a machine started ([`Step::Spawn`]) and has not been handed back yet.
 struct Bodies<'a> {
-    running: FuturesUnordered<BoxFuture<'a, (BodyTag, TaskResult)>>,
+    running: FuturesUnordered<BoxFuture<'a, Ended>>,
     /// Bodies that ended, or whose result the journal held, in that order: handed to
     /// the machine one at each [`Step::Await`], before any other is waited for.
-    ended: VecDeque<(BodyTag, TaskResult)>,
+    ended: VecDeque<Ended>,
 }
 
 impl Default for Bodies<'_> {
@@ -205,19 +224,30 @@ impl<'a> Bodies<'a> {
         } = body;
         let name = format!("{path}e{}.{}/", tag.each, tag.index);
         let request = via.journal.map(|_| body_request(function, &args));
-        if let Some(r) = via
+        if let Some((result, spent)) = via
             .journal
             .zip(request.as_deref())
             .and_then(|(j, request)| j.body(&name, request))
         {
-            self.ended.push_back((tag, r));
+            self.ended.push_back(Ended {
+                tag,
+                result,
+                spent,
+                from_journal: true,
+            });
             return;
         }
         let mut machine = vm.branch(function, args);
         self.running.push(
             async move {
                 let r = drive(&mut machine, via, deadline, name.clone()).await;
-                (tag, via.body_ended(&name, request, r))
+                let spent = machine.spent();
+                Ended {
+                    tag,
+                    result: via.body_ended(&name, request, r, spent),
+                    spent,
+                    from_journal: false,
+                }
             }
             .boxed(),
         );
@@ -239,10 +269,7 @@ impl<'a> Bodies<'a> {
 
     /// The next body to hand to the machine: the first that ended, else the first of
     /// those running to end; `None` when none is running.
-    async fn next(
-        &mut self,
-        remaining: Duration,
-    ) -> Result<Option<(BodyTag, TaskResult)>, Elapsed> {
+    async fn next(&mut self, remaining: Duration) -> Result<Option<Ended>, Elapsed> {
         if let Some(ended) = self.ended.pop_front() {
             return Ok(Some(ended));
         }

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use tv_vm::host::{HostError, HostReply, HostRequest, LlmReply, ScriptReply};
-use tv_vm::limits::Limits;
+use tv_vm::limits::{Limits, Spent};
 use tv_vm::result::{Reason, TaskResult};
 
 /// The journal format; a reader refuses any other.
@@ -104,6 +104,9 @@ pub enum Record {
         body: String,
         request: String,
         result: TaskResult,
+        /// The body's calls and tokens, counted again when a resumed run takes it.
+        #[serde(default)]
+        spent: Spent,
     },
 }
 
@@ -130,7 +133,7 @@ pub struct Journal {
     answers: HashMap<String, (String, Answer)>,
     started: HashMap<String, Interrupted>,
     /// Bodies that completed, by name: their requests and results.
-    bodies: HashMap<String, (String, TaskResult)>,
+    bodies: HashMap<String, (String, TaskResult, Spent)>,
     /// Calls answered from the journal, and calls made, in this process.
     replayed: AtomicUsize,
     made: AtomicUsize,
@@ -143,7 +146,7 @@ pub struct Journal {
 struct Held {
     answers: HashMap<String, (String, Answer)>,
     started: HashMap<String, Interrupted>,
-    bodies: HashMap<String, (String, TaskResult)>,
+    bodies: HashMap<String, (String, TaskResult, Spent)>,
 }
 
 /// The SHA-256 of some bytes, in hex.
@@ -277,21 +280,28 @@ impl Journal {
     /// The result body `name` completed with, when the journal holds one for the same
     /// call (`request`, from [`body_request`]). A body asked with other arguments is
     /// run again; its own calls are then checked against the journal as any are.
-    pub fn body(&self, name: &str, request: &str) -> Option<TaskResult> {
-        let (journaled, result) = self.bodies.get(name)?;
+    pub fn body(&self, name: &str, request: &str) -> Option<(TaskResult, Spent)> {
+        let (journaled, result, spent) = self.bodies.get(name)?;
         if journaled != request {
             return None;
         }
         self.bodies_replayed.fetch_add(1, Ordering::Relaxed);
-        Some(result.clone())
+        Some((result.clone(), *spent))
     }
 
     /// Journals that body `name`, the call `request`, COMPLETED with `result`.
-    pub fn body_ended(&self, name: &str, request: &str, result: &TaskResult) -> Result<(), String> {
+    pub fn body_ended(
+        &self,
+        name: &str,
+        request: &str,
+        result: &TaskResult,
+        spent: Spent,
+    ) -> Result<(), String> {
         self.append(&Record::BodyEnded {
             body: name.to_string(),
             request: request.to_string(),
             result: result.clone(),
+            spent,
         })
     }
 
@@ -393,8 +403,9 @@ impl Held {
                 body,
                 request,
                 result,
+                spent,
             } => {
-                self.bodies.insert(body, (request, result));
+                self.bodies.insert(body, (request, result, spent));
             }
         }
     }

@@ -95,6 +95,24 @@ pub fn nesting(v: &serde_json::Value) -> usize {
     below(v, 0)
 }
 
+/// The LLM calls one machine answered and their tokens, with those of the branches and
+/// bodies it ran: what a map's body cost, so that a body the journal gives back whole
+/// still counts what it spent (its calls are not made again to count them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Spent {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Spent {
+    pub fn add(&mut self, other: Spent) {
+        self.calls += other.calls;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
 /// What a run has used of its shared limits. Concurrent branches of one run share
 /// one budget, so no branch can spend what another already has.
 #[derive(Debug, Default)]
@@ -178,6 +196,17 @@ impl Budget {
 
     pub fn memory(&self) -> u64 {
         self.memory.load(Ordering::SeqCst)
+    }
+
+    /// Counts what a body the journal gave back had spent: its calls as turns.
+    pub fn spend_again(&self, s: Spent) {
+        self.turns.fetch_add(s.calls, Ordering::SeqCst);
+        self.tokens
+            .fetch_add(s.input_tokens + s.output_tokens, Ordering::SeqCst);
+        self.input_tokens
+            .fetch_add(s.input_tokens, Ordering::SeqCst);
+        self.output_tokens
+            .fetch_add(s.output_tokens, Ordering::SeqCst);
     }
 
     /// Counts one answered call (an assistant turn) and its tokens.

@@ -42,16 +42,30 @@ fn a_body_record_reads_back_with_its_result_as_it_was() {
         body: "2.1/e0.3/".into(),
         request: body_request(4, &[serde_json::json!("item")]),
         result: result.clone(),
+        spent: tv_vm::limits::Spent {
+            calls: 2,
+            input_tokens: 3,
+            output_tokens: 4,
+        },
     };
     let text = serde_json::to_string(&record).expect("written");
     assert!(
         text.starts_with(r#"{"event":"body_ended","body":"2.1/e0.3/""#),
         "{text}"
     );
-    let Ok(Record::BodyEnded { result: back, .. }) = serde_json::from_str(&text) else {
+    let Ok(Record::BodyEnded {
+        result: back,
+        spent,
+        ..
+    }) = serde_json::from_str(&text)
+    else {
         panic!("not read back: {text}");
     };
     assert_eq!(back, result);
+    assert_eq!(
+        (spent.calls, spent.input_tokens, spent.output_tokens),
+        (2, 3, 4)
+    );
 }
 
 #[test]

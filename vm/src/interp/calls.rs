@@ -31,6 +31,7 @@ impl<'b> Vm<'b> {
             again: None,
             done: None,
             eaches: 0,
+            spent: crate::limits::Spent::default(),
         };
         let argc = self
             .bundle
@@ -60,10 +61,12 @@ impl<'b> Vm<'b> {
                     self.resume(reply);
                 }
                 Step::Gather(calls) => {
-                    let results = calls
-                        .into_iter()
-                        .map(|(f, args)| self.branch(f, args).run_with(host))
-                        .collect();
+                    let mut results = Vec::with_capacity(calls.len());
+                    for (f, args) in calls {
+                        let mut branch = self.branch(f, args);
+                        results.push(branch.run_with(host));
+                        self.add_spent(branch.spent(), false);
+                    }
                     self.resume_gathered(results);
                 }
                 Step::Spawn(body) => {
@@ -72,7 +75,9 @@ impl<'b> Vm<'b> {
                         args,
                         tag,
                     } = *body;
-                    ended.push_back((tag, self.branch(function, args).run_with(host)));
+                    let mut machine = self.branch(function, args);
+                    ended.push_back((tag, machine.run_with(host)));
+                    self.add_spent(machine.spent(), false);
                 }
                 Step::Await => match ended.pop_front() {
                     Some((tag, r)) => self.body_ended(tag, r),
@@ -255,6 +260,11 @@ impl<'b> Vm<'b> {
     /// re-ask, or the machine could not keep it (the fault is on the stack then).
     fn replied(&mut self, session: Session, reply: LlmReply) -> Option<TaskResult> {
         self.budget.spend(reply.input_tokens, reply.output_tokens);
+        self.spent.add(crate::limits::Spent {
+            calls: 1,
+            input_tokens: reply.input_tokens,
+            output_tokens: reply.output_tokens,
+        });
         // The reply is here already (the host caps its size); what the machine keeps
         // of it counts from now on.
         if let Err(fault) = self.reserve(reply.content.len() as u64) {

@@ -18,7 +18,7 @@ use crate::accumulate::Accumulator;
 use crate::bundle::{Bundle, Const};
 use crate::host::HostRequest;
 use crate::isa::{CmpOp, Op, Quote};
-use crate::limits::{nesting, weight, Budget, Limits, BYTES_PER_INSTRUCTION, MAX_NESTING};
+use crate::limits::{nesting, weight, Budget, Limits, Spent, BYTES_PER_INSTRUCTION, MAX_NESTING};
 use crate::result::{is_failed, value_of, Reason, Resource, TaskError, TaskResult};
 use crate::shell::shell_quote_in;
 use serde_json::{json, Map, Value};
@@ -136,6 +136,8 @@ pub struct Vm<'b> {
     /// A host call made while taking a reply (a re-ask), for the next [`Vm::run`].
     pub(crate) again: Option<Box<HostRequest>>,
     pub(crate) done: Option<Box<TaskResult>>,
+    /// What this machine spent, with the branches and bodies it ran (see [`Spent`]).
+    pub(crate) spent: Spent,
     /// The iterations this machine has begun: the next one's `BodyTag::each`.
     pub(crate) eaches: u64,
 }
@@ -161,6 +163,7 @@ impl<'b> Vm<'b> {
             again: None,
             done: None,
             eaches: 0,
+            spent: Spent::default(),
         };
         if let Err(fault) = vm.push_frame(function as usize, args) {
             vm.done = Some(Box::new(TaskResult::failed(fault)));
@@ -177,6 +180,20 @@ impl<'b> Vm<'b> {
             tokens: self.budget.tokens(),
             input_tokens,
             output_tokens,
+        }
+    }
+
+    /// What this machine spent, with the branches and bodies whose spending was added.
+    pub fn spent(&self) -> Spent {
+        self.spent
+    }
+
+    /// Adds what a branch or body of this machine spent; `again`: it was not spent in
+    /// this run (a body the journal gave back whole), so the run's budget counts it too.
+    pub fn add_spent(&mut self, s: Spent, again: bool) {
+        self.spent.add(s);
+        if again {
+            self.budget.spend_again(s);
         }
     }
 
