@@ -190,20 +190,13 @@ struct Ended {
 }
 
 /// The bodies a machine started ([`Step::Spawn`]) and has not been handed back yet.
+#[derive(Default)]
 struct Bodies<'a> {
-    running: FuturesUnordered<BoxFuture<'a, Ended>>,
+    /// Made at the first body: most machines (a body's own, a branch) start none.
+    running: Option<FuturesUnordered<BoxFuture<'a, Ended>>>,
     /// Bodies that ended, or whose result the journal held, in that order: handed to
     /// the machine one at each [`Step::Await`], before any other is waited for.
     ended: VecDeque<Ended>,
-}
-
-impl Default for Bodies<'_> {
-    fn default() -> Self {
-        Bodies {
-            running: FuturesUnordered::new(),
-            ended: VecDeque::new(),
-        }
-    }
 }
 
 impl<'a> Bodies<'a> {
@@ -222,8 +215,14 @@ impl<'a> Bodies<'a> {
             args,
             tag,
         } = body;
-        let name = format!("{path}e{}.{}/", tag.each, tag.index);
-        let request = via.journal.map(|_| body_request(function, &args));
+        // Names and request hashes are for the journal only.
+        let (name, request) = match via.journal {
+            Some(_) => (
+                format!("{path}e{}.{}/", tag.each, tag.index),
+                Some(body_request(function, &args)),
+            ),
+            None => (String::new(), None),
+        };
         if let Some((result, spent)) = via
             .journal
             .zip(request.as_deref())
@@ -238,8 +237,10 @@ impl<'a> Bodies<'a> {
             return;
         }
         let mut machine = vm.branch(function, args);
-        self.running.push(
+        let running = self.running.get_or_insert_with(FuturesUnordered::new);
+        running.push(
             async move {
+                // Empty without a journal: cloning it allocates nothing.
                 let r = drive(&mut machine, via, deadline, name.clone()).await;
                 let spent = machine.spent();
                 Ended {
@@ -259,8 +260,10 @@ impl<'a> Bodies<'a> {
     async fn alongside<F: Future>(&mut self, work: F) -> F::Output {
         futures::pin_mut!(work);
         poll_fn(|cx| {
-            while let Poll::Ready(Some(ended)) = self.running.poll_next_unpin(cx) {
-                self.ended.push_back(ended);
+            if let Some(running) = &mut self.running {
+                while let Poll::Ready(Some(ended)) = running.poll_next_unpin(cx) {
+                    self.ended.push_back(ended);
+                }
             }
             work.as_mut().poll(cx)
         })
@@ -273,6 +276,13 @@ impl<'a> Bodies<'a> {
         if let Some(ended) = self.ended.pop_front() {
             return Ok(Some(ended));
         }
-        timeout(remaining, self.running.next()).await
+        let Some(running) = &mut self.running else {
+            return Ok(None);
+        };
+        // A body that can end at once (echo, replay, the journal) needs no timer.
+        if let Some(ended) = running.next().now_or_never() {
+            return Ok(ended);
+        }
+        timeout(remaining, running.next()).await
     }
 }
