@@ -1,11 +1,11 @@
 //! The sequential and director-evaluator operators: steps in order, each seeing the
 //! previous one's value and the named slots; a loop of director, script and evaluator.
 
-use super::task::joined;
+use super::lists::missing;
+use super::task::{accumulating, joined};
 use super::{context, Frame, Lowerer};
 use crate::ast::{self, Task, TaskType};
 use crate::ir::{self, Expr, ExprKind, Node, NodeKind};
-use crate::source::Span;
 use tv_stdlib::types::Type;
 
 /// Default iterations of a director-evaluator loop (DESIGN §6).
@@ -96,20 +96,9 @@ impl Lowerer<'_> {
             // as context when the loop accumulates them.
             let outer_context = frame.context.clone();
             let history = settings.accumulate.then(|| {
-                let h = frame.local("(director results)", Type::Array(Box::new(Type::Any)));
-                let accumulated = Expr::new(
-                    ExprKind::Accumulated(h, settings.full_output),
-                    Type::String,
-                    task.span,
-                );
-                frame.context = Some(joined(outer_context.clone(), accumulated));
-                h
+                let (full, outer) = (settings.full_output, outer_context.clone());
+                accumulating(frame, "(director results)", full, outer, task.span)
             });
-            let missing = |span: Span| Node {
-                kind: NodeKind::Complete(Expr::str("", span)),
-                ty: Type::String,
-                span,
-            };
             let director = task
                 .director
                 .as_ref()

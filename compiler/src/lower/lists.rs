@@ -2,7 +2,7 @@
 //! a map. Over a list, the items are known only at run time, so the body is a branch
 //! function started once per item by a loop in the bytecode (DESIGN §14).
 
-use super::task::joined;
+use super::task::accumulating;
 use super::{context, Frame, Lowerer};
 use crate::ast::{self, Task, TaskType, DEFAULT_ITEM};
 use crate::ir::{self, Each, Expr, ExprKind, Node, NodeKind};
@@ -159,14 +159,8 @@ impl Lowerer<'_> {
             })
         };
         let history = settings.accumulate.then(|| {
-            let h = frame.local("(reductions)", Type::Array(Box::new(Type::Any)));
-            let accumulated = Expr::new(
-                ExprKind::Accumulated(h, settings.full_output),
-                Type::String,
-                task.span,
-            );
-            frame.context = Some(joined(outer_context.clone(), accumulated));
-            h
+            let (full, outer) = (settings.full_output, outer_context.clone());
+            accumulating(frame, "(reductions)", full, outer, task.span)
         });
         let reduction = frame.scoped(|frame| {
             for (n, l) in item.into_iter().chain([
@@ -204,7 +198,7 @@ impl Lowerer<'_> {
 }
 
 /// What stands for a part the checker reported missing.
-fn missing(span: Span) -> Node {
+pub(super) fn missing(span: Span) -> Node {
     Node {
         kind: NodeKind::Complete(Expr::str("", span)),
         ty: Type::String,

@@ -410,6 +410,21 @@ fn is_composite(task: &Task) -> bool {
         )
 }
 
+/// A local for the results a composite task accumulates, and its context from now on:
+/// the context from around it, then those results.
+pub(super) fn accumulating(
+    frame: &mut Frame,
+    name: &str,
+    full_output: bool,
+    outer: Option<Expr>,
+    span: crate::source::Span,
+) -> ir::Local {
+    let h = frame.local(name, Type::Array(Box::new(Type::Any)));
+    let accumulated = Expr::new(ExprKind::Accumulated(h, full_output), Type::String, span);
+    frame.context = Some(joined(outer, accumulated));
+    h
+}
+
 /// The context from around a composite task, then its accumulated results.
 pub(super) fn joined(outer: Option<Expr>, accumulated: Expr) -> Expr {
     match outer {
