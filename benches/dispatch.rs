@@ -19,44 +19,11 @@ use std::time::{Duration, Instant};
 use tv_runtime::driver;
 use tv_runtime::host::Blocking;
 use tv_vm::bundle::Bundle;
-use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::interp::Vm;
-use tv_vm::limits::Limits;
 use tv_vm::result::{Status, TaskResult};
+use workloads::{limits, PromptEcho};
 
 const LONG: usize = 10_000;
-
-/// Limits that a 10,000-step run does not reach.
-fn limits() -> Limits {
-    Limits {
-        turns: u64::MAX,
-        tokens: u64::MAX,
-        instructions: u64::MAX,
-        ..Limits::default()
-    }
-}
-
-/// Answers every LLM call with its prompt, and runs no script.
-struct PromptEcho;
-
-impl Host for PromptEcho {
-    fn call(&mut self, request: &HostRequest) -> HostReply {
-        match request {
-            HostRequest::Llm(r) => HostReply::Llm(Ok(LlmReply {
-                content: r
-                    .messages
-                    .last()
-                    .map(|m| m.content.clone())
-                    .unwrap_or_default(),
-                ..LlmReply::default()
-            })),
-            HostRequest::Script(s) => HostReply::Script(Ok(ScriptReply {
-                stdout: s.command.clone(),
-                ..ScriptReply::default()
-            })),
-        }
-    }
-}
 
 /// Runs the `steps` sequence to its end with the prompt-echoing host.
 fn run(bundle: &Bundle, function: u32) -> TaskResult {

@@ -23,10 +23,9 @@ use tv_runtime::host::{Blocking, Choice, RunHost};
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::Bundle;
-use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::interp::Vm;
-use tv_vm::limits::Limits;
 use tv_vm::result::{Status, TaskResult};
+use workloads::{limits, PromptEcho};
 
 const BODIES: usize = 1_000;
 const DELAY: Duration = Duration::from_millis(200);
@@ -44,37 +43,8 @@ fn program(concurrency: usize) -> String {
     )
 }
 
-/// Limits that a long map does not reach.
-fn limits() -> Limits {
-    Limits {
-        turns: u64::MAX,
-        tokens: u64::MAX,
-        instructions: u64::MAX,
-        ..Limits::default()
-    }
-}
-
 fn items(n: usize) -> Value {
     Value::Array((0..n).map(|i| Value::String(format!("item {i}"))).collect())
-}
-
-/// Answers every LLM call at once with its prompt.
-struct PromptEcho;
-
-impl Host for PromptEcho {
-    fn call(&mut self, request: &HostRequest) -> HostReply {
-        match request {
-            HostRequest::Llm(r) => HostReply::Llm(Ok(LlmReply {
-                content: r
-                    .messages
-                    .last()
-                    .map(|m| m.content.clone())
-                    .unwrap_or_default(),
-                ..LlmReply::default()
-            })),
-            HostRequest::Script(_) => HostReply::Script(Ok(ScriptReply::default())),
-        }
-    }
 }
 
 /// An OpenAI chat-completions reply echoing the prompt, after 200 ms.

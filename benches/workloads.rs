@@ -7,6 +7,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use tv_vm::bundle::Bundle;
+use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, ScriptReply};
+use tv_vm::limits::Limits;
 
 /// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
 #[global_allocator]
@@ -202,5 +204,37 @@ pub fn human(ns: f64) -> String {
         format!("{:.2} µs", ns / 1e3)
     } else {
         format!("{ns:.0} ns")
+    }
+}
+
+/// Limits that long runs (10,000 steps, a map of 10,000 items) do not reach.
+pub fn limits() -> Limits {
+    Limits {
+        turns: u64::MAX,
+        tokens: u64::MAX,
+        instructions: u64::MAX,
+        ..Limits::default()
+    }
+}
+
+/// Answers every LLM call with its prompt, and runs no script.
+pub struct PromptEcho;
+
+impl Host for PromptEcho {
+    fn call(&mut self, request: &HostRequest) -> HostReply {
+        match request {
+            HostRequest::Llm(r) => HostReply::Llm(Ok(LlmReply {
+                content: r
+                    .messages
+                    .last()
+                    .map(|m| m.content.clone())
+                    .unwrap_or_default(),
+                ..LlmReply::default()
+            })),
+            HostRequest::Script(s) => HostReply::Script(Ok(ScriptReply {
+                stdout: s.command.clone(),
+                ..ScriptReply::default()
+            })),
+        }
     }
 }
