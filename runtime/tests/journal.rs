@@ -5,14 +5,14 @@
 use crate::support::files;
 use crate::support::http;
 
-use files::{golden, runtime, scratch};
+use files::{golden, runtime, scratch, wait_for};
 use http::{Reply, Request, Server};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const KEY: &str = "sk-journal-test-key-0123456789";
 
@@ -99,17 +99,6 @@ enum KillAt {
     Request(usize),
     /// When the journal holds this many complete lines.
     Lines(usize),
-}
-
-fn wait_for(what: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !what() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the run never got there"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 fn kill(mut child: Child) {

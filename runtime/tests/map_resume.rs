@@ -3,14 +3,14 @@
 //! 127.0.0.1 that answers each after a delay of its own (so bodies finish out of
 //! order), killed with SIGKILL at many points, then `tvm resume`.
 
-use crate::support::files::{self, runtime, scratch};
+use crate::support::files::{self, runtime, scratch, wait_for};
 use crate::support::http::{Reply, Request, Server};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ITEMS: usize = 12;
 
@@ -89,17 +89,6 @@ fn records(journal: &Path) -> Vec<Value> {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
-}
-
-fn wait_for(what: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !what() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the run never got there"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 pub use super::temp::TempDir;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// A checked-in bundle of `tests/golden/`.
 pub fn golden(name: &str) -> PathBuf {
@@ -75,4 +76,16 @@ pub fn run_tvm(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Waits until `what` holds, for a process running beside the test; fails after 20 s.
+pub fn wait_for(what: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !what() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the run never got there"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
