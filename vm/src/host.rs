@@ -2,7 +2,7 @@
 //! [`HostRequest`] and is resumed with the matching [`HostReply`].
 
 use crate::bundle::{ModelSettings, TaskMeta};
-use crate::result::Reason;
+use crate::result::{Metrics, Reason, Resource, TaskError};
 use crate::shared::SharedText;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -106,6 +106,19 @@ pub struct LlmReply {
     pub truncated: bool,
     /// The output limit the call was sent with, if any.
     pub max_tokens: Option<u64>,
+    /// Of `input_tokens` (which counts every input token, cached or not), those read
+    /// from the provider's prompt cache (OpenAI `prompt_tokens_details.cached_tokens`,
+    /// Anthropic `cache_read_input_tokens`).
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the provider's prompt cache (Anthropic
+    /// `cache_creation_input_tokens`; OpenAI reports none).
+    pub cache_write_tokens: u64,
+    /// What the call cost, in picodollars (10^-12 USD), from the price table; `None`
+    /// when the model has no price. A reply not paid for (echo, a cassette, the reply
+    /// cache) costs `Some(0)`.
+    pub cost: Option<u64>,
+    /// Answered without asking the provider: from the reply cache or a cassette.
+    pub cached: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
@@ -124,6 +137,10 @@ pub struct HostError {
     /// What the task that made the call fails with.
     pub reason: Reason,
     pub message: String,
+    /// Set when the call was refused because a resource of the run would not hold it
+    /// (`--max-cost`): the task fails with RESOURCE_EXHAUSTION of that resource and
+    /// these metrics instead of a TASK_FAILURE with `reason`.
+    pub exhausted: Option<(Resource, Metrics)>,
 }
 
 impl HostError {
@@ -131,6 +148,29 @@ impl HostError {
         HostError {
             reason,
             message: message.into(),
+            exhausted: None,
+        }
+    }
+
+    /// A call refused before it was made because `resource` would not hold it:
+    /// `used` (what the call would have brought the run to) of `limit`.
+    pub fn exhausted(
+        resource: Resource,
+        message: impl Into<String>,
+        used: u64,
+        limit: u64,
+    ) -> HostError {
+        HostError {
+            exhausted: Some((resource, Metrics { used, limit })),
+            ..HostError::new(Reason::UnexpectedError, message)
+        }
+    }
+
+    /// The task error this failure makes.
+    pub fn into_task_error(self) -> TaskError {
+        match self.exhausted {
+            Some((resource, m)) => TaskError::exhausted(resource, self.message, m.used, m.limit),
+            None => TaskError::failure(self.reason, self.message),
         }
     }
 }

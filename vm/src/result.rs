@@ -161,10 +161,12 @@ pub enum Resource {
     Instructions,
     /// Bytes the run's values take.
     Memory,
+    /// Dollars the run may spend on LLM calls (`--max-cost`).
+    Cost,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 8] = [
+    pub const ALL: [Resource; 9] = [
         Resource::Depth,
         Resource::Turns,
         Resource::Context,
@@ -173,6 +175,7 @@ impl Resource {
         Resource::Iterations,
         Resource::Instructions,
         Resource::Memory,
+        Resource::Cost,
     ];
 }
 

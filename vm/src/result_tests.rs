@@ -101,7 +101,8 @@ fn every_reason_and_resource_has_the_name_the_seeds_give_it() {
             "time",
             "iterations",
             "instructions",
-            "memory"
+            "memory",
+            "cost"
         ])
     );
 }

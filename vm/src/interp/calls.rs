@@ -239,7 +239,7 @@ impl<'b> Vm<'b> {
                 }
             }
             (Some(_), HostReply::Llm(Err(e)) | HostReply::Script(Err(e))) => {
-                TaskResult::failed(TaskError::failure(e.reason, e.message))
+                TaskResult::failed(e.into_task_error())
             }
             (Some(_), _) => {
                 TaskResult::failed(fault("a host reply does not match the host call in flight"))
