@@ -9,6 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
+use tv_vm::bundle::Output;
 use tv_vm::host::{HostError, LlmReply, LlmRequest};
 use tv_vm::result::Reason;
 
@@ -22,7 +23,7 @@ pub fn normalized(r: &LlmRequest) -> Value {
         "system": r.system_prompt,
         "context": r.context,
         "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
-        "output": format!("{:?}", r.task.output),
+        "output": output(&r.task.output),
     });
     if !r.settings.is_empty() {
         v["settings"] = json!(r.settings);
@@ -31,6 +32,17 @@ pub fn normalized(r: &LlmRequest) -> Value {
         v["subtasks"] = json!(true);
     }
     v
+}
+
+/// What a request asks for as its output: `"text"`, `"json"`, or the JSON Schema of
+/// its declared type: what the provider is told, in a form that does not change when
+/// the machine's own types are renamed.
+fn output(o: &Output) -> Value {
+    match o {
+        Output::Text => json!("text"),
+        Output::Json(None) => json!("json"),
+        Output::Json(Some(ty)) => json!({"json": tv_stdlib::types::json_schema(&ty.as_type())}),
+    }
 }
 
 pub fn key(r: &LlmRequest) -> String {

@@ -17,7 +17,7 @@ use tokio::time::timeout;
 use tv_vm::bundle::Bundle;
 use tv_vm::host::{HostReply, HostRequest};
 use tv_vm::interp::{Body, BodyTag, Step, Usage, Vm};
-use tv_vm::limits::{Limits, Spent};
+use tv_vm::limits::{Limits, Spending};
 use tv_vm::result::{Reason, Resource, TaskError, TaskResult};
 
 /// Runs `function` of `bundle` to its final task result.
@@ -65,7 +65,7 @@ impl<H: AsyncHost> Calls<'_, H> {
         name: &str,
         request: Option<String>,
         r: TaskResult,
-        spent: Spent,
+        spent: &Spending,
     ) -> TaskResult {
         let (Some(journal), Some(request)) = (self.journal, request) else {
             return r;
@@ -163,7 +163,7 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                         Ok(None) => return stuck(),
                         Err(_) => return deadline.exceeded(),
                     };
-                    vm.add_spent(ended.spent, ended.from_journal);
+                    vm.add_spent(&ended.spent, ended.from_journal);
                     vm.body_ended(ended.tag, ended.result);
                 }
             }
@@ -185,7 +185,7 @@ fn stuck() -> TaskResult {
 struct Ended {
     tag: BodyTag,
     result: TaskResult,
-    spent: Spent,
+    spent: Spending,
     from_journal: bool,
 }
 
@@ -242,10 +242,10 @@ impl<'a> Bodies<'a> {
             async move {
                 // Empty without a journal: cloning it allocates nothing.
                 let r = drive(&mut machine, via, deadline, name.clone()).await;
-                let spent = machine.spent();
+                let spent = machine.take_spent();
                 Ended {
                     tag,
-                    result: via.body_ended(&name, request, r, spent),
+                    result: via.body_ended(&name, request, r, &spent),
                     spent,
                     from_journal: false,
                 }

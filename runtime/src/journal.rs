@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use tv_vm::host::{HostError, HostReply, HostRequest, LlmReply, ScriptReply};
-use tv_vm::limits::{Limits, Spent};
+use tv_vm::limits::{Limits, Spending};
 use tv_vm::result::{Reason, TaskResult};
 
 /// The journal format; a reader refuses any other.
@@ -106,7 +106,7 @@ pub enum Record {
         result: TaskResult,
         /// The body's calls and tokens, counted again when a resumed run takes it.
         #[serde(default)]
-        spent: Spent,
+        spent: Spending,
     },
 }
 
@@ -133,7 +133,7 @@ pub struct Journal {
     answers: HashMap<String, (String, Answer)>,
     started: HashMap<String, Interrupted>,
     /// Bodies that completed, by name: their requests and results.
-    bodies: HashMap<String, (String, TaskResult, Spent)>,
+    bodies: HashMap<String, (String, TaskResult, Spending)>,
     /// Calls answered from the journal, and calls made, in this process.
     replayed: AtomicUsize,
     made: AtomicUsize,
@@ -146,7 +146,7 @@ pub struct Journal {
 struct Held {
     answers: HashMap<String, (String, Answer)>,
     started: HashMap<String, Interrupted>,
-    bodies: HashMap<String, (String, TaskResult, Spent)>,
+    bodies: HashMap<String, (String, TaskResult, Spending)>,
 }
 
 /// The SHA-256 of some bytes, in hex.
@@ -280,13 +280,13 @@ impl Journal {
     /// The result body `name` completed with, when the journal holds one for the same
     /// call (`request`, from [`body_request`]). A body asked with other arguments is
     /// run again; its own calls are then checked against the journal as any are.
-    pub fn body(&self, name: &str, request: &str) -> Option<(TaskResult, Spent)> {
+    pub fn body(&self, name: &str, request: &str) -> Option<(TaskResult, Spending)> {
         let (journaled, result, spent) = self.bodies.get(name)?;
         if journaled != request {
             return None;
         }
         self.bodies_replayed.fetch_add(1, Ordering::Relaxed);
-        Some((result.clone(), *spent))
+        Some((result.clone(), spent.clone()))
     }
 
     /// Journals that body `name`, the call `request`, COMPLETED with `result`.
@@ -295,13 +295,13 @@ impl Journal {
         name: &str,
         request: &str,
         result: &TaskResult,
-        spent: Spent,
+        spent: &Spending,
     ) -> Result<(), String> {
         self.append(&Record::BodyEnded {
             body: name.to_string(),
             request: request.to_string(),
             result: result.clone(),
-            spent,
+            spent: spent.clone(),
         })
     }
 

@@ -14,3 +14,4 @@ pub mod outcome;
 pub mod result;
 pub mod shared;
 pub mod shell;
+pub mod usage;

@@ -1,6 +1,7 @@
 //! Every limit the machine enforces, in one place, with its default.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -95,23 +96,7 @@ pub fn nesting(v: &serde_json::Value) -> usize {
     below(v, 0)
 }
 
-/// The LLM calls one machine answered and their tokens, with those of the branches and
-/// bodies it ran: what a map's body cost, so that a body the journal gives back whole
-/// still counts what it spent (its calls are not made again to count them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Spent {
-    pub calls: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-}
-
-impl Spent {
-    pub fn add(&mut self, other: Spent) {
-        self.calls += other.calls;
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-    }
-}
+pub use crate::usage::{Spending, Spent};
 
 /// What a run has used of its shared limits. Concurrent branches of one run share
 /// one budget, so no branch can spend what another already has.
@@ -129,6 +114,8 @@ pub struct Budget {
     /// budget refused anything, the whole run stops, branches included, rather than
     /// going on without what it could not build.
     refused: AtomicU64,
+    /// The run's calls, tokens and cost, by model (`notes.usage` of the run).
+    spending: Mutex<Spending>,
 }
 
 impl Budget {
@@ -199,21 +186,43 @@ impl Budget {
     }
 
     /// Counts what a body the journal gave back had spent: its calls as turns.
-    pub fn spend_again(&self, s: Spent) {
-        self.turns.fetch_add(s.calls, Ordering::SeqCst);
+    pub fn spend_again(&self, s: &Spending) {
+        let t = s.total;
+        self.turns.fetch_add(t.calls, Ordering::SeqCst);
+        self.tokens
+            .fetch_add(t.input_tokens + t.output_tokens, Ordering::SeqCst);
+        self.input_tokens
+            .fetch_add(t.input_tokens, Ordering::SeqCst);
+        self.output_tokens
+            .fetch_add(t.output_tokens, Ordering::SeqCst);
+        self.with_spending(|all| all.add(s));
+    }
+
+    /// Counts one answered call (an assistant turn) of `model` and what it used.
+    pub fn spend(&self, model: &str, s: Spent) {
+        self.turns.fetch_add(1, Ordering::SeqCst);
         self.tokens
             .fetch_add(s.input_tokens + s.output_tokens, Ordering::SeqCst);
         self.input_tokens
             .fetch_add(s.input_tokens, Ordering::SeqCst);
         self.output_tokens
             .fetch_add(s.output_tokens, Ordering::SeqCst);
+        self.with_spending(|all| all.record(model, s));
     }
 
-    /// Counts one answered call (an assistant turn) and its tokens.
-    pub fn spend(&self, input: u64, output: u64) {
-        self.turns.fetch_add(1, Ordering::SeqCst);
-        self.tokens.fetch_add(input + output, Ordering::SeqCst);
-        self.input_tokens.fetch_add(input, Ordering::SeqCst);
-        self.output_tokens.fetch_add(output, Ordering::SeqCst);
+    /// The run's calls, tokens and cost so far, by model.
+    pub fn spending(&self) -> Spending {
+        let mut copy = Spending::default();
+        self.with_spending(|all| copy = all.clone());
+        copy
+    }
+
+    fn with_spending(&self, f: impl FnOnce(&mut Spending)) {
+        // A panic elsewhere while the lock was held leaves the counts as they were.
+        let mut guard = match self.spending.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut guard);
     }
 }

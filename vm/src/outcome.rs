@@ -142,6 +142,9 @@ fn reply_notes(reply: &LlmReply) -> Map<String, Value> {
     tokens.insert("input".into(), reply.input_tokens.into());
     tokens.insert("output".into(), reply.output_tokens.into());
     notes.insert("tokens".into(), Value::Object(tokens));
+    if reply.cached {
+        notes.insert("cached".into(), Value::Bool(true));
+    }
     notes
 }
 

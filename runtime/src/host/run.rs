@@ -262,9 +262,17 @@ impl RunHost {
         };
         match self.choose(r) {
             None => Err(unavailable(NO_PROVIDER.to_string())),
-            Some(Choice::Echo) => Ok(tv_vm::host::echo(r)),
+            // A dry run costs nothing; a replayed reply was paid for when it was recorded.
+            Some(Choice::Echo) => Ok(LlmReply {
+                cost: Some(0),
+                ..tv_vm::host::echo(r)
+            }),
             Some(Choice::Replay) => match &self.cassette {
-                Some(c) => c.answer(r),
+                Some(c) => c.answer(r).map(|reply| LlmReply {
+                    cost: Some(0),
+                    cached: true,
+                    ..reply
+                }),
                 None => Err(unavailable(
                     "replay needs a cassette: --cassette FILE".into(),
                 )),

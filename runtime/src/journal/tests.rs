@@ -42,10 +42,15 @@ fn a_body_record_reads_back_with_its_result_as_it_was() {
         body: "2.1/e0.3/".into(),
         request: body_request(4, &[serde_json::json!("item")]),
         result: result.clone(),
-        spent: tv_vm::limits::Spent {
-            calls: 2,
-            input_tokens: 3,
-            output_tokens: 4,
+        spent: tv_vm::limits::Spending {
+            total: tv_vm::limits::Spent {
+                calls: 2,
+                input_tokens: 3,
+                output_tokens: 4,
+                cost: 5,
+                ..Default::default()
+            },
+            by_model: vec![("gpt-4o-mini".into(), Default::default())],
         },
     };
     let text = serde_json::to_string(&record).expect("written");
@@ -62,10 +67,12 @@ fn a_body_record_reads_back_with_its_result_as_it_was() {
         panic!("not read back: {text}");
     };
     assert_eq!(back, result);
+    let t = spent.total;
     assert_eq!(
-        (spent.calls, spent.input_tokens, spent.output_tokens),
-        (2, 3, 4)
+        (t.calls, t.input_tokens, t.output_tokens, t.cost),
+        (2, 3, 4, 5)
     );
+    assert_eq!(spent.by_model[0].0, "gpt-4o-mini");
 }
 
 #[test]

@@ -7,6 +7,7 @@ use crate::interp::{fault, Attempts, Body, Fault, RunsAs, Session, Step, Vm, Wai
 use crate::outcome::{script_result, with_criteria};
 use crate::result::{Resource, TaskError, TaskResult};
 use crate::shared::SharedText;
+use crate::usage::Spent;
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -31,7 +32,8 @@ impl<'b> Vm<'b> {
             again: None,
             done: None,
             eaches: 0,
-            spent: crate::limits::Spent::default(),
+            spent: crate::limits::Spending::default(),
+            ended_iteration: Spent::default(),
         };
         let argc = self
             .bundle
@@ -65,7 +67,7 @@ impl<'b> Vm<'b> {
                     for (f, args) in calls {
                         let mut branch = self.branch(f, args);
                         results.push(branch.run_with(host));
-                        self.add_spent(branch.spent(), false);
+                        self.add_spent(&branch.spent, false);
                     }
                     self.resume_gathered(results);
                 }
@@ -77,7 +79,7 @@ impl<'b> Vm<'b> {
                     } = *body;
                     let mut machine = self.branch(function, args);
                     ended.push_back((tag, machine.run_with(host)));
-                    self.add_spent(machine.spent(), false);
+                    self.add_spent(&machine.spent, false);
                 }
                 Step::Await => match ended.pop_front() {
                     Some((tag, r)) => self.body_ended(tag, r),
@@ -120,6 +122,7 @@ impl<'b> Vm<'b> {
             spawned,
             messages: Arc::new(vec![Message::user(prompt)]),
             attempts: Attempts::default(),
+            start: self.spent.total,
         })
     }
 
@@ -224,6 +227,12 @@ impl<'b> Vm<'b> {
             Some(Waiting::Script(t)) => Some(*t),
             _ => None,
         };
+        // The result's usage is what was spent since its session began: every attempt,
+        // re-ask and subtask of it (a script's: nothing).
+        let start = match &waiting {
+            Some(Waiting::Llm(s)) => s.start,
+            _ => self.spent.total,
+        };
         let mut r = match (waiting, reply) {
             (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
                 match self.replied(session, reply) {
@@ -253,18 +262,22 @@ impl<'b> Vm<'b> {
         if let Some(meta) = task.and_then(|t| self.bundle.tasks.get(t as usize)) {
             with_criteria(&mut r, meta);
         }
+        r.set_note("usage", self.spent.total.since(start).notes());
         self.stack.push(r.into());
     }
 
     /// The result of an LLM reply, or `None` when the reply started a subtask or a
     /// re-ask, or the machine could not keep it (the fault is on the stack then).
     fn replied(&mut self, session: Session, reply: LlmReply) -> Option<TaskResult> {
-        self.budget.spend(reply.input_tokens, reply.output_tokens);
-        self.spent.add(crate::limits::Spent {
-            calls: 1,
-            input_tokens: reply.input_tokens,
-            output_tokens: reply.output_tokens,
-        });
+        let spent = Spent::of(&reply);
+        // A host that names no model (a test's) still has its calls counted.
+        let model = if reply.model.is_empty() {
+            "unknown"
+        } else {
+            reply.model.as_str()
+        };
+        self.budget.spend(model, spent);
+        self.spent.record(model, spent);
         // The reply is here already (the host caps its size); what the machine keeps
         // of it counts from now on.
         if let Err(fault) = self.reserve(reply.content.len() as u64) {

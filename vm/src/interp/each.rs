@@ -14,7 +14,8 @@
 use super::{fault, nested_within, Body, BodyTag, Fault, Step, Vm, Waiting};
 use crate::limits::{nesting, weight, MAX_CONCURRENCY};
 use crate::outcome::map_result;
-use crate::result::{is_failed, Reason, TaskError, TaskResult};
+use crate::result::{is_failed, set_note, Reason, TaskError, TaskResult};
+use crate::usage::Spent;
 use serde_json::{json, Value};
 use tv_stdlib::bounds::text_bound;
 
@@ -37,6 +38,8 @@ pub(crate) struct Iteration {
     results: Vec<Option<Value>>,
     /// A body ended FAILED: no further body starts.
     failed: bool,
+    /// What the machine had spent when the iteration began.
+    start: Spent,
 }
 
 /// What an iteration takes besides its items and results.
@@ -87,6 +90,7 @@ impl Vm<'_> {
             concurrency,
             running: 0,
             failed: false,
+            start: self.spent.total,
         };
         self.frame_mut()?.iterations.push(iteration);
         Ok(())
@@ -152,6 +156,9 @@ impl Vm<'_> {
             .iterations
             .pop()
             .ok_or_else(|| fault("EachEnd without an iteration"))?;
+        // Every body has ended and added what it spent: the map's usage, which its
+        // result (the next instruction) shows.
+        self.ended_iteration = self.spent.total.since(it.start);
         let results = it.results.into_iter().map(Option::unwrap_or_default);
         let results = Value::Array(results.collect());
         // A body's result may nest as deep as any value: one level more here.
@@ -171,7 +178,8 @@ impl Vm<'_> {
             .map(|r| weight(r) + text_bound(r))
             .sum::<u64>();
         self.reserve(bound)?;
-        let r = map_result(results);
+        let mut r = map_result(results);
+        set_note(&mut r, "usage", self.ended_iteration.notes());
         let built = weight(&r);
         self.charge(built)?;
         self.unreserve(bound.saturating_sub(built));

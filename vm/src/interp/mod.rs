@@ -18,7 +18,9 @@ use crate::accumulate::Accumulator;
 use crate::bundle::{Bundle, Const};
 use crate::host::HostRequest;
 use crate::isa::{CmpOp, Op, Quote};
-use crate::limits::{nesting, weight, Budget, Limits, Spent, BYTES_PER_INSTRUCTION, MAX_NESTING};
+use crate::limits::{
+    nesting, weight, Budget, Limits, Spending, Spent, BYTES_PER_INSTRUCTION, MAX_NESTING,
+};
 use crate::result::{is_failed, value_of, Reason, Resource, TaskError, TaskResult};
 use crate::shell::shell_quote_in;
 use serde_json::{json, Map, Value};
@@ -85,6 +87,8 @@ pub(crate) struct Frame {
     iterations: Vec<each::Iteration>,
     /// Bytes charged to the memory budget for what this frame built.
     pub(crate) charged: u64,
+    /// What the machine had spent when the frame was pushed.
+    entry: Spent,
 }
 
 /// The host call in flight.
@@ -99,7 +103,7 @@ pub(crate) enum Waiting {
 }
 
 /// What is used of the limits so far.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Usage {
     pub instructions: u64,
     pub iterations: u64,
@@ -107,16 +111,15 @@ pub struct Usage {
     pub tokens: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The run's LLM calls, tokens and cost, by model.
+    pub spending: Spending,
 }
 
 impl Usage {
-    /// The run's `notes.usage` (DESIGN §15): LLM calls answered and their tokens.
+    /// The run's `notes.usage` (DESIGN §15): its LLM calls, tokens and cost, in total
+    /// and by model.
     pub fn notes(&self) -> Value {
-        json!({
-            "calls": self.turns,
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-        })
+        self.spending.notes()
     }
 }
 
@@ -136,10 +139,12 @@ pub struct Vm<'b> {
     /// A host call made while taking a reply (a re-ask), for the next [`Vm::run`].
     pub(crate) again: Option<Box<HostRequest>>,
     pub(crate) done: Option<Box<TaskResult>>,
-    /// What this machine spent, with the branches and bodies it ran (see [`Spent`]).
-    pub(crate) spent: Spent,
+    /// What this machine spent, with the branches and bodies it ran (see [`Spending`]).
+    pub(crate) spent: Spending,
     /// The iterations this machine has begun: the next one's `BodyTag::each`.
     pub(crate) eaches: u64,
+    /// What the iteration that ended last spent, for the map result made next.
+    pub(crate) ended_iteration: Spent,
 }
 
 /// A run-time fault: the run (or the step that met it) fails with this error. Boxed,
@@ -163,7 +168,8 @@ impl<'b> Vm<'b> {
             again: None,
             done: None,
             eaches: 0,
-            spent: Spent::default(),
+            spent: Spending::default(),
+            ended_iteration: Spent::default(),
         };
         if let Err(fault) = vm.push_frame(function as usize, args) {
             vm.done = Some(Box::new(TaskResult::failed(fault)));
@@ -180,17 +186,23 @@ impl<'b> Vm<'b> {
             tokens: self.budget.tokens(),
             input_tokens,
             output_tokens,
+            spending: self.budget.spending(),
         }
     }
 
     /// What this machine spent, with the branches and bodies whose spending was added.
-    pub fn spent(&self) -> Spent {
-        self.spent
+    pub fn spent(&self) -> &Spending {
+        &self.spent
+    }
+
+    /// What this machine spent, taken out of it (a body that has ended hands it on).
+    pub fn take_spent(&mut self) -> Spending {
+        std::mem::take(&mut self.spent)
     }
 
     /// Adds what a branch or body of this machine spent; `again`: it was not spent in
     /// this run (a body the journal gave back whole), so the run's budget counts it too.
-    pub fn add_spent(&mut self, s: Spent, again: bool) {
+    pub fn add_spent(&mut self, s: &Spending, again: bool) {
         self.spent.add(s);
         if again {
             self.budget.spend_again(s);

@@ -18,6 +18,7 @@ use crate::interp::{Attempts, Fault, Step, Vm};
 use crate::outcome::with_criteria;
 use crate::result::{is_failed, ErrorKind, Reason, Resource, Status, TaskError, TaskResult};
 use crate::shared::SharedText;
+use crate::usage::Spent;
 use serde_json::Value;
 use std::sync::Arc;
 use tv_stdlib::values::parse_json_text;
@@ -35,6 +36,9 @@ pub(crate) struct Session {
     pub(crate) spawned: Option<RunsAs>,
     /// Its replies so far that were read as its output format, for re-asks.
     pub(crate) attempts: Attempts,
+    /// What the machine had spent when the session began: its result's usage is what
+    /// was spent since.
+    pub(crate) start: Spent,
 }
 
 /// What the atomic tasks of a spawned subtask run with (DESIGN §19): the request's

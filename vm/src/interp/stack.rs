@@ -4,6 +4,7 @@
 use super::{fault, Fault, Frame, Step, Vm};
 use crate::accumulate::Accumulator;
 use crate::bundle::Const;
+use crate::result::set_note;
 use crate::result::{Reason, Resource, TaskError, TaskResult};
 use crate::shared::SharedText;
 use serde_json::{json, Value};
@@ -57,16 +58,19 @@ impl Vm<'_> {
             branches: Vec::new(),
             iterations: Vec::new(),
             charged: bytes,
+            entry: self.spent.total,
         });
         Ok(())
     }
 
     pub(super) fn ret(&mut self) -> Result<Option<Step>, Fault> {
-        let r = self.pop()?;
+        let mut r = self.pop()?;
         let frame = self
             .frames
             .pop()
             .ok_or_else(|| fault("return without a frame"))?;
+        // A function's result used what its whole call used, early returns included.
+        set_note(&mut r, "usage", self.spent.total.since(frame.entry).notes());
         self.release_frame(&frame);
         self.stack.truncate(frame.base);
         if !self.frames.is_empty() {
