@@ -198,7 +198,7 @@ impl<'b> Vm<'b> {
             query: session.query.clone(),
             requested_files,
         };
-        self.waiting = Some(Waiting::Llm(session));
+        self.waiting = Some(Waiting::Llm(Box::new(session)));
         Ok(Box::new(HostRequest::Llm(request)))
     }
 
@@ -235,7 +235,7 @@ impl<'b> Vm<'b> {
         };
         let mut r = match (waiting, reply) {
             (Some(Waiting::Llm(session)), HostReply::Llm(Ok(reply))) => {
-                match self.replied(session, reply) {
+                match self.replied(*session, reply) {
                     Some(r) => r,
                     None => return,
                 }

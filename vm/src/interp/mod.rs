@@ -94,7 +94,7 @@ pub(crate) struct Frame {
 /// The host call in flight.
 #[derive(Debug)]
 pub(crate) enum Waiting {
-    Llm(Session),
+    Llm(Box<Session>),
     /// A script task's run (the task, for its criteria).
     Script(u32),
     Gather,
