@@ -41,7 +41,7 @@ fn output(o: &Output) -> Value {
     match o {
         Output::Text => json!("text"),
         Output::Json(None) => json!("json"),
-        Output::Json(Some(ty)) => json!({"json": tv_stdlib::types::json_schema(&ty.as_type())}),
+        Output::Json(Some(ty)) => json!({"json": tv_stdlib::types::json_schema(ty.as_type())}),
     }
 }
 
