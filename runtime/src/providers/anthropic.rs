@@ -193,8 +193,18 @@ impl Anthropic {
         let usage = reply.get("usage");
         Ok(LlmReply {
             content: answered.unwrap_or(content),
-            input_tokens: tokens(usage, "input_tokens"),
+            // The API's `input_tokens` are those after the last cache breakpoint; the
+            // reply's count every input token, cached or not.
+            input_tokens: [
+                "input_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            ]
+            .into_iter()
+            .fold(0u64, |sum, field| sum.saturating_add(tokens(usage, field))),
             output_tokens: tokens(usage, "output_tokens"),
+            cache_read_tokens: tokens(usage, "cache_read_input_tokens"),
+            cache_write_tokens: tokens(usage, "cache_creation_input_tokens"),
             subtask_request,
             model: reply
                 .get("model")

@@ -443,11 +443,12 @@ impl fmt::Debug for Transport {
     }
 }
 
-/// Token counts from a reply's `usage`; a server that reports none (some local ones)
-/// counts as zero rather than failing the run.
+/// Token counts from a reply's `usage`; `field` is a name, or a path of names joined by
+/// `/` (`prompt_tokens_details/cached_tokens`). A server that reports none (some local
+/// ones), or reports `null`, counts as zero rather than failing the run.
 fn tokens(usage: Option<&Value>, field: &str) -> u64 {
     usage
-        .and_then(|u| u.get(field))
+        .and_then(|u| field.split('/').try_fold(u, |v, name| v.get(name)))
         .and_then(Value::as_u64)
         .unwrap_or(0)
 }

@@ -149,8 +149,10 @@ impl OpenAi {
         let finish = reply.pointer("/choices/0/finish_reason");
         Ok(LlmReply {
             content,
+            // `prompt_tokens` counts the cached ones too.
             input_tokens: tokens(usage, "prompt_tokens"),
             output_tokens: tokens(usage, "completion_tokens"),
+            cache_read_tokens: tokens(usage, "prompt_tokens_details/cached_tokens"),
             subtask_request,
             model: reply
                 .get("model")
