@@ -2,6 +2,7 @@
 //! contacted). Most tests run the same scenario against both adapters at once.
 
 mod bounds;
+mod caching;
 mod faults;
 use crate::support::http;
 mod openai_spec;
