@@ -251,8 +251,10 @@ fn system_blocks(
         }
         blocks.push(block);
     }
-    let dynamic = session.into_iter().chain(shape.instruction());
-    for text in dynamic.filter(|t| !blank(t)) {
+    // Never marked: the session's system messages change from turn to turn, and the
+    // schema stays last, where prompt mode has always put it.
+    let rest = session.into_iter().chain(shape.instruction());
+    for text in rest.filter(|t| !blank(t)) {
         blocks.push(json!({"type": "text", "text": text}));
     }
     blocks
