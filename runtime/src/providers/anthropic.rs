@@ -1,7 +1,10 @@
 //! Anthropic's messages API (`POST {base}/v1/messages`).
 
 use super::structured::{self, Shape};
-use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
+use super::{
+    estimated_tokens, system_parts, tokens, Settings, Transport, SPAWN_SUBTASK,
+    SPAWN_SUBTASK_DESCRIPTION,
+};
 use reqwest::header::HeaderName;
 use serde_json::{json, Value};
 use tv_vm::host::{HostError, LlmReply, LlmRequest, Role};
@@ -55,28 +58,40 @@ impl Anthropic {
     /// The request body for `req`, its output asked for as `shape` says: a native shape
     /// is one tool whose input is the reply, forced with `tool_choice`.
     fn body_shaped(&self, req: &LlmRequest, shape: &Shape) -> Value {
+        let model = self.transport.settings.model_for(req);
+        // Never both tools: forcing the reply tool would forbid the spawning one.
+        let tools = match shape {
+            Shape::Native { name, schema } => Some(json!([{
+                "name": name,
+                "description": REPLY_TOOL_DESCRIPTION,
+                "input_schema": schema,
+            }])),
+            _ if req.task.subtasks => Some(json!([{
+                "name": SPAWN_SUBTASK,
+                "description": SPAWN_SUBTASK_DESCRIPTION,
+                "input_schema": super::subtask_schema(),
+            }])),
+            _ => None,
+        };
         // The API has no system role inside `messages`: system messages of the session
-        // join the system text, in order, instead of being dropped.
-        let mut system = system_text(req);
+        // join the system blocks, in order, instead of being dropped.
+        let mut session = Vec::new();
         let mut messages = Vec::with_capacity(req.messages.len());
         for m in req.messages.iter() {
             if m.role == Role::System {
-                if !system.is_empty() {
-                    system.push_str("\n\n");
-                }
-                system.push_str(&m.content);
+                session.push(m.content.clone());
             } else {
                 messages.push(json!({"role": m.role, "content": m.content}));
             }
         }
-        let system = shape.system(system);
+        let system = system_blocks(&model, req, tools.as_ref(), session, shape);
         let s = &req.settings;
         let mut body = json!({
-            "model": self.transport.settings.model_for(req),
+            "model": model,
             "max_tokens": s.max_tokens.unwrap_or(MAX_TOKENS),
         });
         if !system.is_empty() {
-            body["system"] = Value::String(system);
+            body["system"] = Value::Array(system);
         }
         body["messages"] = Value::Array(messages);
         if let Some(t) = s.temperature {
@@ -90,20 +105,10 @@ impl Anthropic {
         if let Some(stop) = &s.stop {
             body["stop_sequences"] = json!([stop]);
         }
-        if req.task.subtasks {
-            body["tools"] = json!([{
-                "name": SPAWN_SUBTASK,
-                "description": SPAWN_SUBTASK_DESCRIPTION,
-                "input_schema": super::subtask_schema(),
-            }]);
+        if let Some(tools) = tools {
+            body["tools"] = tools;
         }
-        // Never together with the spawning tool: forcing one tool would forbid the other.
-        if let Shape::Native { name, schema } = shape {
-            body["tools"] = json!([{
-                "name": name,
-                "description": REPLY_TOOL_DESCRIPTION,
-                "input_schema": schema,
-            }]);
+        if let Shape::Native { name, .. } = shape {
             body["tool_choice"] = json!({"type": "tool", "name": name});
         }
         body
@@ -193,8 +198,18 @@ impl Anthropic {
         let usage = reply.get("usage");
         Ok(LlmReply {
             content: answered.unwrap_or(content),
-            input_tokens: tokens(usage, "input_tokens"),
+            // The API's `input_tokens` are those after the last cache breakpoint; the
+            // reply's count every input token, cached or not.
+            input_tokens: [
+                "input_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            ]
+            .into_iter()
+            .fold(0u64, |sum, field| sum.saturating_add(tokens(usage, field))),
             output_tokens: tokens(usage, "output_tokens"),
+            cache_read_tokens: tokens(usage, "cache_read_input_tokens"),
+            cache_write_tokens: tokens(usage, "cache_creation_input_tokens"),
             subtask_request,
             model: reply
                 .get("model")
@@ -204,5 +219,63 @@ impl Anthropic {
             truncated: reply.get("stop_reason").and_then(Value::as_str) == Some("max_tokens"),
             ..LlmReply::default()
         })
+    }
+}
+
+/// The system text as the API's text blocks, static first (DESIGN §15): the task's system
+/// prompt, the memory system's context, the session's system messages, then the schema
+/// when `shape` describes it. The system prompt's block and the context's carry
+/// `cache_control` when the prompt up to and including them (the tools first, as the API
+/// reads a request) is long enough for `model` to cache; a shorter prefix would not be
+/// cached, so it is not marked. Empty or blank texts have no block (the API refuses
+/// them).
+fn system_blocks(
+    model: &str,
+    req: &LlmRequest,
+    tools: Option<&Value>,
+    session: Vec<String>,
+    shape: &Shape,
+) -> Vec<Value> {
+    let least = min_cache_tokens(model);
+    let mut prefix = tools.map_or(0, |t| t.to_string().chars().count());
+    let mut blocks = Vec::new();
+    let blank = |t: &String| t.trim().is_empty();
+    for text in system_parts(req).into_iter().flatten() {
+        if blank(&text) {
+            continue;
+        }
+        prefix += text.chars().count();
+        let mut block = json!({"type": "text", "text": text});
+        if estimated_tokens(prefix) >= least {
+            block["cache_control"] = json!({"type": "ephemeral"});
+        }
+        blocks.push(block);
+    }
+    // Never marked: the session's system messages change from turn to turn, and the
+    // schema stays last, where prompt mode has always put it.
+    let rest = session.into_iter().chain(shape.instruction());
+    for text in rest.filter(|t| !blank(t)) {
+        blocks.push(json!({"type": "text", "text": text}));
+    }
+    blocks
+}
+
+/// The shortest prompt prefix, in tokens, that `model` caches, as Anthropic's prompt
+/// caching documentation lists them ("Cache limitations"): 4096 for Claude Opus 4.6,
+/// Opus 4.5 and Haiku 4.5; 2048 for Claude Haiku 3.5 and Haiku 3; 1024 for the others
+/// (Sonnet 4.6, 4.5, 4 and 3.7, Opus 4.1 and 4). A model the list does not name gets
+/// 1024: marking a prefix too short to cache costs nothing, leaving a cacheable one
+/// unmarked costs its caching. Names are matched as Anthropic, Bedrock, Vertex and
+/// OpenRouter spell them (`claude-haiku-4-5-20251001`, `claude-3-5-haiku@20241022`,
+/// `anthropic/claude-opus-4.5`).
+fn min_cache_tokens(model: &str) -> u64 {
+    let name = model.to_ascii_lowercase().replace('.', "-");
+    let named = |families: &[&str]| families.iter().any(|f| name.contains(f));
+    if named(&["opus-4-5", "opus-4-6", "haiku-4-5"]) {
+        4096
+    } else if named(&["claude-3-haiku", "claude-3-5-haiku"]) {
+        2048
+    } else {
+        1024
     }
 }

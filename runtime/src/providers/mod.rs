@@ -220,12 +220,14 @@ fn explain_unsupported(mut e: HostError, req: &LlmRequest) -> HostError {
     e
 }
 
-/// The system text: the system prompt, then the memory system's context when there is one.
+/// The system text: the system prompt, then the memory system's context when there is one
+/// (the [`system_parts`] joined by a blank line).
 fn system_text(req: &LlmRequest) -> String {
-    match (req.system_prompt.is_empty(), req.context.is_empty()) {
-        (_, true) => req.system_prompt.clone(),
-        (true, false) => format!("Context:\n{}", req.context),
-        (false, false) => format!("{}\n\nContext:\n{}", req.system_prompt, req.context),
+    let [prompt, context] = system_parts(req);
+    match (prompt, context) {
+        (Some(prompt), Some(context)) => format!("{prompt}\n\n{context}"),
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => String::new(),
     }
 }
 
@@ -443,11 +445,12 @@ impl fmt::Debug for Transport {
     }
 }
 
-/// Token counts from a reply's `usage`; a server that reports none (some local ones)
-/// counts as zero rather than failing the run.
+/// Token counts from a reply's `usage`; `field` is a name, or a path of names joined by
+/// `/` (`prompt_tokens_details/cached_tokens`). A server that reports none (some local
+/// ones), or reports `null`, counts as zero rather than failing the run.
 fn tokens(usage: Option<&Value>, field: &str) -> u64 {
     usage
-        .and_then(|u| u.get(field))
+        .and_then(|u| field.split('/').try_fold(u, |v, name| v.get(name)))
         .and_then(Value::as_u64)
         .unwrap_or(0)
 }
@@ -486,4 +489,22 @@ async fn read_body(mut response: reqwest::Response, cap: usize) -> Result<Body, 
         bytes.extend_from_slice(&chunk);
     }
     Ok(Body::Whole(bytes))
+}
+
+/// The parts of the system text, static first: the task's system prompt, then the memory
+/// system's context as `Context:\n...`; each only when it is not empty. The system prompt
+/// is the same for every call of a task, so it leads, and a provider's prompt cache can
+/// keep it (and the context after it) as a prefix.
+fn system_parts(req: &LlmRequest) -> [Option<String>; 2] {
+    let prompt = Some(req.system_prompt.clone()).filter(|p| !p.is_empty());
+    let context = Some(&req.context)
+        .filter(|c| !c.is_empty())
+        .map(|c| format!("Context:\n{c}"));
+    [prompt, context]
+}
+
+/// Tokens in `chars` characters of prompt, estimated at 4 characters a token, rounded up
+/// (DESIGN §15): close enough for deciding what to ask a provider to cache.
+fn estimated_tokens(chars: usize) -> u64 {
+    chars.div_ceil(4) as u64
 }

@@ -43,6 +43,9 @@ impl OpenAi {
     /// is `response_format` with a strict JSON schema (which the spawning tool can go
     /// with: the model either calls it or answers in the schema).
     fn body_shaped(&self, req: &LlmRequest, shape: &Shape) -> Value {
+        // Static text first, so that the prefix OpenAI caches on its own is as long as it
+        // can be: the system message (the system prompt, then the context, then any
+        // schema), then the conversation.
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
         let system = shape.system(system_text(req));
         if !system.is_empty() {
@@ -149,8 +152,10 @@ impl OpenAi {
         let finish = reply.pointer("/choices/0/finish_reason");
         Ok(LlmReply {
             content,
+            // `prompt_tokens` counts the cached ones too.
             input_tokens: tokens(usage, "prompt_tokens"),
             output_tokens: tokens(usage, "completion_tokens"),
+            cache_read_tokens: tokens(usage, "prompt_tokens_details/cached_tokens"),
             subtask_request,
             model: reply
                 .get("model")

@@ -2,6 +2,7 @@
 //! contacted). Most tests run the same scenario against both adapters at once.
 
 mod bounds;
+mod caching;
 mod faults;
 use crate::support::http;
 mod openai_spec;
@@ -263,7 +264,12 @@ async fn an_anthropic_request_carries_model_system_context_messages_tool_and_key
     let expected = json!({
         "model": "claude-3-5-haiku-latest",
         "max_tokens": 4096,
-        "system": format!("{SYSTEM}\n\nAnswer in English."),
+        // Static text first: the system prompt, the context, then the session's.
+        "system": [
+            {"type": "text", "text": "You are terse."},
+            {"type": "text", "text": "Context:\nnotes.txt: v2 ships on Friday."},
+            {"type": "text", "text": "Answer in English."},
+        ],
         "messages": conversation(),
         "tools": [tool],
     });

@@ -48,13 +48,22 @@ fn described(ty: &Type) -> String {
     )
 }
 
-/// The system text a body carries, whichever API it is for.
+/// The system text a body carries, whichever API it is for (Anthropic's text blocks
+/// joined as one text).
 fn system_of(api: Api, body: &Value) -> String {
-    let text = match api {
-        Api::OpenAi => &body["messages"][0]["content"],
-        Api::Anthropic => &body["system"],
-    };
-    text.as_str().unwrap_or_default().to_string()
+    match api {
+        Api::OpenAi => body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        Api::Anthropic => body["system"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+    }
 }
 
 /// An Anthropic reply that answers through the tool `name`.
