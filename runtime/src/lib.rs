@@ -9,5 +9,6 @@ pub mod driver;
 pub mod host;
 pub mod journal;
 pub mod observe;
+pub mod prices;
 pub mod providers;
 pub mod script;
