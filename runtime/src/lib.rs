@@ -3,11 +3,13 @@
 //! context), drives runs to their end, keeps the journal and cassettes, and reports
 //! progress. The `tvm` binary is its front end.
 
+pub mod cache;
 pub mod cassette;
 pub mod context;
 pub mod driver;
 pub mod host;
 pub mod journal;
 pub mod observe;
+pub mod prices;
 pub mod providers;
 pub mod script;
