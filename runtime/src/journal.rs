@@ -78,6 +78,13 @@ pub struct Header {
     /// `--json-mode` (or `TVM_JSON_MODE`) as the run resolved it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_mode: Option<String>,
+    /// `--max-cost`, in picodollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<PathBuf>,
 }
 
 /// One event of the run.

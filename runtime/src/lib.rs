@@ -9,6 +9,7 @@ pub mod context;
 pub mod driver;
 pub mod host;
 pub mod journal;
+pub mod ledger;
 pub mod observe;
 pub mod prices;
 pub mod providers;

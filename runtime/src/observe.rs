@@ -76,6 +76,14 @@ fn describe(request: &HostRequest, reply: &HostReply) -> Value {
                 "ok"
             });
             line["tokens"] = json!({"input": r.input_tokens, "output": r.output_tokens});
+            if r.cache_read_tokens + r.cache_write_tokens > 0 {
+                line["tokens"]["cacheRead"] = json!(r.cache_read_tokens);
+                line["tokens"]["cacheWrite"] = json!(r.cache_write_tokens);
+            }
+            line["costUsd"] = json!(r.cost.map(crate::prices::usd));
+            if r.cached {
+                line["cached"] = json!(true);
+            }
             if r.truncated {
                 line["truncated"] = json!(true);
             }
@@ -100,6 +108,9 @@ pub struct Progress {
     done: AtomicU64,
     in_flight: AtomicU64,
     tokens: AtomicU64,
+    /// Picodollars of the calls done, and how many had no price.
+    cost: AtomicU64,
+    unpriced: AtomicU64,
 }
 
 impl Progress {
@@ -118,6 +129,8 @@ impl Progress {
             done: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
+            cost: AtomicU64::new(0),
+            unpriced: AtomicU64::new(0),
         }
     }
 
@@ -132,6 +145,10 @@ impl Progress {
         if let HostReply::Llm(Ok(r)) = reply {
             self.tokens
                 .fetch_add(r.input_tokens + r.output_tokens, Ordering::SeqCst);
+            match r.cost {
+                Some(c) => self.cost.fetch_add(c, Ordering::SeqCst),
+                None => self.unpriced.fetch_add(1, Ordering::SeqCst),
+            };
         }
         self.show();
     }
@@ -142,8 +159,16 @@ impl Progress {
             self.in_flight.load(Ordering::SeqCst),
             self.tokens.load(Ordering::SeqCst),
         );
-        self.bar
-            .set_message(format!("{d} calls done · {f} in flight · {t} tokens"));
+        let cost = crate::ledger::dollars(self.cost.load(Ordering::SeqCst));
+        // A model without a price makes the sum a lower bound, and it says so.
+        let more = if self.unpriced.load(Ordering::SeqCst) > 0 {
+            "+?"
+        } else {
+            ""
+        };
+        self.bar.set_message(format!(
+            "{d} calls done · {f} in flight · {t} tokens · ${cost}{more}"
+        ));
     }
 
     /// Prints a line on stderr without garbling the progress line.

@@ -248,6 +248,9 @@ fn header() -> Header {
         sampling: None,
         force_model: None,
         json_mode: None,
+        max_cost: None,
+        prices: None,
+        cache: None,
     }
 }
 

@@ -7,6 +7,7 @@ mod cli;
 mod cli_bounds;
 mod context;
 mod context_bounds;
+mod cost;
 mod each;
 mod first_run;
 mod journal;

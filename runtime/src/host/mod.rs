@@ -1,6 +1,7 @@
 //! The runtime's side of host calls: the async form of the machine's [`Host`] and the
 //! host that really answers them ([`RunHost`]).
 
+mod cost;
 mod run;
 
 pub use run::{relevant_subset, Choice, RunHost, NO_PROVIDER};

@@ -5,9 +5,11 @@
 use crate::cassette::{Cassette, Recorder};
 use crate::context::Assembler;
 use crate::host::AsyncHost;
+use crate::ledger::{Ledger, BUDGET_MAX_TOKENS};
 use crate::observe::{Progress, Trace};
 use crate::providers::{Anthropic, OpenAi, Settings};
 use crate::script::ScriptRunner;
+use std::sync::Arc;
 use std::sync::Mutex;
 use tv_stdlib::models::{parse_model, Provider};
 use tv_vm::bundle::{Inherit, ModelSettings};
@@ -59,8 +61,10 @@ pub struct RunHost {
     pub progress: Option<Progress>,
     /// Files and workspace excerpts for each LLM call.
     pub context: Assembler,
-    openai: Option<OpenAi>,
-    anthropic: Option<Anthropic>,
+    /// Prices, `--max-cost` and `--cache`, shared with the adapters.
+    pub ledger: Option<Arc<Ledger>>,
+    pub(super) openai: Option<OpenAi>,
+    pub(super) anthropic: Option<Anthropic>,
     scripts: ScriptRunner,
     /// Why an LLM call found no usable provider, the first time one did not.
     unconfigured: Mutex<Option<String>>,
@@ -78,6 +82,7 @@ impl RunHost {
         default: Option<Choice>,
         tune: impl Fn(&mut Settings),
         scripts: ScriptRunner,
+        ledger: Option<Arc<Ledger>>,
     ) -> Result<RunHost, String> {
         let openai = usable(
             Settings::openai_from_env(),
@@ -86,7 +91,8 @@ impl RunHost {
             &tune,
         )
         .map(OpenAi::new)
-        .transpose()?;
+        .transpose()?
+        .map(|a| a.with_ledger(ledger.clone()));
         let anthropic = usable(
             Settings::anthropic_from_env(),
             "ANTHROPIC_API_KEY",
@@ -94,9 +100,11 @@ impl RunHost {
             &tune,
         )
         .map(Anthropic::new)
-        .transpose()?;
+        .transpose()?
+        .map(|a| a.with_ledger(ledger.clone()));
         let mut host = RunHost::with_adapters(Choice::Echo, openai, anthropic, scripts);
         host.default = default;
+        host.ledger = ledger;
         Ok(host)
     }
 
@@ -116,6 +124,7 @@ impl RunHost {
             trace: None,
             progress: None,
             context: Assembler::default(),
+            ledger: None,
             openai,
             anthropic,
             scripts,
@@ -141,7 +150,7 @@ impl RunHost {
         self.unconfigured.lock().ok().and_then(|u| u.clone())
     }
 
-    fn choose(&self, r: &LlmRequest) -> Option<Choice> {
+    pub(super) fn choose(&self, r: &LlmRequest) -> Option<Choice> {
         if matches!(self.default, Some(Choice::Echo | Choice::Replay)) {
             return self.default;
         }
@@ -154,13 +163,18 @@ impl RunHost {
         named.or(prefixed).map(Choice::Remote).or(self.default)
     }
 
-    /// The request as it is sent: `--force-model` and the run's default settings applied.
-    fn prepare(&self, r: &LlmRequest) -> LlmRequest {
+    /// The request as it is sent: `--force-model` and the run's default settings
+    /// applied, and under `--max-cost` an output limit, so that its worst case is bounded.
+    pub(super) fn prepare(&self, r: &LlmRequest) -> LlmRequest {
         let mut sent = r.clone();
         if let Some(m) = &self.force_model {
             sent.model = Some(m.clone());
         }
         sent.settings = r.settings.or(&self.defaults);
+        let budgeted = self.ledger.as_ref().is_some_and(|l| l.budget.is_some());
+        if budgeted && sent.settings.max_tokens.is_none() {
+            sent.settings.max_tokens = Some(BUDGET_MAX_TOKENS);
+        }
         sent
     }
 

@@ -23,6 +23,9 @@ fn header() -> Header {
         }),
         force_model: Some("openai:local".into()),
         json_mode: Some("prompt".into()),
+        max_cost: None,
+        prices: None,
+        cache: None,
     }
 }
 

@@ -49,6 +49,12 @@ impl Anthropic {
         &self.transport.settings
     }
 
+    /// Counts this adapter's calls against `ledger`: prices, budget, reply cache.
+    pub fn with_ledger(mut self, ledger: Option<std::sync::Arc<crate::ledger::Ledger>>) -> Self {
+        self.transport.ledger = ledger;
+        self
+    }
+
     /// The request body for `req` in the run's JSON mode (public so that a recorder can
     /// store what was sent).
     pub fn body(&self, req: &LlmRequest) -> Value {
@@ -131,16 +137,15 @@ impl Anthropic {
         shape: &Shape,
     ) -> Result<LlmReply, HostError> {
         let body = self.body_shaped(req, shape);
-        let reply = self
-            .transport
-            .post("/v1/messages", &body)
-            .await
-            .map_err(|e| super::explain_unsupported(e, req))?;
         let reply_tool = match shape {
             Shape::Native { name, .. } => Some(name.as_str()),
             _ => None,
         };
-        let mut reply = self.read(&reply, reply_tool)?;
+        let mut reply = self
+            .transport
+            .exchange("/v1/messages", &body, |v| self.read(v, reply_tool))
+            .await
+            .map_err(|e| super::explain_unsupported(e, req))?;
         if reply.model.is_empty() {
             reply.model = self.transport.settings.model_for(req);
         }

@@ -15,15 +15,19 @@ pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 pub use structured::JsonMode;
 
+use crate::cache::Lookup;
+use crate::ledger::{worst_case, Ledger, BUDGET_MAX_TOKENS};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use retry::Failure;
 use serde_json::{json, Value};
 use std::fmt;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use tv_vm::host::{HostError, LlmRequest};
-use tv_vm::result::Reason;
+use tv_stdlib::models::Provider;
+use tv_vm::host::{HostError, LlmReply, LlmRequest};
+use tv_vm::result::{Reason, Resource};
 
 /// The name of the tool through which a model asks for a subtask.
 pub const SPAWN_SUBTASK: &str = "spawn_subtask";
@@ -246,6 +250,9 @@ struct Transport {
     /// Set once the server refused the native structured-output field: every later call
     /// of the run describes its schema in the prompt.
     prompt_only: AtomicBool,
+    /// Prices, the cost budget and the reply cache; without one, replies have no cost
+    /// and nothing is cached.
+    ledger: Option<Arc<Ledger>>,
 }
 
 impl Transport {
@@ -294,7 +301,132 @@ impl Transport {
             key_var,
             headers: map,
             prompt_only: AtomicBool::new(false),
+            ledger: None,
         })
+    }
+
+    /// Sends `body` to `{base_url}{path}` and reads the reply with `read`, through the
+    /// ledger: a reply the cache holds is not sent for; otherwise the call's worst case
+    /// is reserved from the budget first (it is not sent when that does not fit), and
+    /// its real cost is settled and the reply stored once it is in.
+    async fn exchange(
+        &self,
+        path: &str,
+        body: &Value,
+        read: impl Fn(&Value) -> Result<LlmReply, HostError>,
+    ) -> Result<LlmReply, HostError> {
+        let Some(ledger) = &self.ledger else {
+            return read(&self.post(path, body).await?);
+        };
+        let model = body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let price = Provider::parse(self.provider).and_then(|p| ledger.prices.get(p, model));
+        let mut warnings = Vec::new();
+        let key = ledger.cache.as_ref().map(|cache| {
+            // What identifies the request: where it goes and what it says, never the
+            // headers (the key is in them).
+            let request =
+                json!({"provider": self.provider, "url": self.endpoint(path), "body": body});
+            (cache, cache.key(&request))
+        });
+        if let Some((cache, key)) = &key {
+            match cache.get(key) {
+                Lookup::Hit(stored) => match read(&stored) {
+                    Ok(reply) => {
+                        return Ok(LlmReply {
+                            cost: Some(0),
+                            cached: true,
+                            ..reply
+                        })
+                    }
+                    Err(e) => warnings.push(format!(
+                        "the cached reply {} cannot be read ({}); asking the provider again",
+                        key.as_str(),
+                        e.message
+                    )),
+                },
+                Lookup::Damaged(why) => warnings.push(why),
+                Lookup::Miss => {}
+            }
+        }
+        let reservation = match (&ledger.budget, price) {
+            (None, _) => None,
+            (Some(budget), Some(price)) => {
+                let text = body.to_string();
+                let max_tokens = body
+                    .get("max_tokens")
+                    .or(body.get("max_completion_tokens"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(BUDGET_MAX_TOKENS);
+                let worst = worst_case(price, &text, max_tokens);
+                Some((budget, budget.reserve(worst, &format!("a call to `{model}`"))?))
+            }
+            // Every model was checked for a price before the run started; one met only
+            // now (a subtask's) is refused rather than run at an unknown cost.
+            (Some(budget), None) => {
+                return Err(HostError::exhausted(
+                    Resource::Cost,
+                    format!("`{}:{model}` has no price, so a call to it cannot be kept within --max-cost; add its price with --prices FILE", self.provider),
+                    0,
+                    budget.limit() / 1_000_000,
+                ))
+            }
+        };
+        let raw = match self.post(path, body).await {
+            Ok(raw) => raw,
+            Err(e) => {
+                if let Some((budget, r)) = reservation {
+                    budget.release(r);
+                }
+                return Err(e);
+            }
+        };
+        let reply = read(&raw);
+        let cost = reply.as_ref().ok().and_then(|r| {
+            price.map(|p| {
+                p.cost(
+                    r.input_tokens,
+                    r.output_tokens,
+                    r.cache_read_tokens,
+                    r.cache_write_tokens,
+                )
+            })
+        });
+        if let Some((budget, r)) = reservation {
+            // A reply that cannot be read was still paid for: its worst case stays spent.
+            match cost {
+                Some(c) => budget.settle(r, c),
+                None => {
+                    let worst = r.worst();
+                    budget.settle(r, worst)
+                }
+            }
+        }
+        let mut reply = reply?;
+        reply.cost = cost;
+        if let Some((cache, key)) = &key {
+            if let Err(e) = cache.put(key, &raw) {
+                warnings.push(format!("the reply could not be cached: {e}"));
+            }
+        }
+        reply.warnings.extend(warnings);
+        Ok(reply)
+    }
+
+    /// The URL a request goes to, without credentials a base URL may carry.
+    fn endpoint(&self, path: &str) -> String {
+        let url = format!("{}{path}", self.settings.base_url);
+        match reqwest::Url::parse(&url) {
+            Ok(mut u) => {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.set_query(None);
+                u.to_string()
+            }
+            Err(_) => url,
+        }
     }
 
     /// POSTs `body` to `{base_url}{path}` and returns the JSON of a successful reply.

@@ -33,6 +33,12 @@ impl OpenAi {
         &self.transport.settings
     }
 
+    /// Counts this adapter's calls against `ledger`: prices, budget, reply cache.
+    pub fn with_ledger(mut self, ledger: Option<std::sync::Arc<crate::ledger::Ledger>>) -> Self {
+        self.transport.ledger = ledger;
+        self
+    }
+
     /// The request body for `req` in the run's JSON mode (public so that a recorder can
     /// store what was sent).
     pub fn body(&self, req: &LlmRequest) -> Value {
@@ -107,12 +113,12 @@ impl OpenAi {
         req: &LlmRequest,
         shape: &Shape,
     ) -> Result<LlmReply, HostError> {
-        let reply = self
+        let body = self.body_shaped(req, shape);
+        let mut reply = self
             .transport
-            .post("/chat/completions", &self.body_shaped(req, shape))
+            .exchange("/chat/completions", &body, |v| self.read(v))
             .await
             .map_err(|e| super::explain_unsupported(e, req))?;
-        let mut reply = self.read(&reply)?;
         if reply.model.is_empty() {
             reply.model = self.transport.settings.model_for(req);
         }

@@ -53,6 +53,7 @@ pub fn tvm(args: &[&str]) -> std::process::Command {
         "TVM_PROVIDER",
         "TVM_MODEL",
         "TVM_JSON_MODE",
+        "TVM_CACHE",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
         "ANTHROPIC_API_KEY",

@@ -133,6 +133,7 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
     let host = host(choice, &args.host)?;
+    priced(&host, &bundle)?;
     let mut limits = args.limits.limits();
     // A map runs as many bodies at once as the provider takes calls, unless it says.
     limits.concurrency = args.host.calls().0;
@@ -167,6 +168,9 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
                 sampling: Some(args.host.sampling()),
                 force_model: args.host.force_model.clone(),
                 json_mode: Some(args.host.json_mode()?.as_str().to_string()),
+                max_cost: args.host.max_cost,
+                prices: args.host.prices.clone(),
+                cache: args.host.cache_dir(),
             };
             Some(Journal::create(path, &header)?)
         }
@@ -230,7 +234,13 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     args.host.seed = args.host.seed.or(sampling.seed);
     args.host.force_model = args.host.force_model.take().or(header.force_model);
     args.host.json_mode = args.host.json_mode.take().or(header.json_mode);
+    args.host.max_cost = args.host.max_cost.or(header.max_cost);
+    args.host.prices = args.host.prices.take().or(header.prices);
+    if !args.host.no_cache {
+        args.host.cache = args.host.cache.take().or(header.cache);
+    }
     let host = host(choice, &args.host)?;
+    priced(&host, &bundle)?;
     let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
     let (replayed, made) = journal.counts();
     let bodies = match journal.bodies_replayed() {
@@ -277,6 +287,26 @@ fn execute(
     let text = serde_json::to_string_pretty(&result).unwrap_or_default();
     output::print(&format!("{text}\n"))?;
     Ok(code)
+}
+
+/// Under `--max-cost`, every model the run may call has a price: a usage error before
+/// anything runs otherwise (DESIGN §15).
+fn priced(host: &RunHost, bundle: &Bundle) -> Result<(), String> {
+    let budgeted = host.ledger.as_ref().is_some_and(|l| l.budget.is_some());
+    let missing = if budgeted {
+        host.unpriced_models(bundle)
+    } else {
+        Vec::new()
+    };
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "--max-cost needs the price of every model the run may call, and the price table has none for {}; \
+         add them with --prices FILE (JSON: {{\"models\": {{\"{}\": {{\"input\": USD_PER_MILLION, \"output\": USD_PER_MILLION}}}}}})",
+        missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "),
+        missing[0]
+    ))
 }
 
 fn pick_entry(bundle: &Bundle, name: Option<&str>) -> Result<u32, String> {

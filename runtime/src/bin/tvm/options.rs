@@ -3,10 +3,14 @@
 
 use clap::Args;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+use tv_runtime::cache::ReplyCache;
 use tv_runtime::cassette::{Cassette, Recorder};
 use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::ledger::{CostBudget, Ledger};
 use tv_runtime::observe::{Progress, Trace};
+use tv_runtime::prices::{self, Prices};
 use tv_runtime::providers::{self, JsonMode, Settings};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::ModelSettings;
@@ -76,6 +80,23 @@ pub struct HostArgs {
     /// $TVM_JSON_MODE, else native).
     #[arg(long, value_name = "MODE", value_parser = ["native", "prompt"])]
     pub json_mode: Option<String>,
+    /// Prices that add to or replace entries of the built-in table: JSON of the same
+    /// shape, `{"models": {"openai:gpt-4o-mini": {"input": 0.15, "output": 0.6}}}`, in
+    /// USD per million tokens.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+    /// The most the run may spend on LLM calls, in US dollars: each call reserves its
+    /// worst case before it is sent, and one that does not fit fails its task with
+    /// RESOURCE_EXHAUSTION `cost` instead. Every model the run may call needs a price.
+    #[arg(long, value_name = "USD", value_parser = prices::parse_usd)]
+    pub max_cost: Option<u64>,
+    /// Keep every reply in this folder and answer a request asked before from it,
+    /// without sending it (default: $TVM_CACHE).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// Use no reply cache, even with $TVM_CACHE set.
+    #[arg(long, conflicts_with = "cache")]
+    pub no_cache: bool,
 }
 
 fn temperature(s: &str) -> Result<f64, String> {
@@ -124,6 +145,35 @@ impl HostArgs {
                 .ok_or_else(|| format!("TVM_JSON_MODE is `{m}`; it must be native or prompt")),
             _ => Ok(JsonMode::Native),
         }
+    }
+
+    /// `--cache`, else `TVM_CACHE`, unless `--no-cache`.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        self.cache.clone().or_else(|| {
+            std::env::var_os("TVM_CACHE")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+
+    /// Prices, the budget and the cache the run's calls are counted against.
+    pub fn ledger(&self) -> Result<Ledger, String> {
+        let mut prices = Prices::builtin();
+        if let Some(path) = &self.prices {
+            prices.extend_from_file(path)?;
+        }
+        let cache = self
+            .cache_dir()
+            .map(|dir| ReplyCache::open(&dir))
+            .transpose()?;
+        Ok(Ledger {
+            prices,
+            budget: self.max_cost.map(CostBudget::new),
+            cache,
+        })
     }
 
     /// The LLM call settings: those given, else the defaults.
@@ -224,7 +274,8 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
         s.request_timeout = timeout;
         s.max_reply_bytes = max_reply_bytes;
     };
-    let mut host = RunHost::new(choice, tune, ScriptRunner::default())?;
+    let ledger = Some(Arc::new(a.ledger()?));
+    let mut host = RunHost::new(choice, tune, ScriptRunner::default(), ledger)?;
     host.defaults = a.sampling();
     if let Some(m) = &a.force_model {
         tv_stdlib::models::parse_model(m)

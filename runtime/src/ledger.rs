@@ -1,0 +1,184 @@
+//! What the providers' calls are counted against (DESIGN §15): the price table that
+//! gives each reply its cost, the `--max-cost` budget that every call reserves its
+//! worst case from before it is sent, and the `--cache` of replies already paid for.
+//!
+//! The budget is one atomic counter of picodollars committed (spent, plus reserved by
+//! calls in flight). A call reserves its worst case with one compare-and-swap, so two
+//! concurrent calls can never both fit where only one does; once its reply is in, the
+//! reservation is settled at the real cost and the rest given back. A call whose
+//! reservation does not fit is never sent, so the run never spends more than its
+//! budget while each reply's cost stays within its worst case, which holds whenever
+//! the provider counts at most one input token per 4 ASCII characters or per other
+//! character (see [`estimate_tokens`]) and honours `max_tokens`.
+
+use crate::cache::ReplyCache;
+use crate::prices::{usd, Price, Prices};
+use std::sync::atomic::{AtomicU64, Ordering};
+use tv_vm::host::HostError;
+use tv_vm::result::Resource;
+
+/// The output limit sent under a budget when none is in force, so that a call's worst
+/// case is bounded (DESIGN §15).
+pub const BUDGET_MAX_TOKENS: u64 = 4096;
+
+/// Prices, the budget and the reply cache, shared by the run's adapters.
+#[derive(Default)]
+pub struct Ledger {
+    pub prices: Prices,
+    pub budget: Option<CostBudget>,
+    pub cache: Option<ReplyCache>,
+}
+
+impl Default for Prices {
+    fn default() -> Prices {
+        Prices::builtin()
+    }
+}
+
+/// A run's `--max-cost`, in picodollars.
+#[derive(Debug)]
+pub struct CostBudget {
+    limit: u64,
+    /// Spent, plus the worst cases of the calls in flight.
+    committed: AtomicU64,
+    /// Spent only.
+    spent: AtomicU64,
+}
+
+/// A call's part of the budget, held while the call is in flight.
+#[derive(Debug)]
+#[must_use = "a reservation is settled or released"]
+pub struct Reservation {
+    worst: u64,
+}
+
+impl Reservation {
+    /// The worst case reserved, in picodollars.
+    pub fn worst(&self) -> u64 {
+        self.worst
+    }
+}
+
+impl CostBudget {
+    pub fn new(limit: u64) -> CostBudget {
+        CostBudget {
+            limit,
+            committed: AtomicU64::new(0),
+            spent: AtomicU64::new(0),
+        }
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    pub fn spent(&self) -> u64 {
+        self.spent.load(Ordering::SeqCst)
+    }
+
+    /// Reserves `worst` picodollars, unless that would commit more than the limit:
+    /// then nothing is reserved and the error says what the call would have needed.
+    pub fn reserve(&self, worst: u64, what: &str) -> Result<Reservation, HostError> {
+        let fits = self
+            .committed
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
+                c.checked_add(worst).filter(|&after| after <= self.limit)
+            });
+        match fits {
+            Ok(_) => Ok(Reservation { worst }),
+            Err(committed) => Err(HostError::exhausted(
+                Resource::Cost,
+                format!(
+                    "{what} was not sent: its worst case of ${} does not fit in what is left of the \
+                     budget (--max-cost ${}: ${} spent or reserved by calls in flight); metrics are \
+                     in microdollars",
+                    dollars(worst),
+                    dollars(self.limit),
+                    dollars(committed),
+                ),
+                micro(committed.saturating_add(worst)),
+                micro(self.limit),
+            )),
+        }
+    }
+
+    /// The call cost `actual`: it is spent and the rest of its reservation given back.
+    pub fn settle(&self, r: Reservation, actual: u64) {
+        self.spent.fetch_add(actual, Ordering::SeqCst);
+        let _ = self
+            .committed
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
+                Some(c.saturating_sub(r.worst).saturating_add(actual))
+            });
+    }
+
+    /// The call was not answered: its reservation is given back whole.
+    pub fn release(&self, r: Reservation) {
+        self.settle(r, 0);
+    }
+}
+
+/// Tokens a request text may take at most, as the budget counts them: 4 ASCII
+/// characters a token, rounded up (DESIGN §15), and one token for every other
+/// character, since text outside ASCII takes a token for every one or two characters.
+pub fn estimate_tokens(text: &str) -> u64 {
+    let (ascii, other) = text.chars().fold((0u64, 0u64), |(a, o), c| {
+        if c.is_ascii() {
+            (a + 1, o)
+        } else {
+            (a, o + 1)
+        }
+    });
+    ascii.div_ceil(4) + other
+}
+
+/// The worst case of one call: its whole body counted as input (so every message,
+/// tool and schema is in), and `max_tokens` of output.
+pub fn worst_case(price: &Price, body_text: &str, max_tokens: u64) -> u64 {
+    price.worst_case(estimate_tokens(body_text), max_tokens)
+}
+
+fn micro(picodollars: u64) -> u64 {
+    picodollars / 1_000_000
+}
+
+/// Dollars for a message: enough digits to tell small amounts apart.
+pub fn dollars(picodollars: u64) -> String {
+    let d = usd(picodollars);
+    if d >= 1.0 {
+        format!("{d:.2}")
+    } else {
+        format!("{d:.6}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reservation_that_does_not_fit_is_refused_with_the_cost_resource() {
+        let b = CostBudget::new(1_000);
+        let first = b.reserve(600, "call").unwrap();
+        let refused = b.reserve(500, "task `t`").unwrap_err();
+        let (resource, _) = refused.exhausted.unwrap();
+        assert_eq!(resource, Resource::Cost);
+        assert!(
+            refused.message.contains("task `t` was not sent"),
+            "{}",
+            refused.message
+        );
+        b.settle(first, 100);
+        assert_eq!(b.spent(), 100);
+        // What the first call did not use is free again.
+        b.reserve(900, "call").map(|r| b.release(r)).unwrap();
+    }
+
+    #[test]
+    fn text_outside_ascii_counts_a_token_a_character() {
+        assert_eq!(estimate_tokens("abcd"), 1);
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens("日本語"), 3);
+        assert_eq!(estimate_tokens(""), 0);
+    }
+}
