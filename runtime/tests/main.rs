@@ -3,6 +3,7 @@
 
 mod support;
 
+mod cache;
 mod cli;
 mod cli_bounds;
 mod context;
