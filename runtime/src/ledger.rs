@@ -90,8 +90,9 @@ impl CostBudget {
                 Resource::Cost,
                 format!(
                     "{what} was not sent: its worst case of ${} does not fit in what is left of the \
-                     budget (--max-cost ${}: ${} spent or reserved by calls in flight); metrics are \
-                     in microdollars",
+                     budget (--max-cost ${}: ${} spent or reserved by calls in flight); a lower \
+                     max_tokens (the task's `<model max_tokens>` or --max-output-tokens) lowers \
+                     the worst case",
                     dollars(worst),
                     dollars(self.limit),
                     dollars(committed),
@@ -142,13 +143,18 @@ fn micro(picodollars: u64) -> u64 {
     picodollars / 1_000_000
 }
 
-/// Dollars for a message: enough digits to tell small amounts apart.
+/// Dollars for a message: cents at least, and enough digits to tell small amounts
+/// apart (`0.01`, `0.002461`, `12.50`).
 pub fn dollars(picodollars: u64) -> String {
     let d = usd(picodollars);
     if d >= 1.0 {
-        format!("{d:.2}")
-    } else {
-        format!("{d:.6}")
+        return format!("{d:.2}");
+    }
+    let text = format!("{d:.6}");
+    let kept = text.trim_end_matches('0');
+    match kept.split_once('.') {
+        Some((_, cents)) if cents.len() < 2 => format!("{d:.2}"),
+        _ => kept.to_string(),
     }
 }
 
@@ -172,6 +178,14 @@ mod tests {
         assert_eq!(b.spent(), 100);
         // What the first call did not use is free again.
         b.reserve(900, "call").map(|r| b.release(r)).unwrap();
+    }
+
+    #[test]
+    fn dollars_show_cents_at_least_and_no_trailing_zeros() {
+        assert_eq!(dollars(10_000_000_000), "0.01");
+        assert_eq!(dollars(2_461_000_000), "0.002461");
+        assert_eq!(dollars(12_500_000_000_000), "12.50");
+        assert_eq!(dollars(0), "0.00");
     }
 
     #[test]

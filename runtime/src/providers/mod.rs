@@ -406,8 +406,17 @@ impl Transport {
         }
         let mut reply = reply?;
         reply.cost = cost;
-        if let Some((cache, key)) = &key {
-            if let Err(e) = cache.put(key, &raw) {
+        if let Some((_, key)) = key {
+            // A put syncs the entry to disk, which takes milliseconds: off the thread
+            // that drives the other calls in flight.
+            let (ledger, key) = (Arc::clone(ledger), key.clone());
+            let stored = tokio::task::spawn_blocking(move || match &ledger.cache {
+                Some(cache) => cache.put(&key, &raw),
+                None => Ok(()),
+            })
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+            if let Err(e) = stored {
                 warnings.push(format!("the reply could not be cached: {e}"));
             }
         }
