@@ -97,7 +97,12 @@ fn a_reply_of_the_wrong_type_is_kept_and_answered_with_the_path_expected_and_got
         json!([{"attempt": 1, "error": "at `$.approved` expected boolean, got string",
                 "path": "$.approved", "expected": "boolean", "got": "string"}])
     );
-    assert_eq!(r["notes"]["tokens"], json!({"input": 201, "output": 21}));
+    let u = &r["notes"]["usage"];
+    assert_eq!(
+        (&u["calls"], &u["inputTokens"], &u["outputTokens"]),
+        (&json!(2), &json!(201), &json!(21)),
+        "{u}"
+    );
 }
 
 #[test]
@@ -128,7 +133,12 @@ fn retries_0_fails_the_first_wrong_reply_without_asking_again() {
     assert_eq!(turns, 1);
     assert_eq!(r["notes"]["error"]["reason"], "output_format_failure");
     assert!(r["notes"].get("attempts").is_none(), "{r}");
-    assert_eq!(r["notes"]["tokens"], json!({"input": 100, "output": 10}));
+    let u = &r["notes"]["usage"];
+    assert_eq!(
+        (&u["calls"], &u["inputTokens"], &u["outputTokens"]),
+        (&json!(1), &json!(100), &json!(10)),
+        "{u}"
+    );
 }
 
 #[test]
@@ -157,7 +167,12 @@ fn when_the_retries_are_spent_the_failure_keeps_the_last_reply_and_every_attempt
             (json!(3), json!("string"))
         ]
     );
-    assert_eq!(r["notes"]["tokens"], json!({"input": 303, "output": 33}));
+    let u = &r["notes"]["usage"];
+    assert_eq!(
+        (&u["calls"], &u["inputTokens"], &u["outputTokens"]),
+        (&json!(3), &json!(303), &json!(33)),
+        "{u}"
+    );
     // The conversation holds every attempt and its feedback.
     let last = &host.requests[2].messages;
     assert_eq!(last.len(), 5);

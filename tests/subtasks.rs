@@ -313,7 +313,7 @@ fn the_parent_receives_the_subtasks_whole_result_as_json_with_its_parsed_content
     assert_eq!(given["parsedContent"], json!({"count": 3}));
     assert_eq!(given["content"], "```json\n{\"count\": 3}\n```");
     assert_eq!(given["criteria"], "Every file is counted once");
-    assert_eq!(given["notes"]["tokens"]["output"], 5);
+    assert_eq!(given["notes"]["usage"]["outputTokens"], 5);
 }
 
 #[test]

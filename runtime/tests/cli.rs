@@ -214,7 +214,8 @@ fn a_run_against_an_openai_compatible_server_sends_the_prompt_and_prints_the_rep
     assert_eq!(code, 0, "{stderr}");
     let r: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(r["content"], "Ship it.");
-    assert_eq!(r["notes"]["tokens"], json!({"input": 7, "output": 3}));
+    assert_eq!(r["notes"]["usage"]["inputTokens"], json!(7));
+    assert_eq!(r["notes"]["usage"]["outputTokens"], json!(3));
     let req = &server.requests()[0];
     assert_eq!(req.path, "/chat/completions");
     assert_eq!(req.header("authorization"), Some("Bearer sk-test-not-real"));

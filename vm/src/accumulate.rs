@@ -85,14 +85,14 @@ fn write_step(out: &mut String, i: usize, r: &Value, full: bool) {
     };
 }
 
-/// A step's notes as the next steps' prompts show them: token counts and usage are for
+/// A step's notes as the next steps' prompts show them: usage and cache marks are for
 /// the people running the workflow, not for the model.
 fn notes_for_prompt(notes: &Value) -> std::borrow::Cow<'_, str> {
     match notes {
-        Value::Object(m) if m.contains_key("tokens") || m.contains_key("usage") => {
+        Value::Object(m) if m.contains_key("usage") || m.contains_key("cached") => {
             let kept: Map<String, Value> = m
                 .iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "tokens" | "usage"))
+                .filter(|(k, _)| !matches!(k.as_str(), "usage" | "cached"))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             std::borrow::Cow::Owned(Value::Object(kept).to_string())
@@ -161,9 +161,9 @@ mod tests {
     }
 
     #[test]
-    fn full_output_context_shows_each_steps_notes_without_its_token_counts() {
+    fn full_output_context_shows_each_steps_notes_without_its_usage() {
         let step = json!({"status": "COMPLETE", "content": "done",
-            "notes": {"tokens": {"input": 812, "output": 90}, "contextFiles": ["a.rs"]}});
+            "notes": {"usage": {"calls": 1, "inputTokens": 812}, "cached": true, "contextFiles": ["a.rs"]}});
         let text = accumulate(&json!([step]), true);
         assert_eq!(
             text,

@@ -1,7 +1,6 @@
 //! Every limit the machine enforces, in one place, with its default.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -114,8 +113,6 @@ pub struct Budget {
     /// budget refused anything, the whole run stops, branches included, rather than
     /// going on without what it could not build.
     refused: AtomicU64,
-    /// The run's calls, tokens and cost, by model (`notes.usage` of the run).
-    spending: Mutex<Spending>,
 }
 
 impl Budget {
@@ -195,11 +192,10 @@ impl Budget {
             .fetch_add(t.input_tokens, Ordering::SeqCst);
         self.output_tokens
             .fetch_add(t.output_tokens, Ordering::SeqCst);
-        self.with_spending(|all| all.add(s));
     }
 
-    /// Counts one answered call (an assistant turn) of `model` and what it used.
-    pub fn spend(&self, model: &str, s: Spent) {
+    /// Counts one answered call (an assistant turn) and its tokens.
+    pub fn spend(&self, s: Spent) {
         self.turns.fetch_add(1, Ordering::SeqCst);
         self.tokens
             .fetch_add(s.input_tokens + s.output_tokens, Ordering::SeqCst);
@@ -207,22 +203,5 @@ impl Budget {
             .fetch_add(s.input_tokens, Ordering::SeqCst);
         self.output_tokens
             .fetch_add(s.output_tokens, Ordering::SeqCst);
-        self.with_spending(|all| all.record(model, s));
-    }
-
-    /// The run's calls, tokens and cost so far, by model.
-    pub fn spending(&self) -> Spending {
-        let mut copy = Spending::default();
-        self.with_spending(|all| copy = all.clone());
-        copy
-    }
-
-    fn with_spending(&self, f: impl FnOnce(&mut Spending)) {
-        // A panic elsewhere while the lock was held leaves the counts as they were.
-        let mut guard = match self.spending.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(&mut guard);
     }
 }

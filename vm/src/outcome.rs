@@ -129,7 +129,8 @@ fn truncated(reply: LlmReply) -> TaskResult {
     r
 }
 
-/// The notes of a reply: the files put into its context, warnings, tokens.
+/// The notes of a reply: the files put into its context, warnings, whether it came from
+/// a cache. (Its usage is added where the session's result is made.)
 fn reply_notes(reply: &LlmReply) -> Map<String, Value> {
     let mut notes = Map::with_capacity(3);
     if !reply.context_files.is_empty() {
@@ -138,10 +139,6 @@ fn reply_notes(reply: &LlmReply) -> Map<String, Value> {
     if !reply.warnings.is_empty() {
         notes.insert("warnings".into(), json!(reply.warnings));
     }
-    let mut tokens = Map::with_capacity(2);
-    tokens.insert("input".into(), reply.input_tokens.into());
-    tokens.insert("output".into(), reply.output_tokens.into());
-    notes.insert("tokens".into(), Value::Object(tokens));
     if reply.cached {
         notes.insert("cached".into(), Value::Bool(true));
     }

@@ -75,7 +75,7 @@ fn a_cut_reply_fails_with_its_text_and_notes_after_the_error() {
     let r = serde_json::to_string(&llm_result(reply, &Output::Text)).expect("written");
     assert_eq!(
         r,
-        r#"{"status":"FAILED","content":"half","notes":{"error":{"type":"RESOURCE_EXHAUSTION","resource":"output","message":"the reply was cut at the output limit of 8 tokens; raise `max_tokens` on the task's `<model>` or `--max-output-tokens`","metrics":{"used":8,"limit":8}},"warnings":["capped"],"tokens":{"input":0,"output":8}}}"#
+        r#"{"status":"FAILED","content":"half","notes":{"error":{"type":"RESOURCE_EXHAUSTION","resource":"output","message":"the reply was cut at the output limit of 8 tokens; raise `max_tokens` on the task's `<model>` or `--max-output-tokens`","metrics":{"used":8,"limit":8}},"warnings":["capped"]}}"#
     );
 }
 

@@ -287,7 +287,46 @@ impl TryFrom<Value> for TaskResult {
     type Error = serde_json::Error;
 
     fn try_from(v: Value) -> Result<TaskResult, Self::Error> {
-        serde_json::from_value(v)
+        // The parts are moved out when the value has a result's shape: serde would
+        // buffer every note (`notes` is flattened) and copy it again. Anything else
+        // goes through serde, for its error.
+        let Value::Object(mut m) = v else {
+            return serde_json::from_value(v);
+        };
+        let shaped = matches!(m.get("content"), Some(Value::String(_)))
+            && matches!(m.get("notes"), Some(Value::Object(_)))
+            && matches!(
+                m.get("criteria"),
+                None | Some(Value::String(_) | Value::Null)
+            );
+        let status = m.get("status").map(Status::deserialize);
+        let (true, Some(Ok(status))) = (shaped, status) else {
+            return serde_json::from_value(Value::Object(m));
+        };
+        let error = match m.get("notes").and_then(|n| n.get("error")) {
+            Some(e) => Some(Box::new(TaskError::deserialize(e)?)),
+            None => None,
+        };
+        // Both were checked above; the defaults are never taken.
+        let content = match m.remove("content") {
+            Some(Value::String(c)) => c,
+            _ => String::new(),
+        };
+        let mut other = match m.remove("notes") {
+            Some(Value::Object(o)) => o,
+            _ => Map::new(),
+        };
+        other.shift_remove("error");
+        Ok(TaskResult {
+            status,
+            content,
+            notes: Notes { error, other },
+            parsed_content: m.remove("parsedContent"),
+            criteria: match m.remove("criteria") {
+                Some(Value::String(c)) => Some(c),
+                _ => None,
+            },
+        })
     }
 }
 

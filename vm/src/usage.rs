@@ -13,7 +13,8 @@
 
 use crate::host::LlmReply;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
+use std::sync::OnceLock;
 
 /// The LLM calls of a machine, a result or a run and what they used. Absent fields
 /// read as 0, so journals written before a field existed still read.
@@ -86,19 +87,76 @@ impl Spent {
 
     /// `notes.usage` of a result (DESIGN §15).
     pub fn notes(&self) -> Value {
-        let mut m = Map::with_capacity(7);
-        m.insert("calls".into(), self.calls.into());
-        m.insert("inputTokens".into(), self.input_tokens.into());
-        m.insert("outputTokens".into(), self.output_tokens.into());
-        m.insert("cacheReadTokens".into(), self.cache_read_tokens.into());
-        m.insert("cacheWriteTokens".into(), self.cache_write_tokens.into());
-        m.insert("costUsd".into(), json!(self.cost_usd()));
+        // Every result gets one, so it is a copy of a ready-made object with its values
+        // put in by position: building it key by key hashed each key, which made up
+        // most of the machine's time per LLM step.
+        static FIELDS: OnceLock<Map<String, Value>> = OnceLock::new();
+        let mut m = FIELDS
+            .get_or_init(|| {
+                USAGE_KEYS
+                    .iter()
+                    .map(|k| (k.to_string(), Value::Null))
+                    .collect()
+            })
+            .clone();
+        let counts = [
+            self.calls,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+        ];
+        let mut slots = m.values_mut();
+        // The counts drive the loop, so that the slot after them is left for the cost.
+        for (n, slot) in counts.into_iter().zip(slots.by_ref()) {
+            *slot = Value::from(n);
+        }
+        if let (Some(slot), Some(usd)) = (slots.next(), self.cost_usd()) {
+            *slot = Value::from(usd);
+        }
         if self.cached > 0 {
             m.insert("cachedCalls".into(), self.cached.into());
         }
         Value::Object(m)
     }
 }
+
+impl Spent {
+    /// Whether `usage` already is what [`Spent::notes`] makes of this: a function whose
+    /// result is its one task's keeps that task's usage instead of a copy of it.
+    pub fn shown_in(&self, usage: &Value) -> bool {
+        let Some(m) = usage.as_object() else {
+            return false;
+        };
+        let counts = [
+            self.calls,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+        ];
+        let mut values = m.values();
+        let cost = self.cost_usd().map_or(Value::Null, Value::from);
+        counts
+            .iter()
+            .all(|&n| values.next().and_then(Value::as_u64) == Some(n))
+            && values.next() == Some(&cost)
+            && match values.next() {
+                None => self.cached == 0,
+                Some(c) => c.as_u64() == Some(self.cached) && values.next().is_none(),
+            }
+    }
+}
+
+/// The fields of `notes.usage`, in the order they are printed.
+const USAGE_KEYS: [&str; 6] = [
+    "calls",
+    "inputTokens",
+    "outputTokens",
+    "cacheReadTokens",
+    "cacheWriteTokens",
+    "costUsd",
+];
 
 /// Picodollars as dollars.
 pub fn usd(picodollars: u64) -> f64 {
@@ -130,7 +188,8 @@ impl Spending {
     }
 
     fn model(&mut self, model: &str) -> &mut Spent {
-        let at = match self.by_model.iter().position(|(m, _)| m == model) {
+        // Most runs use one model: the last entry first.
+        let at = match self.by_model.iter().rposition(|(m, _)| m == model) {
             Some(i) => i,
             None => {
                 self.by_model.push((model.to_string(), Spent::default()));
@@ -156,6 +215,7 @@ impl Spending {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn reply(input: u64, output: u64, cost: Option<u64>) -> LlmReply {
         LlmReply {
@@ -173,6 +233,18 @@ mod tests {
         s.add(Spent::of(&reply(1, 1, None)));
         assert_eq!(s.notes()["costUsd"], Value::Null);
         assert_eq!(s.notes()["calls"], json!(2));
+    }
+
+    #[test]
+    fn usage_is_recognised_only_when_every_field_matches() {
+        let mut s = Spent::of(&reply(10, 2, Some(5)));
+        assert!(s.shown_in(&s.notes()));
+        let other = Spent::of(&reply(10, 3, Some(5)));
+        assert!(!other.shown_in(&s.notes()));
+        s.cached = 1;
+        assert!(s.shown_in(&s.notes()));
+        assert!(!Spent::of(&reply(10, 2, Some(5))).shown_in(&s.notes()));
+        assert!(!s.shown_in(&json!({"calls": 1})));
     }
 
     #[test]

@@ -276,7 +276,7 @@ impl<'b> Vm<'b> {
         } else {
             reply.model.as_str()
         };
-        self.budget.spend(model, spent);
+        self.budget.spend(spent);
         self.spent.record(model, spent);
         // The reply is here already (the host caps its size); what the machine keeps
         // of it counts from now on.

@@ -186,7 +186,9 @@ impl<'b> Vm<'b> {
             tokens: self.budget.tokens(),
             input_tokens,
             output_tokens,
-            spending: self.budget.spending(),
+            // Every branch and body added what it spent to the machine that waited
+            // for it, so the first machine's spending is the run's.
+            spending: self.spent.clone(),
         }
     }
 

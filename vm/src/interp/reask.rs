@@ -42,7 +42,7 @@ use crate::bundle::Output;
 use crate::host::{LlmReply, Message};
 use crate::outcome::{read_reply, Misread};
 use crate::result::TaskResult;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 use tv_stdlib::types::{Expanded, Type, MISSING};
 use tv_stdlib::values::cut_chars as cut;
@@ -60,16 +60,13 @@ pub(crate) struct Attempts {
     count: usize,
     /// One `notes.attempts` entry per reply that failed it.
     failed: Vec<Value>,
-    input_tokens: u64,
-    output_tokens: u64,
 }
 
 impl Attempts {
-    /// Counts a reply that spent `tokens`, and its failure if it failed.
-    fn record(&mut self, tokens: (u64, u64), failure: Option<(&Misread, &Type)>) {
+    /// Counts a reply, and its failure if it failed. (What the replies used is the
+    /// session's usage, counted by the machine.)
+    fn record(&mut self, failure: Option<(&Misread, &Type)>) {
         self.count += 1;
-        self.input_tokens += tokens.0;
-        self.output_tokens += tokens.1;
         if let Some((misread, declared)) = failure {
             self.failed.push(entry(self.count, misread, declared));
         }
@@ -80,10 +77,6 @@ impl Attempts {
         if self.count < 2 {
             return;
         }
-        r.set_note(
-            "tokens",
-            json!({"input": self.input_tokens, "output": self.output_tokens}),
-        );
         r.set_note("attempts", Value::Array(self.failed));
     }
 }
@@ -93,7 +86,6 @@ impl Vm<'_> {
     /// when the reply is not JSON of the declared type and the session is asked again
     /// (the request waits in `again`).
     pub(super) fn judged(&mut self, mut session: Session, reply: LlmReply) -> Option<TaskResult> {
-        let tokens = (reply.input_tokens, reply.output_tokens);
         let bundle = self.bundle;
         let meta = bundle.tasks.get(session.task as usize);
         let output = meta.map_or(&Output::Text, |t| &t.output);
@@ -106,7 +98,7 @@ impl Vm<'_> {
         let failure = misread.as_ref().zip(declared);
         // Every failed reply but the last was re-asked.
         let reasks = session.attempts.failed.len();
-        session.attempts.record(tokens, failure);
+        session.attempts.record(failure);
         match failure {
             Some((misread, ty)) if reasks < retries => self.reask(session, r, misread, ty),
             _ => {

@@ -70,7 +70,11 @@ impl Vm<'_> {
             .pop()
             .ok_or_else(|| fault("return without a frame"))?;
         // A function's result used what its whole call used, early returns included.
-        set_note(&mut r, "usage", self.spent.total.since(frame.entry).notes());
+        let used = self.spent.total.since(frame.entry);
+        let shown = r.get("notes").and_then(|n| n.get("usage"));
+        if !shown.is_some_and(|u| used.shown_in(u)) {
+            set_note(&mut r, "usage", used.notes());
+        }
         self.release_frame(&frame);
         self.stack.truncate(frame.base);
         if !self.frames.is_empty() {
