@@ -2,7 +2,7 @@
 //! 127.0.0.1, checking what the second run sends, what its result says, and what the
 //! folder holds.
 
-use crate::support::files::{run_tvm, runtime, scratch};
+use crate::support::files::{self, run_tvm, runtime, scratch};
 use crate::support::http::{Reply, Request, Server};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -26,14 +26,16 @@ fn program(last: &str) -> String {
     )
 }
 
-fn bundle(dir: &Path, source: &str) -> PathBuf {
-    let xml = dir.join("survey.xml");
-    std::fs::write(&xml, source).expect("write the program");
-    let compiled = tv_compiler::driver::check_paths(&[xml]).expect("reads the program");
-    let (_, bundle) = tv_compiler::driver::compile(&compiled).expect("compiles");
-    let path = dir.join("survey.bin");
-    std::fs::write(&path, bundle.to_bytes()).expect("write the bundle");
-    path
+/// A chat completion of `content` from gpt-4o-mini.
+fn completion(content: String) -> Reply {
+    Reply::json(
+        200,
+        json!({
+            "model": "gpt-4o-mini",
+            "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10}
+        }),
+    )
 }
 
 /// A server whose every reply is different: `reply N`, N counting from 0.
@@ -41,32 +43,14 @@ async fn counting() -> Server {
     let n = Arc::new(AtomicUsize::new(0));
     Server::start(move |_, _: &Request| {
         let i = n.fetch_add(1, Ordering::SeqCst);
-        Reply::json(
-            200,
-            json!({
-                "model": "gpt-4o-mini",
-                "choices": [{"message": {"role": "assistant", "content": format!("reply {i}")}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10}
-            }),
-        )
+        completion(format!("reply {i}"))
     })
     .await
 }
 
 /// A server whose reply depends on the request only: the same request, the same reply.
 async fn deterministic() -> Server {
-    Server::start(|_, r: &Request| {
-        let n = r.body.len();
-        Reply::json(
-            200,
-            json!({
-                "model": "gpt-4o-mini",
-                "choices": [{"message": {"role": "assistant", "content": format!("a reply to {n} bytes")}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10}
-            }),
-        )
-    })
-    .await
+    Server::start(|_, r: &Request| completion(format!("a reply to {} bytes", r.body.len()))).await
 }
 
 struct Run {
@@ -119,7 +103,10 @@ fn a_second_run_is_answered_from_the_cache_at_no_cost() {
     let rt = runtime();
     let server = rt.block_on(counting());
     let dir = scratch("cache", "again");
-    let (b, cache) = (bundle(&dir, &program("Sum up.")), dir.join("cache"));
+    let (b, cache) = (
+        files::compiled(&dir, &program("Sum up.")),
+        dir.join("cache"),
+    );
     let first = run(&b, &server, &cache, r#"topics=["a","b"]"#, &[]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     assert_eq!(server.hits(), 3);
@@ -142,7 +129,7 @@ fn editing_one_template_sends_only_the_requests_whose_text_changed() {
     let cache = dir.join("cache");
     let topics = r#"topics=["a","b","c"]"#;
     let before = run(
-        &bundle(&dir, &program("Sum up.")),
+        &files::compiled(&dir, &program("Sum up.")),
         &server,
         &cache,
         topics,
@@ -151,7 +138,7 @@ fn editing_one_template_sends_only_the_requests_whose_text_changed() {
     assert_eq!(before.code, 0, "{}", before.stderr);
     assert_eq!(server.hits(), 4);
     let after = run(
-        &bundle(&dir, &program("Sum up in one line.")),
+        &files::compiled(&dir, &program("Sum up in one line.")),
         &server,
         &cache,
         topics,
@@ -170,7 +157,10 @@ fn the_same_request_asked_three_times_keeps_three_samples() {
     let rt = runtime();
     let server = rt.block_on(counting());
     let dir = scratch("cache", "samples");
-    let (b, cache) = (bundle(&dir, &program("Sum up.")), dir.join("cache"));
+    let (b, cache) = (
+        files::compiled(&dir, &program("Sum up.")),
+        dir.join("cache"),
+    );
     let topics = r#"topics=["same","same","same"]"#;
     let first = run(&b, &server, &cache, topics, &[]);
     assert_eq!(first.code, 0, "{}", first.stderr);
@@ -190,7 +180,10 @@ fn a_damaged_entry_is_a_miss_and_a_warning() {
     let rt = runtime();
     let server = rt.block_on(deterministic());
     let dir = scratch("cache", "damaged");
-    let (b, cache) = (bundle(&dir, &program("Sum up.")), dir.join("cache"));
+    let (b, cache) = (
+        files::compiled(&dir, &program("Sum up.")),
+        dir.join("cache"),
+    );
     let first = run(&b, &server, &cache, r#"topics=["a"]"#, &[]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     let files = entries(&cache);
@@ -216,7 +209,10 @@ fn no_cache_entry_holds_the_api_key() {
     let rt = runtime();
     let server = rt.block_on(counting());
     let dir = scratch("cache", "secret");
-    let (b, cache) = (bundle(&dir, &program("Sum up.")), dir.join("cache"));
+    let (b, cache) = (
+        files::compiled(&dir, &program("Sum up.")),
+        dir.join("cache"),
+    );
     let key = "sk-test-0123456789abcdef";
     let r = run(
         &b,

@@ -4,12 +4,12 @@
 //! budget through the real adapter: whatever the calls and replies, the spend never
 //! passes the budget.
 
-use crate::support::files::{run_tvm, runtime, scratch};
+use crate::support::files::{self, run_tvm, runtime, scratch};
 use crate::support::http::{Reply, Request, Server};
 use futures::StreamExt;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use tv_runtime::ledger::{CostBudget, Ledger};
 use tv_runtime::prices::Prices;
@@ -30,17 +30,6 @@ const PROGRAM: &str = r#"<library>
   </task>
 </library>"#;
 
-/// The bundle of [`PROGRAM`], written where `tvm` can read it.
-fn bundle(dir: &Path) -> PathBuf {
-    let source = dir.join("survey.xml");
-    std::fs::write(&source, PROGRAM).expect("write the program");
-    let compiled = tv_compiler::driver::check_paths(&[source]).expect("reads the program");
-    let (_, bundle) = tv_compiler::driver::compile(&compiled).expect("compiles");
-    let path = dir.join("survey.bin");
-    std::fs::write(&path, bundle.to_bytes()).expect("write the bundle");
-    path
-}
-
 /// A reply from `model` that used 1,000 input tokens (200 of them from the prompt
 /// cache) and 100 output tokens.
 fn reply(model: &str) -> Reply {
@@ -57,7 +46,7 @@ fn reply(model: &str) -> Reply {
 
 /// `tvm run` of the survey over three topics against `server`, with `extra` flags.
 fn survey(dir: &Path, server: &Server, extra: &[&str]) -> (i32, Value, String) {
-    let b = bundle(dir);
+    let b = files::compiled(dir, PROGRAM);
     let mut args = vec![
         "run",
         b.to_str().expect("path"),

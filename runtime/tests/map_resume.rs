@@ -6,7 +6,7 @@
 use crate::support::files::{self, runtime, scratch, wait_for};
 use crate::support::http::{Reply, Request, Server};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -25,17 +25,6 @@ const PROGRAM: &str = r#"<library>
     </steps>
   </task>
 </library>"#;
-
-/// The bundle of [`PROGRAM`], written where `tvm` can read it.
-fn bundle(dir: &Path) -> PathBuf {
-    let source = dir.join("survey.xml");
-    std::fs::write(&source, PROGRAM).expect("write the program");
-    let compiled = tv_compiler::driver::check_paths(&[source]).expect("reads the program");
-    let (_, bundle) = tv_compiler::driver::compile(&compiled).expect("compiles");
-    let path = dir.join("survey.bin");
-    std::fs::write(&path, bundle.to_bytes()).expect("write the bundle");
-    path
-}
 
 fn prompt_of(r: &Request) -> String {
     r.json()["messages"]
@@ -95,7 +84,7 @@ fn records(journal: &Path) -> Vec<Value> {
 fn a_map_killed_at_any_point_resumes_without_repeating_a_finished_body() {
     let rt = runtime();
     let dir = scratch("map_resume", "whole");
-    let bundle = bundle(&dir);
+    let bundle = files::compiled(&dir, PROGRAM);
     let bundle = bundle.to_str().expect("path");
     let arg = topics();
     let run = [
@@ -176,7 +165,7 @@ fn a_map_killed_at_any_point_resumes_without_repeating_a_finished_body() {
 fn a_resumed_map_takes_finished_bodies_from_the_journal_without_running_them() {
     let rt = runtime();
     let dir = scratch("map_resume", "bodies");
-    let bundle = bundle(&dir);
+    let bundle = files::compiled(&dir, PROGRAM);
     let journal = dir.join("run.jsonl");
     let arg = topics();
     let server = rt.block_on(Server::start(|_, r| answer(r)));

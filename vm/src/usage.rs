@@ -99,16 +99,9 @@ impl Spent {
                     .collect()
             })
             .clone();
-        let counts = [
-            self.calls,
-            self.input_tokens,
-            self.output_tokens,
-            self.cache_read_tokens,
-            self.cache_write_tokens,
-        ];
         let mut slots = m.values_mut();
         // The counts drive the loop, so that the slot after them is left for the cost.
-        for (n, slot) in counts.into_iter().zip(slots.by_ref()) {
+        for (n, slot) in self.counts().into_iter().zip(slots.by_ref()) {
             *slot = Value::from(n);
         }
         if let (Some(slot), Some(usd)) = (slots.next(), self.cost_usd()) {
@@ -128,16 +121,9 @@ impl Spent {
         let Some(m) = usage.as_object() else {
             return false;
         };
-        let counts = [
-            self.calls,
-            self.input_tokens,
-            self.output_tokens,
-            self.cache_read_tokens,
-            self.cache_write_tokens,
-        ];
         let mut values = m.values();
         let cost = self.cost_usd().map_or(Value::Null, Value::from);
-        counts
+        self.counts()
             .iter()
             .all(|&n| values.next().and_then(Value::as_u64) == Some(n))
             && values.next() == Some(&cost)
@@ -145,6 +131,19 @@ impl Spent {
                 None => self.cached == 0,
                 Some(c) => c.as_u64() == Some(self.cached) && values.next().is_none(),
             }
+    }
+}
+
+impl Spent {
+    /// The counts of `notes.usage`, in the order of [`USAGE_KEYS`].
+    fn counts(&self) -> [u64; 5] {
+        [
+            self.calls,
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+        ]
     }
 }
 

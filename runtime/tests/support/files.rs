@@ -27,6 +27,18 @@ pub fn summarize_change(bundle: &str) -> Vec<&str> {
     ]
 }
 
+/// `source` compiled into `dir/survey.bin` (the program kept as `dir/survey.xml`),
+/// where `tvm` can read it.
+pub fn compiled(dir: &Path, source: &str) -> PathBuf {
+    let xml = dir.join("survey.xml");
+    std::fs::write(&xml, source).expect("write the program");
+    let compiled = tv_compiler::driver::check_paths(&[xml]).expect("reads the program");
+    let (_, bundle) = tv_compiler::driver::compile(&compiled).expect("compiles");
+    let path = dir.join("survey.bin");
+    std::fs::write(&path, bundle.to_bytes()).expect("write the bundle");
+    path
+}
+
 /// A fresh, empty folder for one scenario of the test binary `suite`.
 pub fn scratch(suite: &str, name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tvm-{suite}-{}-{name}", std::process::id()));
