@@ -3,6 +3,7 @@
 //! context), drives runs to their end, keeps the journal and cassettes, and reports
 //! progress. The `tvm` binary is its front end.
 
+pub mod batch;
 pub mod cache;
 pub mod cassette;
 pub mod context;

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod batch;
 mod cache;
 mod cli;
 mod cli_bounds;

@@ -5,6 +5,7 @@ use options::{host, HostArgs, LimitArgs};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+mod batch;
 mod options;
 mod output;
 
@@ -33,6 +34,9 @@ enum Command {
     /// Finish a run from its journal: calls the journal holds are answered from it,
     /// only the others are made.
     Resume(Box<ResumeArgs>),
+    /// Run an entry point once per row of a JSON-lines file, rows side by side, each
+    /// row's result written as a line as it ends.
+    Batch(Box<batch::BatchArgs>),
     /// Print the bundle's listing.
     Disasm { bundle: PathBuf },
 }
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         }
         Command::Run(args) => run(*args),
         Command::Resume(args) => resume(*args),
+        Command::Batch(args) => batch::batch(*args),
     };
     result.unwrap_or_else(|e| {
         output::say(&format!("tvm: error: {e}\n"));
@@ -118,18 +123,7 @@ fn load(path: &Path) -> Result<(Bundle, String), String> {
 fn run(mut args: RunArgs) -> Result<ExitCode, String> {
     let (bundle, hash) = load(&args.bundle)?;
     args.host.resolve_allow_read()?;
-    let provider = args
-        .host
-        .provider
-        .clone()
-        .or_else(|| std::env::var("TVM_PROVIDER").ok().filter(|p| !p.is_empty()));
-    // Resolved now, needed only at the first LLM call: a run of scripts needs none.
-    let choice = match provider.as_deref() {
-        Some(p) => Some(Choice::parse(p).ok_or_else(|| {
-            format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)")
-        })?),
-        None => RunHost::default_from_keys(),
-    };
+    let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
     let host = host(choice, &args.host)?;
@@ -177,6 +171,20 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
         None => None,
     };
     execute(&bundle, entry, values, limits, &host, journal.as_ref())
+}
+
+/// `--provider`, else `TVM_PROVIDER`, else the provider whose key is set. Resolved now,
+/// needed only at the first LLM call: a run of scripts needs none.
+fn provider_choice(given: Option<&str>) -> Result<Option<Choice>, String> {
+    let provider = given
+        .map(str::to_string)
+        .or_else(|| std::env::var("TVM_PROVIDER").ok().filter(|p| !p.is_empty()));
+    match provider.as_deref() {
+        Some(p) => Choice::parse(p).map(Some).ok_or_else(|| {
+            format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)")
+        }),
+        None => Ok(RunHost::default_from_keys()),
+    }
 }
 
 fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {

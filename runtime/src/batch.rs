@@ -1,0 +1,167 @@
+//! `tvm batch` (DESIGN §16): one entry point run once per row of a JSON-lines file,
+//! rows running side by side through one host, so that they share its provider cap,
+//! its `--max-cost` budget and its reply cache.
+//!
+//! Rows stream: at most `concurrency` are read ahead of the rows that ended, and each
+//! row's result is written as one line the moment it ends and then dropped, so memory
+//! does not grow with the number of rows. A line that is not a row (not JSON, not an
+//! object, arguments of the wrong type) is a failed row naming its line, never a
+//! stopped batch.
+
+use crate::driver;
+use crate::host::AsyncHost;
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::{json, Map, Value};
+use std::io::{BufRead, Write};
+use tv_vm::args;
+use tv_vm::bundle::Bundle;
+use tv_vm::limits::{Limits, Spending};
+use tv_vm::result::{Reason, Status, TaskError, TaskResult};
+
+/// One input row: where it stood, its id, and its arguments bound to the entry's
+/// parameters (or why they could not be).
+struct Row {
+    index: u64,
+    id: Value,
+    args: Result<Vec<Value>, String>,
+}
+
+/// What a batch did, for its summary line and exit code.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub rows: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// The LLM calls of every row, by model.
+    pub spending: Spending,
+}
+
+impl Summary {
+    /// `rows: N completed, M failed; calls, tokens, cost`, for stderr.
+    pub fn line(&self) -> String {
+        let t = &self.spending.total;
+        let cost = match t.cost_usd() {
+            Some(_) => format!("${}", crate::ledger::dollars(t.cost)),
+            None => "cost unknown (a model has no price)".to_string(),
+        };
+        format!(
+            "{} rows: {} completed, {} failed; {} LLM calls, {} input and {} output tokens, {cost}",
+            self.rows, self.completed, self.failed, t.calls, t.input_tokens, t.output_tokens
+        )
+    }
+}
+
+/// Runs `function` once per row of `inputs`, at most `concurrency` rows at once, and
+/// writes one line per row to `out` as it ends: `{"index", "id", "status", "result"}`.
+/// Fails only when reading the inputs or writing a result fails.
+pub async fn run<H: AsyncHost>(
+    bundle: &Bundle,
+    function: u32,
+    inputs: impl BufRead,
+    out: &mut impl Write,
+    host: &H,
+    limits: &Limits,
+    concurrency: usize,
+) -> Result<Summary, String> {
+    let mut summary = Summary::default();
+    let mut lines = inputs.lines().enumerate();
+    let mut running = FuturesUnordered::new();
+    let mut index = 0u64;
+    let mut more = true;
+    loop {
+        while more && running.len() < concurrency.max(1) {
+            let Some((n, line)) = lines.next() else {
+                more = false;
+                break;
+            };
+            let line =
+                line.map_err(|e| format!("cannot read the inputs at line {}: {e}", n + 1))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let row = read_row(bundle, function, index, n as u64 + 1, &line);
+            index += 1;
+            match row.args {
+                Err(why) => {
+                    let failed =
+                        TaskResult::failed(TaskError::failure(Reason::InputValidationFailure, why));
+                    write_row(out, &mut summary, row.index, row.id, failed)?;
+                }
+                Ok(values) => running.push(async move {
+                    let (mut r, usage) =
+                        driver::run(bundle, function, values, limits.clone(), host).await;
+                    r.set_note("usage", usage.notes());
+                    (row.index, row.id, r, usage.spending)
+                }),
+            }
+        }
+        let Some((i, id, result, spent)) = running.next().await else {
+            break;
+        };
+        summary.spending.add(&spent);
+        write_row(out, &mut summary, i, id, result)?;
+    }
+    Ok(summary)
+}
+
+/// Row `index`, from line `line` of the inputs: an arguments object, or
+/// `{"id": ..., "args": {...}}` (an object whose only keys are `args`, itself an
+/// object, and `id`).
+fn read_row(bundle: &Bundle, function: u32, index: u64, line: u64, text: &str) -> Row {
+    let mut id = Value::Null;
+    let args = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(mut m)) => {
+            let wrapped = matches!(m.get("args"), Some(Value::Object(_)))
+                && m.keys().all(|k| k == "args" || k == "id");
+            if wrapped {
+                id = m.remove("id").unwrap_or(Value::Null);
+                match m.remove("args") {
+                    Some(Value::Object(a)) => Ok(a),
+                    _ => Ok(Map::new()),
+                }
+            } else {
+                Ok(m)
+            }
+        }
+        Ok(other) => Err(format!(
+            "line {line}: a row is a JSON object of arguments, not {}",
+            match other {
+                Value::Array(_) => "an array",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "true or false",
+                _ => "null",
+            }
+        )),
+        Err(e) => Err(format!("line {line}: not JSON: {e}")),
+    };
+    let args = args.and_then(|given| {
+        let f = bundle
+            .functions
+            .get(function as usize)
+            .ok_or_else(|| "the entry point has no function".to_string())?;
+        args::bind(f, given).map_err(|e| format!("line {line}: {e}"))
+    });
+    Row { index, id, args }
+}
+
+fn write_row(
+    out: &mut impl Write,
+    summary: &mut Summary,
+    index: u64,
+    id: Value,
+    result: TaskResult,
+) -> Result<(), String> {
+    summary.rows += 1;
+    if result.status == Status::Complete {
+        summary.completed += 1;
+    } else {
+        summary.failed += 1;
+    }
+    let line = json!({"index": index, "id": id, "status": result.status, "result": result});
+    // Each line is flushed as it is written: a batch stopped part-way keeps every row
+    // that ended.
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("cannot write a result: {e}"))
+}
