@@ -180,3 +180,121 @@ fn all_rows_share_one_budget() {
         .count();
     assert!(refused > 0 && refused < 10, "{refused} rows refused");
 }
+
+/// A server that echoes the prompt after `ms` milliseconds, so what it answered can be
+/// found in a journal.
+async fn slow_echo(ms: u64) -> Server {
+    Server::start(move |_, r| {
+        let body = r.json();
+        let prompt = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_string();
+        Reply::json(
+            200,
+            json!({"model": "gpt-4o-mini",
+                   "choices": [{"message": {"role": "assistant", "content": format!("seen: {prompt}")}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 10, "completion_tokens": 2}}),
+        )
+        .after(Duration::from_millis(ms))
+    })
+    .await
+}
+
+fn prompt(r: &crate::support::http::Request) -> String {
+    r.json()["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn a_killed_batch_run_again_skips_finished_rows_and_repeats_no_finished_call() {
+    let rt = runtime();
+    let server = rt.block_on(slow_echo(60));
+    let dir = scratch("batch", "killed");
+    let bundle = files::compiled(&dir, PROGRAM);
+    let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
+    let rows: Vec<String> = (0..12)
+        .map(|i| format!(r#"{{"notes": ["n{i:02}"]}}"#))
+        .collect();
+    std::fs::write(&inputs, rows.join("\n")).expect("write the rows");
+    let args = [
+        "batch",
+        bundle.to_str().expect("path"),
+        "--inputs",
+        inputs.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--provider",
+        "openai",
+        "--concurrency",
+        "3",
+    ];
+    let url = server.url();
+    let mut child = files::tvm(&args)
+        .env("OPENAI_BASE_URL", &url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start tvm");
+    files::wait_for(|| std::fs::read_to_string(&out).is_ok_and(|t| t.lines().count() >= 4));
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let sent_before = server.hits();
+    let state = dir.join("results.jsonl.state");
+    let journals: String = std::fs::read_dir(&state)
+        .expect("the state folder")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "journal"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    let finished: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    // The calls that had an answer: those of finished rows and those a journal holds.
+    let answered: Vec<String> = (0..12)
+        .map(|i| format!("Summarize: n{i:02}"))
+        .filter(|p| {
+            journals.contains(&format!("seen: {p}"))
+                || finished.iter().any(|f| f.to_string().contains(p.as_str()))
+        })
+        .collect();
+    assert!(!answered.is_empty());
+
+    let (code, _, stderr) = run_tvm(&args, &[("OPENAI_BASE_URL", url.as_str())]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<Value> = std::fs::read_to_string(&out)
+        .expect("results")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a whole JSON line"))
+        .collect();
+    let mut indices: Vec<u64> = lines.iter().filter_map(|l| l["index"].as_u64()).collect();
+    indices.sort_unstable();
+    assert_eq!(indices, (0..12).collect::<Vec<_>>(), "every row once");
+    assert!(lines.iter().all(|l| l["status"] == "COMPLETE"));
+    let again: Vec<String> = server.requests()[sent_before..]
+        .iter()
+        .map(prompt)
+        .collect();
+    for p in &answered {
+        assert!(
+            !again.contains(p),
+            "`{p}` was answered before the kill and asked again"
+        );
+    }
+    assert!(
+        !state.exists(),
+        "a batch that finished leaves no state behind"
+    );
+    assert!(
+        stderr.contains("12 rows: 12 completed, 0 failed"),
+        "{stderr}"
+    );
+}

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tv_runtime::batch::{Batch, State};
 
 #[derive(Args)]
 pub struct BatchArgs {
@@ -21,6 +22,10 @@ pub struct BatchArgs {
     /// row, written as the row ends.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// Where the batch keeps what lets the same command, run again after a crash or
+    /// Ctrl-C, skip the rows that finished and resume the others (default: OUT.state/).
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
     #[command(flatten)]
     host: HostArgs,
     #[command(flatten)]
@@ -28,13 +33,12 @@ pub struct BatchArgs {
 }
 
 pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
-    let (bundle, _) = load(&args.bundle)?;
+    let (bundle, hash) = load(&args.bundle)?;
     args.host.resolve_allow_read()?;
     let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let inputs =
         File::open(&args.inputs).map_err(|e| format!("--inputs {}: {e}", args.inputs.display()))?;
-    let out = File::create(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
     let host = host(choice, &args.host)?;
     priced(&host, &bundle)?;
     // Rows run as many at once as the provider takes calls; a map inside a row runs
@@ -42,19 +46,36 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
     let concurrency = args.host.calls().0;
     let mut limits = args.limits.limits();
     limits.concurrency = concurrency;
+    let name = bundle
+        .functions
+        .get(entry as usize)
+        .map_or(String::new(), |f| f.name.clone());
+    let header = args
+        .host
+        .header(&args.bundle, hash, &name, choice, &limits)?;
+    let dir = args.state.clone().unwrap_or_else(|| {
+        let mut d = args.out.clone().into_os_string();
+        d.push(".state");
+        PathBuf::from(d)
+    });
+    let (state, out) = State::open(&dir, header, &args.out)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let mut out = BufWriter::new(out);
+    let batch = Batch {
+        bundle: &bundle,
+        function: entry,
+        host: &host,
+        limits: &limits,
+        concurrency,
+        state: Some(&state),
+    };
     let summary = runtime.block_on(tv_runtime::batch::run(
-        &bundle,
-        entry,
+        &batch,
         BufReader::new(inputs),
         &mut out,
-        &host,
-        &limits,
-        concurrency,
     ));
     if let Some(p) = &host.progress {
         p.finish();
@@ -63,6 +84,7 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         return Err(problem);
     }
     let summary = summary?;
+    state.finish();
     output::say(&format!("tvm: batch: {}\n", summary.line()));
     Ok(if summary.failed > 0 {
         ExitCode::from(1)

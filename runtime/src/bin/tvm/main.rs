@@ -11,7 +11,7 @@ mod output;
 
 use tv_runtime::driver;
 use tv_runtime::host::{Choice, RunHost};
-use tv_runtime::journal::{self, Header, Journal};
+use tv_runtime::journal::{self, Journal};
 use tv_vm::args;
 use tv_vm::bundle::Bundle;
 use tv_vm::limits::Limits;
@@ -137,35 +137,15 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
                 .functions
                 .get(entry as usize)
                 .ok_or("the entry point has no function")?;
-            let (concurrency, retries, request_timeout) = args.host.calls();
-            let header = Header {
-                journal: journal::FORMAT,
-                bundle: std::fs::canonicalize(&args.bundle).unwrap_or(args.bundle.clone()),
-                bundle_sha256: hash,
-                entry: f.name.clone(),
-                args: f
-                    .params
-                    .iter()
-                    .map(|p| p.name.clone())
-                    .zip(values.clone())
-                    .collect(),
-                provider: choice.map_or("", Choice::name).to_string(),
-                model: args.host.model.clone(),
-                cassette: args.host.cassette.clone(),
-                workspace: args.host.workspace.clone(),
-                allow_read: args.host.allow_read.clone(),
-                limits: limits.clone(),
-                concurrency: Some(concurrency),
-                retries: Some(retries),
-                request_timeout: Some(request_timeout),
-                max_reply_bytes: args.host.max_reply_bytes,
-                sampling: Some(args.host.sampling()),
-                force_model: args.host.force_model.clone(),
-                json_mode: Some(args.host.json_mode()?.as_str().to_string()),
-                max_cost: args.host.max_cost,
-                prices: args.host.prices.clone(),
-                cache: args.host.cache_dir(),
-            };
+            let mut header = args
+                .host
+                .header(&args.bundle, hash, &f.name, choice, &limits)?;
+            header.args = f
+                .params
+                .iter()
+                .map(|p| p.name.clone())
+                .zip(values.clone())
+                .collect();
             Some(Journal::create(path, &header)?)
         }
         None => None,

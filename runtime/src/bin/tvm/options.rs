@@ -2,12 +2,13 @@
 //! written down about them, the bounds they run within, and the host they make.
 
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tv_runtime::cache::ReplyCache;
 use tv_runtime::cassette::{Cassette, Recorder};
 use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::journal::{self, Header};
 use tv_runtime::ledger::{CostBudget, Ledger};
 use tv_runtime::observe::{Progress, Trace};
 use tv_runtime::prices::{self, Prices};
@@ -173,6 +174,42 @@ impl HostArgs {
             prices,
             budget: self.max_cost.map(CostBudget::new),
             cache,
+        })
+    }
+
+    /// A journal's header for a run of `entry` of the bundle at `bundle` (its bytes
+    /// hashing to `hash`) with these options; no arguments yet.
+    pub fn header(
+        &self,
+        bundle: &Path,
+        hash: String,
+        entry: &str,
+        choice: Option<Choice>,
+        limits: &Limits,
+    ) -> Result<Header, String> {
+        let (concurrency, retries, request_timeout) = self.calls();
+        Ok(Header {
+            journal: journal::FORMAT,
+            bundle: std::fs::canonicalize(bundle).unwrap_or(bundle.to_path_buf()),
+            bundle_sha256: hash,
+            entry: entry.to_string(),
+            args: serde_json::Map::new(),
+            provider: choice.map_or("", Choice::name).to_string(),
+            model: self.model.clone(),
+            cassette: self.cassette.clone(),
+            workspace: self.workspace.clone(),
+            allow_read: self.allow_read.clone(),
+            limits: limits.clone(),
+            concurrency: Some(concurrency),
+            retries: Some(retries),
+            request_timeout: Some(request_timeout),
+            max_reply_bytes: self.max_reply_bytes,
+            sampling: Some(self.sampling()),
+            force_model: self.force_model.clone(),
+            json_mode: Some(self.json_mode()?.as_str().to_string()),
+            max_cost: self.max_cost,
+            prices: self.prices.clone(),
+            cache: self.cache_dir(),
         })
     }
 

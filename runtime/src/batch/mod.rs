@@ -8,6 +8,10 @@
 //! object, arguments of the wrong type) is a failed row naming its line, never a
 //! stopped batch.
 
+mod state;
+
+pub use state::State;
+
 use crate::driver;
 use crate::host::AsyncHost;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -51,19 +55,39 @@ impl Summary {
     }
 }
 
+/// What a batch runs: a bundle's entry point with these limits, at most `concurrency`
+/// rows at once, with its state in `state` when it keeps one.
+pub struct Batch<'a, H> {
+    pub bundle: &'a Bundle,
+    pub function: u32,
+    pub host: &'a H,
+    pub limits: &'a Limits,
+    pub concurrency: usize,
+    pub state: Option<&'a State>,
+}
+
 /// Runs `function` once per row of `inputs`, at most `concurrency` rows at once, and
 /// writes one line per row to `out` as it ends: `{"index", "id", "status", "result"}`.
-/// Fails only when reading the inputs or writing a result fails.
+/// Rows the state holds as finished are skipped. Fails only when reading the inputs or
+/// writing a result fails.
 pub async fn run<H: AsyncHost>(
-    bundle: &Bundle,
-    function: u32,
+    b: &Batch<'_, H>,
     inputs: impl BufRead,
     out: &mut impl Write,
-    host: &H,
-    limits: &Limits,
-    concurrency: usize,
 ) -> Result<Summary, String> {
+    let Batch {
+        bundle,
+        function,
+        host,
+        limits,
+        concurrency,
+        state,
+    } = *b;
     let mut summary = Summary::default();
+    if let Some(s) = state {
+        (summary.completed, summary.failed) = s.earlier();
+        summary.rows = summary.completed + summary.failed;
+    }
     let mut lines = inputs.lines().enumerate();
     let mut running = FuturesUnordered::new();
     let mut index = 0u64;
@@ -79,20 +103,47 @@ pub async fn run<H: AsyncHost>(
             if line.trim().is_empty() {
                 continue;
             }
-            let row = read_row(bundle, function, index, n as u64 + 1, &line);
             index += 1;
+            if state.and_then(|s| s.finished(index - 1)).is_some() {
+                continue;
+            }
+            let row = read_row(bundle, function, index - 1, n as u64 + 1, &line);
             match row.args {
                 Err(why) => {
                     let failed =
                         TaskResult::failed(TaskError::failure(Reason::InputValidationFailure, why));
                     write_row(out, &mut summary, row.index, row.id, failed)?;
+                    if let Some(s) = state {
+                        s.done(row.index);
+                    }
                 }
-                Ok(values) => running.push(async move {
-                    let (mut r, usage) =
-                        driver::run(bundle, function, values, limits.clone(), host).await;
-                    r.set_note("usage", usage.notes());
-                    (row.index, row.id, r, usage.spending)
-                }),
+                Ok(values) => {
+                    let journal =
+                        state.map(|s| s.journal(row.index, named(bundle, function, &values)));
+                    running.push(async move {
+                        let limits = limits.clone();
+                        let (mut r, usage) = match journal {
+                            Some(Err(why)) => {
+                                let e = TaskError::failure(Reason::ExecutionHalted, why);
+                                (TaskResult::failed(e), Default::default())
+                            }
+                            Some(Ok(j)) => {
+                                driver::run_journaled(
+                                    bundle,
+                                    function,
+                                    values,
+                                    limits,
+                                    host,
+                                    Some(&j),
+                                )
+                                .await
+                            }
+                            None => driver::run(bundle, function, values, limits, host).await,
+                        };
+                        r.set_note("usage", usage.notes());
+                        (row.index, row.id, r, usage.spending)
+                    });
+                }
             }
         }
         let Some((i, id, result, spent)) = running.next().await else {
@@ -100,8 +151,25 @@ pub async fn run<H: AsyncHost>(
         };
         summary.spending.add(&spent);
         write_row(out, &mut summary, i, id, result)?;
+        if let Some(s) = state {
+            s.done(i);
+        }
     }
     Ok(summary)
+}
+
+/// A row's arguments by parameter name, as its journal keeps them.
+fn named(bundle: &Bundle, function: u32, values: &[Value]) -> Map<String, Value> {
+    let params = bundle
+        .functions
+        .get(function as usize)
+        .map(|f| f.params.as_slice());
+    params
+        .unwrap_or_default()
+        .iter()
+        .map(|p| p.name.clone())
+        .zip(values.iter().cloned())
+        .collect()
 }
 
 /// Row `index`, from line `line` of the inputs: an arguments object, or

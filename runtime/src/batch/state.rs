@@ -1,0 +1,156 @@
+//! A batch's state folder (`--state DIR`, by default `results.jsonl.state/`): what lets
+//! the same command, run again after a crash or Ctrl-C, skip the rows that finished and
+//! resume the others without repeating an LLM call they had finished.
+//!
+//! A row is finished once its line is in the results file; the results file is the
+//! record of that. A row in flight has a journal of its own, `DIR/ROW.journal`, made
+//! and read as `tvm run --journal` makes and `tvm resume` reads one; it is removed once
+//! the row's line is written. `DIR/batch.json` names the bundle and entry point, so a
+//! folder left by another batch is refused rather than resumed.
+
+use crate::journal::{Header, Journal};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use tv_vm::result::Status;
+
+pub struct State {
+    dir: PathBuf,
+    /// Every row journal's header but its arguments.
+    header: Header,
+    /// Rows whose line the results file holds, and whether they completed.
+    finished: HashMap<u64, bool>,
+}
+
+impl State {
+    /// Opens the state folder for a batch run with `header` (no arguments), and the
+    /// results file `out` to append to: when the folder holds this batch's state, the
+    /// rows already in `out` are finished (a line cut short by the crash is dropped);
+    /// otherwise the batch starts afresh and `out` is emptied.
+    pub fn open(dir: &Path, header: Header, out: &Path) -> Result<(State, File), String> {
+        let marker = dir.join("batch.json");
+        let this = json!({"bundle_sha256": header.bundle_sha256, "entry": header.entry});
+        let resuming = match std::fs::read_to_string(&marker) {
+            Ok(text) => {
+                let earlier: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                if earlier != this {
+                    return Err(format!(
+                        "the state folder {} belongs to a batch of another bundle or entry point; \
+                         remove it to start afresh, or choose another with --state DIR",
+                        dir.display()
+                    ));
+                }
+                true
+            }
+            Err(_) => false,
+        };
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the state folder {}: {e}", dir.display()))?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(out)
+            .map_err(|e| format!("--out {}: {e}", out.display()))?;
+        let finished = if resuming {
+            finished_rows(&mut file, out)?
+        } else {
+            file.set_len(0)
+                .map_err(|e| format!("--out {}: {e}", out.display()))?;
+            std::fs::write(&marker, this.to_string())
+                .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
+            HashMap::new()
+        };
+        file.seek(SeekFrom::End(0))
+            .map_err(|e| format!("--out {}: {e}", out.display()))?;
+        let state = State {
+            dir: dir.to_path_buf(),
+            header,
+            finished,
+        };
+        // A row whose line was written just before the crash may still have a journal.
+        for &row in state.finished.keys() {
+            let _ = std::fs::remove_file(state.journal_path(row));
+        }
+        Ok((state, file))
+    }
+
+    /// Whether row `index` finished in an earlier run, and if so whether it completed.
+    pub fn finished(&self, index: u64) -> Option<bool> {
+        self.finished.get(&index).copied()
+    }
+
+    /// Rows finished in an earlier run: (completed, failed).
+    pub fn earlier(&self) -> (u64, u64) {
+        let completed = self.finished.values().filter(|c| **c).count() as u64;
+        (completed, self.finished.len() as u64 - completed)
+    }
+
+    /// The journal of row `index`: the one it left when it was stopped, else a new one
+    /// for its arguments `args` (by parameter name).
+    pub fn journal(
+        &self,
+        index: u64,
+        args: serde_json::Map<String, Value>,
+    ) -> Result<Journal, String> {
+        let path = self.journal_path(index);
+        let held = std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
+        if held {
+            let (header, journal) = Journal::open(&path)?;
+            if header.args == args {
+                return Ok(journal);
+            }
+            // The inputs changed under the batch: this row's journal is not for it.
+            drop(journal);
+            std::fs::remove_file(&path)
+                .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+        }
+        let header = Header {
+            args,
+            ..self.header.clone()
+        };
+        Journal::create(&path, &header)
+    }
+
+    /// Row `index`'s line is written: its journal is no longer needed.
+    pub fn done(&self, index: u64) {
+        let _ = std::fs::remove_file(self.journal_path(index));
+    }
+
+    /// Every row finished: the state is no longer needed, and the same command run
+    /// again starts the batch afresh.
+    pub fn finish(self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+
+    fn journal_path(&self, index: u64) -> PathBuf {
+        self.dir.join(format!("{index}.journal"))
+    }
+}
+
+/// The rows the results file holds whole, and whether each completed; a last line cut
+/// short is cut off the file.
+fn finished_rows(file: &mut File, out: &Path) -> Result<HashMap<u64, bool>, String> {
+    let mut text = Vec::new();
+    file.read_to_end(&mut text)
+        .map_err(|e| format!("cannot read {}: {e}", out.display()))?;
+    let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    file.set_len(whole as u64)
+        .map_err(|e| format!("--out {}: {e}", out.display()))?;
+    let mut finished = HashMap::new();
+    for line in String::from_utf8_lossy(&text[..whole]).lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let Some(i) = v.get("index").and_then(Value::as_u64) {
+            let completed =
+                v.get("status").and_then(|s| Status::deserialize(s).ok()) == Some(Status::Complete);
+            finished.insert(i, completed);
+        }
+    }
+    Ok(finished)
+}
