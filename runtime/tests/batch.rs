@@ -98,13 +98,7 @@ fn each_row_is_a_line_with_its_id_and_a_bad_line_is_a_failed_row_naming_it() {
 fn rows_run_side_by_side_within_one_provider_cap() {
     let rt = runtime();
     let server = rt.block_on(Server::start(|_, _| {
-        Reply::json(
-            200,
-            json!({"model": "gpt-4o-mini",
-                   "choices": [{"message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
-                   "usage": {"prompt_tokens": 10, "completion_tokens": 2}}),
-        )
-        .after(Duration::from_millis(100))
+        Reply::completion("fine", 10, 2).after(Duration::from_millis(100))
     }));
     let dir = scratch("batch", "cap");
     let rows: Vec<String> = (0..12)
@@ -137,14 +131,7 @@ fn rows_run_side_by_side_within_one_provider_cap() {
 #[test]
 fn all_rows_share_one_budget() {
     let rt = runtime();
-    let server = rt.block_on(Server::start(|_, _| {
-        Reply::json(
-            200,
-            json!({"model": "gpt-4o-mini",
-                   "choices": [{"message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
-                   "usage": {"prompt_tokens": 50, "completion_tokens": 100}}),
-        )
-    }));
+    let server = rt.block_on(Server::start(|_, _| Reply::completion("fine", 50, 100)));
     let dir = scratch("batch", "budget");
     let rows: Vec<String> = (0..10)
         .map(|i| format!(r#"{{"notes": ["n{i}"]}}"#))
@@ -185,31 +172,9 @@ fn all_rows_share_one_budget() {
 /// found in a journal.
 async fn slow_echo(ms: u64) -> Server {
     Server::start(move |_, r| {
-        let body = r.json();
-        let prompt = body["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or("")
-            .to_string();
-        Reply::json(
-            200,
-            json!({"model": "gpt-4o-mini",
-                   "choices": [{"message": {"role": "assistant", "content": format!("seen: {prompt}")}, "finish_reason": "stop"}],
-                   "usage": {"prompt_tokens": 10, "completion_tokens": 2}}),
-        )
-        .after(Duration::from_millis(ms))
+        Reply::completion(&format!("seen: {}", r.prompt()), 10, 2).after(Duration::from_millis(ms))
     })
     .await
-}
-
-fn prompt(r: &crate::support::http::Request) -> String {
-    r.json()["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_string()
 }
 
 #[test]
@@ -281,7 +246,7 @@ fn a_killed_batch_run_again_skips_finished_rows_and_repeats_no_finished_call() {
     assert!(lines.iter().all(|l| l["status"] == "COMPLETE"));
     let again: Vec<String> = server.requests()[sent_before..]
         .iter()
-        .map(prompt)
+        .map(crate::support::http::Request::prompt)
         .collect();
     for p in &answered {
         assert!(

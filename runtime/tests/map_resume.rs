@@ -26,19 +26,10 @@ const PROGRAM: &str = r#"<library>
   </task>
 </library>"#;
 
-fn prompt_of(r: &Request) -> String {
-    r.json()["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_string()
-}
-
 /// Each body's reply names its prompt; the later items answer sooner, so bodies end
 /// out of order.
 fn answer(r: &Request) -> Reply {
-    let prompt = prompt_of(r);
+    let prompt = r.prompt();
     let n = prompt
         .split(['(', ')'])
         .nth(1)
@@ -145,11 +136,11 @@ fn a_map_killed_at_any_point_resumes_without_repeating_a_finished_body() {
             "killed at {kill_at}: the resumed run ends differently"
         );
         for r in &server.requests()[before..] {
-            let again = format!("seen: {}", prompt_of(r));
+            let again = format!("seen: {}", r.prompt());
             assert!(
                 !finished.contains(&again),
                 "killed at {kill_at}: a finished call was made again: {}",
-                prompt_of(r)
+                r.prompt()
             );
         }
         assert_eq!(

@@ -40,6 +40,17 @@ impl Reply {
         }
     }
 
+    /// An OpenAI chat completion of `content` from gpt-4o-mini that used `input` and
+    /// `output` tokens.
+    pub fn completion(content: &str, input: u64, output: u64) -> Reply {
+        Reply::json(
+            200,
+            serde_json::json!({"model": "gpt-4o-mini",
+                   "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": input, "completion_tokens": output}}),
+        )
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> Reply {
         if let Reply::Send { headers, .. } = &mut self {
             headers.push((name.into(), value.into()));
@@ -74,6 +85,16 @@ impl Request {
             .iter()
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// The content of the last message of a chat request.
+    pub fn prompt(&self) -> String {
+        self.json()["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_string()
     }
 
     pub fn json(&self) -> Value {
