@@ -263,3 +263,41 @@ fn a_killed_batch_run_again_skips_finished_rows_and_repeats_no_finished_call() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_shipped_tickets_triage_from_their_cassette() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let dir = scratch("batch", "example");
+    let source = std::fs::read_to_string(examples.join("triage.xml")).expect("the example");
+    let bundle = files::compiled(&dir, &source);
+    let out = dir.join("results.jsonl");
+    let (inputs, cassette) = (
+        examples.join("tickets.jsonl"),
+        examples.join("triage.cassette.jsonl"),
+    );
+    let (code, _, stderr) = run_tvm(
+        &[
+            "batch",
+            bundle.to_str().expect("path"),
+            "--inputs",
+            inputs.to_str().expect("path"),
+            "--out",
+            out.to_str().expect("path"),
+            "--provider",
+            "replay",
+            "--cassette",
+            cassette.to_str().expect("path"),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<Value> = std::fs::read_to_string(&out)
+        .expect("results")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let t101 = lines.iter().find(|l| l["id"] == "T-101").expect("T-101");
+    assert_eq!(t101["result"]["parsedContent"]["urgency"], "high", "{t101}");
+    assert_eq!(lines.len(), 5);
+    assert!(stderr.contains("5 rows: 5 completed, 0 failed"), "{stderr}");
+}
