@@ -101,8 +101,8 @@ fn describe(request: &HostRequest, reply: &HostReply) -> Value {
     line
 }
 
-/// Calls done and in flight, and tokens, on one line of stderr (hidden when stderr is
-/// not a terminal).
+/// Calls done and in flight, tokens and cost, and for a batch its rows, on one line of
+/// stderr (hidden when stderr is not a terminal).
 pub struct Progress {
     bar: ProgressBar,
     done: AtomicU64,
@@ -111,6 +111,20 @@ pub struct Progress {
     /// Picodollars of the calls done, and how many had no price.
     cost: AtomicU64,
     unpriced: AtomicU64,
+    rows: Rows,
+}
+
+/// A batch's rows, for its progress line (all 0 outside a batch).
+#[derive(Default)]
+struct Rows {
+    total: AtomicU64,
+    /// Rows ended, those of an earlier run of a resumed batch included.
+    done: AtomicU64,
+    failed: AtomicU64,
+    running: AtomicU64,
+    /// Rows ended in this run, and when it began: the rate and the time left.
+    ended_now: AtomicU64,
+    began: Mutex<Option<std::time::Instant>>,
 }
 
 impl Progress {
@@ -131,6 +145,7 @@ impl Progress {
             tokens: AtomicU64::new(0),
             cost: AtomicU64::new(0),
             unpriced: AtomicU64::new(0),
+            rows: Rows::default(),
         }
     }
 
@@ -153,7 +168,40 @@ impl Progress {
         self.show();
     }
 
-    fn show(&self) {
+    /// A batch of `total` rows begins, `done` of them (`failed` of which failed)
+    /// already ended in an earlier run.
+    pub fn batch(&self, total: u64, done: u64, failed: u64) {
+        let r = &self.rows;
+        r.total.store(total, Ordering::SeqCst);
+        r.done.store(done, Ordering::SeqCst);
+        r.failed.store(failed, Ordering::SeqCst);
+        if let Ok(mut b) = r.began.lock() {
+            *b = Some(std::time::Instant::now());
+        }
+        self.show();
+    }
+
+    pub fn row_started(&self) {
+        self.rows.running.fetch_add(1, Ordering::SeqCst);
+        self.show();
+    }
+
+    /// A row ended; `ran`: it ran in this batch (a bad line did not).
+    pub fn row_ended(&self, completed: bool, ran: bool) {
+        let r = &self.rows;
+        if ran {
+            r.running.fetch_sub(1, Ordering::SeqCst);
+        }
+        r.done.fetch_add(1, Ordering::SeqCst);
+        r.ended_now.fetch_add(1, Ordering::SeqCst);
+        if !completed {
+            r.failed.fetch_add(1, Ordering::SeqCst);
+        }
+        self.show();
+    }
+
+    /// The line's text.
+    fn message(&self) -> String {
         let (d, f, t) = (
             self.done.load(Ordering::SeqCst),
             self.in_flight.load(Ordering::SeqCst),
@@ -166,9 +214,15 @@ impl Progress {
         } else {
             ""
         };
-        self.bar.set_message(format!(
-            "{d} calls done · {f} in flight · {t} tokens · ${cost}{more}"
-        ));
+        let calls = format!("{d} calls done · {f} in flight · {t} tokens · ${cost}{more}");
+        match self.rows.line() {
+            Some(rows) => format!("{rows} · {calls}"),
+            None => calls,
+        }
+    }
+
+    fn show(&self) {
+        self.bar.set_message(self.message());
     }
 
     /// Prints a line on stderr without garbling the progress line.
@@ -183,8 +237,57 @@ impl Progress {
     }
 }
 
+impl Rows {
+    /// `rows 40/100 (2 failed, 8 running) · 3.1 rows/s · 19 s left`, or `None` outside
+    /// a batch.
+    fn line(&self) -> Option<String> {
+        let total = self.total.load(Ordering::SeqCst);
+        if total == 0 {
+            return None;
+        }
+        let (done, failed, running) = (
+            self.done.load(Ordering::SeqCst),
+            self.failed.load(Ordering::SeqCst),
+            self.running.load(Ordering::SeqCst),
+        );
+        let mut line = format!("rows {done}/{total} ({failed} failed, {running} running)");
+        let elapsed = self
+            .began
+            .lock()
+            .ok()
+            .and_then(|b| *b)
+            .map(|b| b.elapsed().as_secs_f64());
+        let now = self.ended_now.load(Ordering::SeqCst);
+        if let Some(secs) = elapsed.filter(|s| *s > 0.0 && now > 0) {
+            let rate = now as f64 / secs;
+            let left = total.saturating_sub(done) as f64 / rate;
+            line.push_str(&format!(" · {rate:.1} rows/s · {left:.0} s left"));
+        }
+        Some(line)
+    }
+}
+
 impl Default for Progress {
     fn default() -> Self {
         Progress::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Progress;
+
+    #[test]
+    fn a_batch_line_shows_rows_done_failed_running_and_what_is_left() {
+        let p = Progress::new();
+        assert!(!p.message().starts_with("rows"), "{}", p.message());
+        p.batch(10, 2, 1);
+        p.row_started();
+        p.row_started();
+        p.row_ended(true, true);
+        let m = p.message();
+        assert!(m.starts_with("rows 3/10 (1 failed, 1 running) · "), "{m}");
+        assert!(m.contains("rows/s · ") && m.contains(" s left"), "{m}");
+        assert!(m.contains("0 calls done"), "{m}");
     }
 }

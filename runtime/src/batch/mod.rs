@@ -14,6 +14,7 @@ pub use state::State;
 
 use crate::driver;
 use crate::host::AsyncHost;
+use crate::observe::Progress;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, Write};
@@ -64,6 +65,8 @@ pub struct Batch<'a, H> {
     pub limits: &'a Limits,
     pub concurrency: usize,
     pub state: Option<&'a State>,
+    /// Told of every row that starts and ends.
+    pub progress: Option<&'a Progress>,
 }
 
 /// Runs `function` once per row of `inputs`, at most `concurrency` rows at once, and
@@ -82,6 +85,7 @@ pub async fn run<H: AsyncHost>(
         limits,
         concurrency,
         state,
+        progress,
     } = *b;
     let mut summary = Summary::default();
     if let Some(s) = state {
@@ -116,10 +120,16 @@ pub async fn run<H: AsyncHost>(
                     if let Some(s) = state {
                         s.done(row.index);
                     }
+                    if let Some(p) = progress {
+                        p.row_ended(false, false);
+                    }
                 }
                 Ok(values) => {
                     let journal =
                         state.map(|s| s.journal(row.index, named(bundle, function, &values)));
+                    if let Some(p) = progress {
+                        p.row_started();
+                    }
                     running.push(async move {
                         let limits = limits.clone();
                         let (mut r, usage) = match journal {
@@ -150,7 +160,11 @@ pub async fn run<H: AsyncHost>(
             break;
         };
         summary.spending.add(&spent);
+        let completed = result.status == Status::Complete;
         write_row(out, &mut summary, i, id, result)?;
+        if let Some(p) = progress {
+            p.row_ended(completed, true);
+        }
         if let Some(s) = state {
             s.done(i);
         }

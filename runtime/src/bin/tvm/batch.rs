@@ -32,6 +32,19 @@ pub struct BatchArgs {
     limits: LimitArgs,
 }
 
+/// The rows of the inputs (lines that are not blank), for the progress line; read
+/// through once, line by line.
+fn count_rows(inputs: &std::path::Path) -> Result<u64, String> {
+    use std::io::BufRead;
+    let file = File::open(inputs).map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
+    let mut rows = 0;
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
+        rows += u64::from(!line.trim().is_empty());
+    }
+    Ok(rows)
+}
+
 pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
     let (bundle, hash) = load(&args.bundle)?;
     args.host.resolve_allow_read()?;
@@ -59,6 +72,10 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         PathBuf::from(d)
     });
     let (state, out) = State::open(&dir, header, &args.out)?;
+    if let Some(p) = &host.progress {
+        let (completed, failed) = state.earlier();
+        p.batch(count_rows(&args.inputs)?, completed + failed, failed);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -71,6 +88,7 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         limits: &limits,
         concurrency,
         state: Some(&state),
+        progress: host.progress.as_ref(),
     };
     let summary = runtime.block_on(tv_runtime::batch::run(
         &batch,
