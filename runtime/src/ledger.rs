@@ -22,17 +22,10 @@ use tv_vm::result::Resource;
 pub const BUDGET_MAX_TOKENS: u64 = 4096;
 
 /// Prices, the budget and the reply cache, shared by the run's adapters.
-#[derive(Default)]
 pub struct Ledger {
     pub prices: Prices,
     pub budget: Option<CostBudget>,
     pub cache: Option<ReplyCache>,
-}
-
-impl Default for Prices {
-    fn default() -> Prices {
-        Prices::builtin()
-    }
 }
 
 /// A run's `--max-cost`, in picodollars.

@@ -105,8 +105,6 @@ pub struct Budget {
     instructions: AtomicU64,
     turns: AtomicU64,
     tokens: AtomicU64,
-    input_tokens: AtomicU64,
-    output_tokens: AtomicU64,
     /// Bytes charged to the memory budget and not yet released.
     memory: AtomicU64,
     /// What a refused charge would have made the run hold (0: none refused). Once the
@@ -139,14 +137,6 @@ impl Budget {
     /// Counts one more loop iteration and returns the new total.
     pub fn iterate(&self) -> u64 {
         self.iterations.fetch_add(1, Ordering::SeqCst) + 1
-    }
-
-    /// Input and output tokens so far.
-    pub fn tokens_by_kind(&self) -> (u64, u64) {
-        (
-            self.input_tokens.load(Ordering::SeqCst),
-            self.output_tokens.load(Ordering::SeqCst),
-        )
     }
 
     /// Charges `bytes` to the memory budget, unless that would pass `limit`: then
@@ -182,26 +172,11 @@ impl Budget {
         self.memory.load(Ordering::SeqCst)
     }
 
-    /// Counts what a body the journal gave back had spent: its calls as turns.
-    pub fn spend_again(&self, s: &Spending) {
-        let t = s.total;
-        self.turns.fetch_add(t.calls, Ordering::SeqCst);
-        self.tokens
-            .fetch_add(t.input_tokens + t.output_tokens, Ordering::SeqCst);
-        self.input_tokens
-            .fetch_add(t.input_tokens, Ordering::SeqCst);
-        self.output_tokens
-            .fetch_add(t.output_tokens, Ordering::SeqCst);
-    }
-
-    /// Counts one answered call (an assistant turn) and its tokens.
+    /// Counts answered calls (assistant turns) and their tokens: one reply's, or what a
+    /// body the journal gave back had spent.
     pub fn spend(&self, s: Spent) {
-        self.turns.fetch_add(1, Ordering::SeqCst);
+        self.turns.fetch_add(s.calls, Ordering::SeqCst);
         self.tokens
             .fetch_add(s.input_tokens + s.output_tokens, Ordering::SeqCst);
-        self.input_tokens
-            .fetch_add(s.input_tokens, Ordering::SeqCst);
-        self.output_tokens
-            .fetch_add(s.output_tokens, Ordering::SeqCst);
     }
 }

@@ -163,6 +163,11 @@ impl RunHost {
         named.or(prefixed).map(Choice::Remote).or(self.default)
     }
 
+    /// Whether the run spends under `--max-cost`.
+    pub fn budgeted(&self) -> bool {
+        self.ledger.as_ref().is_some_and(|l| l.budget.is_some())
+    }
+
     /// The request as it is sent: `--force-model` and the run's default settings
     /// applied, and under `--max-cost` an output limit, so that its worst case is bounded.
     pub(super) fn prepare(&self, r: &LlmRequest) -> LlmRequest {
@@ -171,8 +176,7 @@ impl RunHost {
             sent.model = Some(m.clone());
         }
         sent.settings = r.settings.or(&self.defaults);
-        let budgeted = self.ledger.as_ref().is_some_and(|l| l.budget.is_some());
-        if budgeted && sent.settings.max_tokens.is_none() {
+        if self.budgeted() && sent.settings.max_tokens.is_none() {
             sent.settings.max_tokens = Some(BUDGET_MAX_TOKENS);
         }
         sent

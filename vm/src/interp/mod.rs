@@ -109,8 +109,6 @@ pub struct Usage {
     pub iterations: u64,
     pub turns: u64,
     pub tokens: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
     /// The run's LLM calls, tokens and cost, by model.
     pub spending: Spending,
 }
@@ -178,14 +176,11 @@ impl<'b> Vm<'b> {
     }
 
     pub fn usage(&self) -> Usage {
-        let (input_tokens, output_tokens) = self.budget.tokens_by_kind();
         Usage {
             instructions: self.instructions,
             iterations: self.budget.iterations(),
             turns: self.budget.turns(),
             tokens: self.budget.tokens(),
-            input_tokens,
-            output_tokens,
             // Every branch and body added what it spent to the machine that waited
             // for it, so the first machine's spending is the run's.
             spending: self.spent.clone(),
@@ -207,7 +202,7 @@ impl<'b> Vm<'b> {
     pub fn add_spent(&mut self, s: &Spending, again: bool) {
         self.spent.add(s);
         if again {
-            self.budget.spend_again(s);
+            self.budget.spend(s.total);
         }
     }
 

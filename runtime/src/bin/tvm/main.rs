@@ -280,8 +280,7 @@ fn execute(
 /// Under `--max-cost`, every model the run may call has a price: a usage error before
 /// anything runs otherwise (DESIGN §15).
 fn priced(host: &RunHost, bundle: &Bundle) -> Result<(), String> {
-    let budgeted = host.ledger.as_ref().is_some_and(|l| l.budget.is_some());
-    let missing = if budgeted {
+    let missing = if host.budgeted() {
         host.unpriced_models(bundle)
     } else {
         Vec::new()
