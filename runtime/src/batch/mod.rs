@@ -8,8 +8,10 @@
 //! object, arguments of the wrong type) is a failed row naming its line, never a
 //! stopped batch.
 
+mod lines;
 mod state;
 
+pub use lines::{Lines, MAX_ROW_BYTES};
 pub use state::State;
 
 use crate::driver;
@@ -92,26 +94,32 @@ pub async fn run<H: AsyncHost>(
         (summary.completed, summary.failed) = s.earlier();
         summary.rows = summary.completed + summary.failed;
     }
-    let mut lines = inputs.lines().enumerate();
+    let mut lines = Lines::new(inputs, MAX_ROW_BYTES);
     let mut running = FuturesUnordered::new();
     let mut index = 0u64;
     let mut more = true;
     loop {
         while more && running.len() < concurrency.max(1) {
-            let Some((n, line)) = lines.next() else {
+            let Some(next) = lines.next() else {
                 more = false;
                 break;
             };
-            let line =
-                line.map_err(|e| format!("cannot read the inputs at line {}: {e}", n + 1))?;
-            if line.trim().is_empty() {
+            let (n, line) = next.map_err(|e| format!("cannot read the inputs: {e}"))?;
+            if line.as_ref().is_ok_and(|l| l.trim().is_empty()) {
                 continue;
             }
             index += 1;
             if state.and_then(|s| s.finished(index - 1)).is_some() {
                 continue;
             }
-            let row = read_row(bundle, function, index - 1, n as u64 + 1, &line);
+            let row = match line {
+                Ok(text) => read_row(bundle, function, index - 1, n, &text),
+                Err(why) => Row {
+                    index: index - 1,
+                    id: Value::Null,
+                    args: Err(why),
+                },
+            };
             match row.args {
                 Err(why) => {
                     let failed =

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tv_runtime::batch::{Batch, State};
+use tv_runtime::batch::{Batch, Lines, State, MAX_ROW_BYTES};
 
 #[derive(Args)]
 pub struct BatchArgs {
@@ -33,14 +33,13 @@ pub struct BatchArgs {
 }
 
 /// The rows of the inputs (lines that are not blank), for the progress line; read
-/// through once, line by line.
+/// through once, line by line, as the batch reads them.
 fn count_rows(inputs: &std::path::Path) -> Result<u64, String> {
-    use std::io::BufRead;
     let file = File::open(inputs).map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
     let mut rows = 0;
-    for line in BufReader::new(file).lines() {
-        let line = line.map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
-        rows += u64::from(!line.trim().is_empty());
+    for line in Lines::new(BufReader::new(file), MAX_ROW_BYTES) {
+        let (_, line) = line.map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
+        rows += u64::from(!line.is_ok_and(|l| l.trim().is_empty()));
     }
     Ok(rows)
 }
