@@ -11,10 +11,13 @@
 //! the provider counts at most one input token per 4 ASCII characters or per other
 //! character (see [`estimate_tokens`]) and honours `max_tokens`.
 
-use crate::cache::ReplyCache;
+use crate::cache::{CacheKey, Lookup, ReplyCache};
 use crate::prices::{usd, Price, Prices};
+use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
-use tv_vm::host::HostError;
+use std::sync::Arc;
+use tv_stdlib::models::Provider;
+use tv_vm::host::{HostError, LlmReply};
 use tv_vm::result::Resource;
 
 /// The output limit sent under a budget when none is in force, so that a call's worst
@@ -26,6 +29,140 @@ pub struct Ledger {
     pub prices: Prices,
     pub budget: Option<CostBudget>,
     pub cache: Option<ReplyCache>,
+}
+
+/// A call's reservation, with the budget it was taken from.
+pub struct Held<'a> {
+    budget: &'a CostBudget,
+    reservation: Reservation,
+}
+
+impl Ledger {
+    /// The price of `body["model"]` on `provider` (`openai`, `anthropic`).
+    fn price(&self, provider: &str, body: &Value) -> Option<&Price> {
+        let model = body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Provider::parse(provider).and_then(|p| self.prices.get(p, model))
+    }
+
+    /// The cache key of sending `body` to `url` of `provider`, when there is a cache:
+    /// where the request goes and what it says, never the headers (the key is in them).
+    pub fn cache_key(&self, provider: &str, url: &str, body: &Value) -> Option<CacheKey> {
+        let cache = self.cache.as_ref()?;
+        Some(cache.key(&json!({"provider": provider, "url": url, "body": body})))
+    }
+
+    /// The reply the cache holds under `key`, read by `read`, at no cost; `Err` is a
+    /// warning (a damaged entry, or one `read` cannot take), and the call is made.
+    pub fn cached(
+        &self,
+        key: &CacheKey,
+        read: impl Fn(&Value) -> Result<LlmReply, HostError>,
+    ) -> Result<Option<LlmReply>, String> {
+        let Some(cache) = &self.cache else {
+            return Ok(None);
+        };
+        match cache.get(key) {
+            Lookup::Miss => Ok(None),
+            Lookup::Damaged(why) => Err(why),
+            Lookup::Hit(stored) => match read(&stored) {
+                Ok(reply) => Ok(Some(LlmReply {
+                    cost: Some(0),
+                    cached: true,
+                    ..reply
+                })),
+                Err(e) => Err(format!(
+                    "the cached reply {} cannot be read ({}); asking the provider again",
+                    key.as_str(),
+                    e.message
+                )),
+            },
+        }
+    }
+
+    /// Reserves the worst case of sending `body` to `provider` from the budget, when
+    /// there is one: its whole text as input, and its `max_tokens` of output.
+    pub fn reserve(&self, provider: &str, body: &Value) -> Result<Option<Held<'_>>, HostError> {
+        let Some(budget) = &self.budget else {
+            return Ok(None);
+        };
+        let model = body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // Every model was checked for a price before the run started; one met only now
+        // (a subtask's) is refused rather than run at an unknown cost.
+        let Some(price) = self.price(provider, body) else {
+            return Err(HostError::exhausted(
+                Resource::Cost,
+                format!("`{provider}:{model}` has no price, so a call to it cannot be kept within --max-cost; add its price with --prices FILE"),
+                0,
+                micro(budget.limit()),
+            ));
+        };
+        let max_tokens = body
+            .get("max_tokens")
+            .or(body.get("max_completion_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(BUDGET_MAX_TOKENS);
+        let worst = worst_case(price, &body.to_string(), max_tokens);
+        let reservation = budget.reserve(worst, &format!("a call to `{model}`"))?;
+        Ok(Some(Held {
+            budget,
+            reservation,
+        }))
+    }
+
+    /// What `reply` to `body` cost (`None` without a price or a reply), with `held`
+    /// settled at it; a reply that cannot be read was still paid for, so its worst case
+    /// stays spent.
+    pub fn settle(
+        &self,
+        provider: &str,
+        body: &Value,
+        held: Option<Held<'_>>,
+        reply: &Result<LlmReply, HostError>,
+    ) -> Option<u64> {
+        let cost = reply.as_ref().ok().and_then(|r| {
+            let p = self.price(provider, body)?;
+            Some(p.cost(
+                r.input_tokens,
+                r.output_tokens,
+                r.cache_read_tokens,
+                r.cache_write_tokens,
+            ))
+        });
+        if let Some(h) = held {
+            let actual = cost.unwrap_or(h.reservation.worst);
+            h.budget.settle(h.reservation, actual);
+        }
+        cost
+    }
+
+    /// The call was not answered: `held` is given back whole.
+    pub fn release(held: Option<Held<'_>>) {
+        if let Some(h) = held {
+            h.budget.release(h.reservation);
+        }
+    }
+
+    /// Stores `raw` under `key`; a warning when it cannot. A put syncs the entry to
+    /// disk, which takes milliseconds, so it runs off the thread that drives the other
+    /// calls in flight.
+    pub async fn store(ledger: &Arc<Ledger>, key: CacheKey, raw: Value) -> Option<String> {
+        let ledger = Arc::clone(ledger);
+        let stored = tokio::task::spawn_blocking(move || match &ledger.cache {
+            Some(cache) => cache.put(&key, &raw),
+            None => Ok(()),
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        stored
+            .err()
+            .map(|e| format!("the reply could not be cached: {e}"))
+    }
 }
 
 /// A run's `--max-cost`, in picodollars.
@@ -43,13 +180,6 @@ pub struct CostBudget {
 #[must_use = "a reservation is settled or released"]
 pub struct Reservation {
     worst: u64,
-}
-
-impl Reservation {
-    /// The worst case reserved, in picodollars.
-    pub fn worst(&self) -> u64 {
-        self.worst
-    }
 }
 
 impl CostBudget {

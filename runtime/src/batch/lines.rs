@@ -53,7 +53,12 @@ impl<R: BufRead> Iterator for Lines<R> {
     fn next(&mut self) -> Option<Self::Item> {
         let mut bytes = Vec::new();
         let limit = self.cap as u64 + 1;
-        match self.reader.by_ref().take(limit).read_until(b'\n', &mut bytes) {
+        match self
+            .reader
+            .by_ref()
+            .take(limit)
+            .read_until(b'\n', &mut bytes)
+        {
             Ok(0) => return None,
             Ok(_) => {}
             Err(e) => return Some(Err(e)),

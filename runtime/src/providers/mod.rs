@@ -15,8 +15,7 @@ pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 pub use structured::JsonMode;
 
-use crate::cache::Lookup;
-use crate::ledger::{worst_case, Ledger, BUDGET_MAX_TOKENS};
+use crate::ledger::Ledger;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use retry::Failure;
 use serde_json::{json, Value};
@@ -25,9 +24,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use tv_stdlib::models::Provider;
 use tv_vm::host::{HostError, LlmReply, LlmRequest};
-use tv_vm::result::{Reason, Resource};
+use tv_vm::result::Reason;
 
 /// The name of the tool through which a model asks for a subtask.
 pub const SPAWN_SUBTASK: &str = "spawn_subtask";
@@ -318,107 +316,29 @@ impl Transport {
         let Some(ledger) = &self.ledger else {
             return read(&self.post(path, body).await?);
         };
-        let model = body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let price = Provider::parse(self.provider).and_then(|p| ledger.prices.get(p, model));
         let mut warnings = Vec::new();
-        let key = ledger.cache.as_ref().map(|cache| {
-            // What identifies the request: where it goes and what it says, never the
-            // headers (the key is in them).
-            let request =
-                json!({"provider": self.provider, "url": self.endpoint(path), "body": body});
-            (cache, cache.key(&request))
-        });
-        if let Some((cache, key)) = &key {
-            match cache.get(key) {
-                Lookup::Hit(stored) => match read(&stored) {
-                    Ok(reply) => {
-                        return Ok(LlmReply {
-                            cost: Some(0),
-                            cached: true,
-                            ..reply
-                        })
-                    }
-                    Err(e) => warnings.push(format!(
-                        "the cached reply {} cannot be read ({}); asking the provider again",
-                        key.as_str(),
-                        e.message
-                    )),
-                },
-                Lookup::Damaged(why) => warnings.push(why),
-                Lookup::Miss => {}
+        let key = ledger.cache_key(self.provider, &self.endpoint(path), body);
+        if let Some(key) = &key {
+            match ledger.cached(key, &read) {
+                Ok(Some(reply)) => return Ok(reply),
+                Ok(None) => {}
+                Err(warning) => warnings.push(warning),
             }
         }
-        let reservation = match (&ledger.budget, price) {
-            (None, _) => None,
-            (Some(budget), Some(price)) => {
-                let text = body.to_string();
-                let max_tokens = body
-                    .get("max_tokens")
-                    .or(body.get("max_completion_tokens"))
-                    .and_then(Value::as_u64)
-                    .unwrap_or(BUDGET_MAX_TOKENS);
-                let worst = worst_case(price, &text, max_tokens);
-                Some((budget, budget.reserve(worst, &format!("a call to `{model}`"))?))
-            }
-            // Every model was checked for a price before the run started; one met only
-            // now (a subtask's) is refused rather than run at an unknown cost.
-            (Some(budget), None) => {
-                return Err(HostError::exhausted(
-                    Resource::Cost,
-                    format!("`{}:{model}` has no price, so a call to it cannot be kept within --max-cost; add its price with --prices FILE", self.provider),
-                    0,
-                    budget.limit() / 1_000_000,
-                ))
-            }
-        };
+        let held = ledger.reserve(self.provider, body)?;
         let raw = match self.post(path, body).await {
             Ok(raw) => raw,
             Err(e) => {
-                if let Some((budget, r)) = reservation {
-                    budget.release(r);
-                }
+                Ledger::release(held);
                 return Err(e);
             }
         };
         let reply = read(&raw);
-        let cost = reply.as_ref().ok().and_then(|r| {
-            price.map(|p| {
-                p.cost(
-                    r.input_tokens,
-                    r.output_tokens,
-                    r.cache_read_tokens,
-                    r.cache_write_tokens,
-                )
-            })
-        });
-        if let Some((budget, r)) = reservation {
-            // A reply that cannot be read was still paid for: its worst case stays spent.
-            match cost {
-                Some(c) => budget.settle(r, c),
-                None => {
-                    let worst = r.worst();
-                    budget.settle(r, worst)
-                }
-            }
-        }
+        let cost = ledger.settle(self.provider, body, held, &reply);
         let mut reply = reply?;
         reply.cost = cost;
-        if let Some((_, key)) = key {
-            // A put syncs the entry to disk, which takes milliseconds: off the thread
-            // that drives the other calls in flight.
-            let (ledger, key) = (Arc::clone(ledger), key.clone());
-            let stored = tokio::task::spawn_blocking(move || match &ledger.cache {
-                Some(cache) => cache.put(&key, &raw),
-                None => Ok(()),
-            })
-            .await
-            .unwrap_or_else(|e| Err(e.to_string()));
-            if let Err(e) = stored {
-                warnings.push(format!("the reply could not be cached: {e}"));
-            }
+        if let Some(key) = key {
+            warnings.extend(Ledger::store(ledger, key, raw).await);
         }
         reply.warnings.extend(warnings);
         Ok(reply)
