@@ -301,3 +301,29 @@ fn the_shipped_tickets_triage_from_their_cassette() {
     assert_eq!(lines.len(), 5);
     assert!(stderr.contains("5 rows: 5 completed, 0 failed"), "{stderr}");
 }
+
+#[test]
+fn results_written_over_the_inputs_are_refused_before_anything_runs() {
+    let dir = scratch("batch", "same");
+    let bundle = files::compiled(&dir, PROGRAM);
+    let inputs = dir.join("rows.jsonl");
+    let row = r#"{"notes": ["a"]}"#;
+    std::fs::write(&inputs, row).expect("write the rows");
+    let path = inputs.to_str().expect("path");
+    let (code, _, stderr) = run_tvm(
+        &[
+            "batch",
+            bundle.to_str().expect("path"),
+            "--inputs",
+            path,
+            "--out",
+            path,
+            "--provider",
+            "echo",
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("is the inputs file"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&inputs).expect("rows"), row);
+}

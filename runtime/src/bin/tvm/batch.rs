@@ -51,6 +51,18 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let inputs =
         File::open(&args.inputs).map_err(|e| format!("--inputs {}: {e}", args.inputs.display()))?;
+    // Opening the results empties them: the inputs would be gone before they were read.
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        std::fs::canonicalize(a)
+            .ok()
+            .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
+    };
+    if same(&args.inputs, &args.out) {
+        return Err(format!(
+            "--out {} is the inputs file: the results would overwrite the rows",
+            args.out.display()
+        ));
+    }
     let host = host(choice, &args.host)?;
     priced(&host, &bundle)?;
     // Rows run as many at once as the provider takes calls; a map inside a row runs
