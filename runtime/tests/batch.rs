@@ -327,3 +327,39 @@ fn results_written_over_the_inputs_are_refused_before_anything_runs() {
     assert!(stderr.contains("is the inputs file"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&inputs).expect("rows"), row);
 }
+
+#[test]
+fn a_stopped_batch_over_rows_since_edited_is_refused_rather_than_resumed() {
+    let rt = runtime();
+    let server = rt.block_on(slow_echo(2_000));
+    let dir = scratch("batch", "edited");
+    let bundle = files::compiled(&dir, PROGRAM);
+    let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
+    std::fs::write(&inputs, r#"{"notes": ["a"]}"#).expect("write the rows");
+    let args = [
+        "batch",
+        bundle.to_str().expect("path"),
+        "--inputs",
+        inputs.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--provider",
+        "openai",
+    ];
+    let url = server.url();
+    let mut child = files::tvm(&args)
+        .env("OPENAI_BASE_URL", &url)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start tvm");
+    files::wait_for(|| server.hits() > 0);
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    std::fs::write(&inputs, r#"{"notes": ["b"]}"#).expect("edit the rows");
+    let (code, _, stderr) = run_tvm(&args, &[("OPENAI_BASE_URL", url.as_str())]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("belongs to a batch of another bundle, entry point or inputs"),
+        "{stderr}"
+    );
+}

@@ -5,8 +5,9 @@
 //! A row is finished once its line is in the results file; the results file is the
 //! record of that. A row in flight has a journal of its own, `DIR/ROW.journal`, made
 //! and read as `tvm run --journal` makes and `tvm resume` reads one; it is removed once
-//! the row's line is written. `DIR/batch.json` names the bundle and entry point, so a
-//! folder left by another batch is refused rather than resumed.
+//! the row's line is written. `DIR/batch.json` names the bundle, the entry point and a
+//! hash of the rows, so a folder left by another batch, or by this one over rows since
+//! edited, is refused rather than resumed.
 
 use crate::journal::{Header, Journal};
 use serde::Deserialize;
@@ -30,16 +31,21 @@ impl State {
     /// results file `out` to append to: when the folder holds this batch's state, the
     /// rows already in `out` are finished (a line cut short by the crash is dropped);
     /// otherwise the batch starts afresh and `out` is emptied.
-    pub fn open(dir: &Path, header: Header, out: &Path) -> Result<(State, File), String> {
+    pub fn open(
+        dir: &Path,
+        header: Header,
+        rows_sha256: &str,
+        out: &Path,
+    ) -> Result<(State, File), String> {
         let marker = dir.join("batch.json");
-        let this = json!({"bundle_sha256": header.bundle_sha256, "entry": header.entry});
+        let this = json!({"bundle_sha256": header.bundle_sha256, "entry": header.entry, "rows_sha256": rows_sha256});
         let resuming = match std::fs::read_to_string(&marker) {
             Ok(text) => {
                 let earlier: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
                 if earlier != this {
                     return Err(format!(
-                        "the state folder {} belongs to a batch of another bundle or entry point; \
-                         remove it to start afresh, or choose another with --state DIR",
+                        "the state folder {} belongs to a batch of another bundle, entry point or \
+                         inputs; remove it to start afresh, or choose another with --state DIR",
                         dir.display()
                     ));
                 }

@@ -32,16 +32,24 @@ pub struct BatchArgs {
     limits: LimitArgs,
 }
 
-/// The rows of the inputs (lines that are not blank), for the progress line; read
-/// through once, line by line, as the batch reads them.
-fn count_rows(inputs: &std::path::Path) -> Result<u64, String> {
+/// The rows of the inputs (lines that are not blank), for the progress line, and a hash
+/// of them, so that a batch is resumed only over the rows it began with; read through
+/// once, line by line, as the batch reads them.
+fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> {
+    use sha2::{Digest, Sha256};
     let file = File::open(inputs).map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
-    let mut rows = 0;
+    let (mut rows, mut hash) = (0, Sha256::new());
     for line in Lines::new(BufReader::new(file), MAX_ROW_BYTES) {
         let (_, line) = line.map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
-        rows += u64::from(!line.is_ok_and(|l| l.trim().is_empty()));
+        let text = line.unwrap_or_else(|why| why);
+        if !text.trim().is_empty() {
+            rows += 1;
+            hash.update(text.as_bytes());
+            hash.update(b"\n");
+        }
     }
-    Ok(rows)
+    let hex = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok((rows, hex))
 }
 
 pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
@@ -82,10 +90,11 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         d.push(".state");
         PathBuf::from(d)
     });
-    let (state, out) = State::open(&dir, header, &args.out)?;
+    let (rows, rows_sha256) = survey(&args.inputs)?;
+    let (state, out) = State::open(&dir, header, &rows_sha256, &args.out)?;
     if let Some(p) = &host.progress {
         let (completed, failed) = state.earlier();
-        p.batch(count_rows(&args.inputs)?, completed + failed, failed);
+        p.batch(rows, completed + failed, failed);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
