@@ -7,6 +7,7 @@
 //! of it (servers sometimes echo the key they refused).
 
 pub mod anthropic;
+mod body;
 pub mod openai;
 mod retry;
 pub mod structured;
@@ -16,6 +17,8 @@ pub use openai::OpenAi;
 pub use structured::JsonMode;
 
 use crate::ledger::Ledger;
+pub use body::DEFAULT_MAX_REPLY_BYTES;
+use body::{read_body, Body, ERROR_BODY_BYTES};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use retry::Failure;
 use serde_json::{json, Value};
@@ -514,42 +517,6 @@ fn tokens(usage: Option<&Value>, field: &str) -> u64 {
         .and_then(|u| field.split('/').try_fold(u, |v, name| v.get(name)))
         .and_then(Value::as_u64)
         .unwrap_or(0)
-}
-
-// Reading a reply's body within a cap (DESIGN §18): a server, or anything between tvm
-// and it, can send an endless body; reading it whole would take all the memory there is
-// within seconds. Bodies are read chunk by chunk and the reading stops past the cap.
-
-/// Bytes a reply may have, unless told otherwise (`tvm run --max-reply-bytes`).
-pub const DEFAULT_MAX_REPLY_BYTES: usize = 8 << 20;
-/// Bytes read of an error reply: its excerpt shows 200 characters, the rest is noise.
-const ERROR_BODY_BYTES: usize = 64 << 10;
-
-/// What reading a body gave.
-enum Body {
-    /// The whole body.
-    Whole(Vec<u8>),
-    /// The body passed the cap; what was read of it, up to the cap.
-    Cut(Vec<u8>),
-}
-
-/// Reads `response`'s body, stopping once it has more than `cap` bytes. A declared
-/// length over the cap is refused before anything is read.
-async fn read_body(mut response: reqwest::Response, cap: usize) -> Result<Body, reqwest::Error> {
-    if response.content_length().is_some_and(|n| n > cap as u64) {
-        return Ok(Body::Cut(Vec::new()));
-    }
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        let room = cap - bytes.len();
-        if chunk.len() > room {
-            bytes.extend_from_slice(&chunk[..room]);
-            // Dropping the response closes the connection: nothing more is read.
-            return Ok(Body::Cut(bytes));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(Body::Whole(bytes))
 }
 
 /// The parts of the system text, static first: the task's system prompt, then the memory
