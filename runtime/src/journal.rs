@@ -66,6 +66,9 @@ pub struct Header {
     pub retries: Option<u32>,
     /// Seconds one attempt of an LLM call may take.
     pub request_timeout: Option<u64>,
+    /// `--rate-wait` in seconds, when it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_wait: Option<u64>,
     /// `--max-reply-bytes`, when it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_reply_bytes: Option<u64>,

@@ -2,7 +2,7 @@
 //! against the echo host and a server on 127.0.0.1; results read back from the file.
 
 use crate::support::files::{self, run_tvm, runtime, scratch};
-use crate::support::http::{Reply, Server};
+use crate::support::http::{self, Reply, Server};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -166,6 +166,33 @@ fn all_rows_share_one_budget() {
         .filter(|l| l.to_string().contains(r#""resource":"cost""#))
         .count();
     assert!(refused > 0 && refused < 10, "{refused} rows refused");
+}
+
+#[test]
+fn a_rate_limited_batch_ends_with_every_row_complete_though_no_retries_are_allowed() {
+    let rt = runtime();
+    let window = Duration::from_millis(200);
+    let ok = Reply::completion("fine", 10, 2);
+    let server = rt.block_on(Server::start(http::windowed(5, window, ok)));
+    let dir = scratch("batch", "rate");
+    let rows: Vec<String> = (0..15)
+        .map(|i| format!(r#"{{"notes": ["n{i}"]}}"#))
+        .collect();
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let url = server.url();
+    let flags = [
+        "--provider",
+        "openai",
+        "--concurrency",
+        "16",
+        "--retries",
+        "0",
+    ];
+    let (code, lines, stderr) = batch(&dir, &rows, &flags, &[("OPENAI_BASE_URL", url.as_str())]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(lines.len(), 15);
+    assert!(lines.iter().all(|l| l["status"] == "COMPLETE"), "{lines:?}");
+    assert!(server.hits() > 30, "the provider never said 429");
 }
 
 /// A server that echoes the prompt after `ms` milliseconds, so what it answered can be

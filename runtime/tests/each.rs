@@ -244,6 +244,7 @@ fn header() -> Header {
         concurrency: None,
         retries: None,
         request_timeout: None,
+        rate_wait: None,
         max_reply_bytes: None,
         sampling: None,
         force_model: None,

@@ -16,6 +16,7 @@ fn header() -> Header {
         concurrency: Some(4),
         retries: Some(0),
         request_timeout: Some(30),
+        rate_wait: None,
         max_reply_bytes: Some(1 << 20),
         sampling: Some(tv_vm::bundle::ModelSettings {
             temperature: Some(0.5),

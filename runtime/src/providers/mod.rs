@@ -9,6 +9,7 @@
 pub mod anthropic;
 mod body;
 pub mod openai;
+mod rate;
 mod retry;
 pub mod structured;
 
@@ -26,7 +27,6 @@ use std::fmt;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Semaphore;
 use tv_vm::host::{HostError, LlmReply, LlmRequest};
 use tv_vm::result::Reason;
 
@@ -53,7 +53,11 @@ pub struct Settings {
     pub max_retry_wait: Duration,
     /// The first backoff; it doubles with each retry (default 500 ms).
     pub backoff_base: Duration,
-    /// Attempts in flight at once, over all requests to this provider (default 16).
+    /// Total time a request may spend waiting for the provider's rate limit (429s),
+    /// which counts apart from `max_retries` and `max_retry_wait` (default 300 s).
+    pub max_rate_wait: Duration,
+    /// Attempts in flight at once, over all requests to this provider, at most (default
+    /// 16); fewer while the provider answers 429 (see [`rate`]).
     pub concurrency: usize,
     /// Bytes one reply may have (default 8 MiB); a longer one fails its call, unretried.
     pub max_reply_bytes: usize,
@@ -67,6 +71,8 @@ pub const DEFAULT_RETRIES: u32 = 4;
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
 /// Attempts in flight at once, unless told otherwise (`tvm run --concurrency`).
 pub const DEFAULT_CONCURRENCY: usize = 16;
+/// Seconds a request may wait for rate limits, unless told otherwise (`--rate-wait`).
+pub const DEFAULT_RATE_WAIT_SECS: u64 = 300;
 
 impl Settings {
     /// The defaults of DESIGN §9 for a server at `base_url`, with no key.
@@ -79,6 +85,7 @@ impl Settings {
             max_retries: DEFAULT_RETRIES,
             max_retry_wait: Duration::from_secs(30),
             backoff_base: Duration::from_millis(500),
+            max_rate_wait: Duration::from_secs(DEFAULT_RATE_WAIT_SECS),
             concurrency: DEFAULT_CONCURRENCY,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             json_mode: JsonMode::Native,
@@ -241,7 +248,8 @@ fn system_text(req: &LlmRequest) -> String {
 struct Transport {
     client: reqwest::Client,
     settings: Settings,
-    permits: Semaphore,
+    /// The calls in flight, adapted to the provider's rate limits.
+    rate: rate::Rate,
     /// `openai` or `anthropic`, to open error messages with.
     provider: &'static str,
     /// The environment variable a refused key came from, for the 401 message.
@@ -295,8 +303,7 @@ impl Transport {
             .map_err(|e| format!("{provider}: cannot build the HTTP client: {e}"))?;
         Ok(Transport {
             client,
-            // Zero permits would hang every call; too many would panic in tokio.
-            permits: Semaphore::new(settings.concurrency.clamp(1, Semaphore::MAX_PERMITS)),
+            rate: rate::Rate::new(settings.concurrency),
             settings,
             provider,
             key_var,
@@ -367,20 +374,33 @@ impl Transport {
         let policy = retry::Policy {
             max_retries: self.settings.max_retries,
             max_wait: self.settings.max_retry_wait,
+            max_rate_wait: self.settings.max_rate_wait,
             base: self.settings.backoff_base,
         };
         policy.run(|| self.attempt(&url, body)).await
     }
 
+    /// One attempt, holding a slot of the rate for the whole of it, reply body included,
+    /// and released while backing off so that waiting requests do not starve the others.
     async fn attempt(&self, url: &str, body: &Value) -> Result<Value, Failure> {
-        // The permit is held for the whole attempt, reply body included, and released
-        // while backing off so that waiting requests do not starve the others.
-        let _permit = self.permits.acquire().await.map_err(|_| {
+        let slot = self.rate.slot().await.map_err(|_| {
             Failure::Fatal(self.error(
                 Reason::UnexpectedError,
                 "the request queue was closed".into(),
             ))
         })?;
+        let outcome = self.send(url, body).await;
+        match &outcome {
+            Ok(_) => slot.succeeded(),
+            Err(Failure::Limited { wait, .. }) => {
+                slot.rate_limited(*wait, self.settings.max_rate_wait)
+            }
+            Err(_) => drop(slot),
+        }
+        outcome
+    }
+
+    async fn send(&self, url: &str, body: &Value) -> Result<Value, Failure> {
         let response = self
             .client
             .post(url)
@@ -426,7 +446,13 @@ impl Transport {
         }
         let code = status.as_u16();
         let what = format!("HTTP {status}: {}", self.excerpt(&bytes));
-        if code == 429 || status.is_server_error() {
+        if code == 429 && !out_of_quota(&bytes) {
+            return Err(Failure::Limited {
+                error: self.error(Reason::UnexpectedError, what),
+                wait,
+            });
+        }
+        if status.is_server_error() {
             return Err(Failure::Retry {
                 error: self.error(Reason::UnexpectedError, what),
                 wait,
@@ -438,6 +464,7 @@ impl Transport {
             }
             401 => format!("the API key in {} was refused ({what})", self.key_var),
             403 => format!("access denied; check the key in {} ({what})", self.key_var),
+            429 => format!("the account's quota is used up; waiting will not help ({what})"),
             _ => what,
         };
         Err(Failure::Fatal(self.error(Reason::UnexpectedError, message)))
@@ -507,6 +534,13 @@ impl fmt::Debug for Transport {
             .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
+}
+
+/// Whether a 429's body says the account has no credit left (OpenAI's
+/// `insufficient_quota`) rather than that calls come too fast.
+fn out_of_quota(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body);
+    text.contains("insufficient_quota")
 }
 
 /// Token counts from a reply's `usage`; `field` is a name, or a path of names joined by

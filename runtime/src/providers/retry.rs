@@ -1,6 +1,8 @@
-//! Retrying a provider call: exponential backoff with jitter, `Retry-After`, and two
-//! budgets (a number of retries and a total time spent waiting), after which the last
-//! error is returned.
+//! Retrying a provider call: exponential backoff with jitter, `Retry-After`, and budgets
+//! after which the last error is returned. Failures (5xx, timeouts, lost connections)
+//! have a number of retries and a total time spent waiting; rate limits (429) have a
+//! waiting time of their own and no count, because under an adaptive rate ([`super::rate`])
+//! a 429 is the provider pacing a busy run, not the call going wrong.
 
 use reqwest::header::HeaderMap;
 use std::future::Future;
@@ -10,9 +12,14 @@ use tv_vm::host::HostError;
 /// How one attempt ended, when it did not succeed.
 #[derive(Debug)]
 pub(crate) enum Failure {
-    /// Worth another attempt (429, 5xx, timeout, connection trouble), after `wait` when
+    /// Worth another attempt (5xx, timeout, connection trouble), after `wait` when
     /// the server said how long.
     Retry {
+        error: HostError,
+        wait: Option<Duration>,
+    },
+    /// The provider's rate limit (429), after `wait` when the server said how long.
+    Limited {
         error: HostError,
         wait: Option<Duration>,
     },
@@ -23,8 +30,14 @@ pub(crate) enum Failure {
 pub(crate) struct Policy {
     pub max_retries: u32,
     pub max_wait: Duration,
+    /// The total time a call may wait for rate limits.
+    pub max_rate_wait: Duration,
     pub base: Duration,
 }
+
+/// Rate-limited attempts one call may make, whatever the waits: a server that answers
+/// 429 with no wait at all (or a zero backoff base) still ends.
+pub(crate) const MAX_RATE_ATTEMPTS: u32 = 100;
 
 /// Backoff doubles up to this many times the base (0.5 s → 8 s with the defaults), so
 /// that a long outage is still probed now and then within the waiting budget.
@@ -38,27 +51,43 @@ impl Policy {
         Fut: Future<Output = Result<T, Failure>>,
     {
         let mut waited = Duration::ZERO;
-        let mut attempts: u32 = 0;
+        let mut rate_waited = Duration::ZERO;
+        let (mut failures, mut limited) = (0u32, 0u32);
         loop {
-            attempts = attempts.saturating_add(1);
-            let (error, asked) = match attempt().await {
+            let (error, delay, spent, budget, kind) = match attempt().await {
                 Ok(v) => return Ok(v),
                 Err(Failure::Fatal(e)) => return Err(e),
-                Err(Failure::Retry { error, wait }) => (error, wait),
+                Err(Failure::Retry { error, wait }) => {
+                    failures = failures.saturating_add(1);
+                    if failures > self.max_retries {
+                        return Err(gave_up(error, failures + limited, None));
+                    }
+                    let delay = wait.unwrap_or_else(|| self.backoff(failures - 1));
+                    (error, delay, &mut waited, self.max_wait, "retry")
+                }
+                Err(Failure::Limited { error, wait }) => {
+                    limited = limited.saturating_add(1);
+                    if limited >= MAX_RATE_ATTEMPTS {
+                        let why = format!("rate-limited {limited} times");
+                        return Err(gave_up(error, failures + limited, Some(why)));
+                    }
+                    let delay = wait.unwrap_or_else(|| self.backoff(limited - 1));
+                    (
+                        error,
+                        delay,
+                        &mut rate_waited,
+                        self.max_rate_wait,
+                        "rate-limit",
+                    )
+                }
             };
-            if attempts > self.max_retries {
-                return Err(gave_up(error, attempts, None));
-            }
-            let delay = asked.unwrap_or_else(|| self.backoff(attempts - 1));
-            if waited.saturating_add(delay) > self.max_wait {
+            if spent.saturating_add(delay) > budget {
                 // Waiting less than the server asked would only earn another 429.
-                let why = format!(
-                    "the next wait of {delay:?} would exceed the {:?} retry budget",
-                    self.max_wait
-                );
-                return Err(gave_up(error, attempts, Some(why)));
+                let why =
+                    format!("the next wait of {delay:?} would exceed the {budget:?} {kind} budget");
+                return Err(gave_up(error, failures + limited, Some(why)));
             }
-            waited += delay;
+            *spent += delay;
             tokio::time::sleep(delay).await;
         }
     }
@@ -127,6 +156,7 @@ mod tests {
         let p = Policy {
             max_retries: 4,
             max_wait: Duration::from_secs(30),
+            max_rate_wait: Duration::from_secs(300),
             base: Duration::from_millis(100),
         };
         for n in 0..8 {

@@ -29,7 +29,7 @@ async fn a_retry_after_beyond_the_waiting_budget_fails_at_once() {
         let err = fails(api, api.settings(&server)).await;
         assert!(started.elapsed() < Duration::from_secs(60), "{api:?}");
         assert_eq!(server.hits(), 1, "{api:?}");
-        assert_mentions(&err, Reason::UnexpectedError, &["429", "retry budget"]);
+        assert_mentions(&err, Reason::UnexpectedError, &["429", "rate-limit budget"]);
     })
     .await;
 }

@@ -6,6 +6,7 @@ mod caching;
 mod faults;
 use crate::support::http;
 mod openai_spec;
+mod rate;
 use crate::support::openapi;
 mod settings;
 mod structured;

@@ -103,6 +103,32 @@ impl Request {
     }
 }
 
+/// A provider that takes `per_window` calls in each window of `window`, answering them
+/// `ok` after 20 ms, and the others 429 with the time left in the window (in
+/// `retry-after-ms`), as per-minute rate limits do.
+pub fn windowed(
+    per_window: usize,
+    window: Duration,
+    ok: Reply,
+) -> impl Fn(usize, &Request) -> Reply + Send + Sync {
+    let state = Mutex::new((Instant::now(), 0usize));
+    move |_, _| {
+        let mut s = state.lock().unwrap();
+        let now = Instant::now();
+        if now - s.0 >= window {
+            *s = (now, 0);
+        }
+        if s.1 < per_window {
+            s.1 += 1;
+            return ok.clone().after(Duration::from_millis(20));
+        }
+        let left = window.saturating_sub(now - s.0).as_millis().max(1);
+        let refused =
+            r#"{"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}"#;
+        Reply::json(429, refused).header("retry-after-ms", &left.to_string())
+    }
+}
+
 type Responder = dyn Fn(usize, &Request) -> Reply + Send + Sync;
 
 struct State {

@@ -216,6 +216,7 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     args.host.retries = args.host.retries.or(header.retries);
     args.host.request_timeout = args.host.request_timeout.or(header.request_timeout);
     args.host.max_reply_bytes = args.host.max_reply_bytes.or(header.max_reply_bytes);
+    args.host.rate_wait = args.host.rate_wait.or(header.rate_wait);
     let sampling = header.sampling.unwrap_or_default();
     args.host.temperature = args.host.temperature.or(sampling.temperature);
     args.host.max_output_tokens = args.host.max_output_tokens.or(sampling.max_tokens);

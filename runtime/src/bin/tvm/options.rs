@@ -50,10 +50,15 @@ pub struct HostArgs {
     /// setting whatever this says.
     #[arg(long, value_name = "N")]
     pub concurrency: Option<usize>,
-    /// Retries of an LLM call that met a rate limit, a server error, a timeout or a
-    /// dropped connection, before its task fails [default: 4].
+    /// Retries of an LLM call that met a server error, a timeout or a dropped
+    /// connection, before its task fails [default: 4]. Rate limits count apart (--rate-wait).
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,
+    /// Seconds one LLM call may spend in all waiting out the provider's rate limit (429s,
+    /// honouring Retry-After) before its task fails [default: 300]. Meanwhile the calls
+    /// in flight to that provider are lowered, and raised again as calls succeed.
+    #[arg(long, value_name = "SECS")]
+    pub rate_wait: Option<u64>,
     /// Seconds one attempt of an LLM call may take, reply included [default: 120].
     #[arg(long, value_name = "SECS")]
     pub request_timeout: Option<u64>,
@@ -203,6 +208,7 @@ impl HostArgs {
             concurrency: Some(concurrency),
             retries: Some(retries),
             request_timeout: Some(request_timeout),
+            rate_wait: self.rate_wait,
             max_reply_bytes: self.max_reply_bytes,
             sampling: Some(self.sampling()),
             force_model: self.force_model.clone(),
@@ -299,6 +305,7 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
     let model = a.model.clone();
     let (concurrency, retries, timeout) = a.calls();
     let timeout = Duration::from_secs(timeout.max(1));
+    let rate_wait = Duration::from_secs(a.rate_wait.unwrap_or(providers::DEFAULT_RATE_WAIT_SECS));
     let max_reply_bytes = a.max_reply_bytes();
     let json_mode = a.json_mode()?;
     let tune = move |s: &mut Settings| {
@@ -309,6 +316,7 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
         s.concurrency = concurrency;
         s.max_retries = retries;
         s.request_timeout = timeout;
+        s.max_rate_wait = rate_wait;
         s.max_reply_bytes = max_reply_bytes;
     };
     let ledger = Some(Arc::new(a.ledger()?));
