@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
 
-const PROGRAM: &str = r#"<library>
+pub(crate) const PROGRAM: &str = r#"<library>
   <task name="summarize" type="sequential">
     <inputs><input name="notes" type="string[]">Meeting notes</input></inputs>
     <steps>
@@ -195,102 +195,6 @@ fn a_rate_limited_batch_ends_with_every_row_complete_though_no_retries_are_allow
     assert!(server.hits() > 30, "the provider never said 429");
 }
 
-/// A server that echoes the prompt after `ms` milliseconds, so what it answered can be
-/// found in a journal.
-async fn slow_echo(ms: u64) -> Server {
-    Server::start(move |_, r| {
-        Reply::completion(&format!("seen: {}", r.prompt()), 10, 2).after(Duration::from_millis(ms))
-    })
-    .await
-}
-
-#[test]
-fn a_killed_batch_run_again_skips_finished_rows_and_repeats_no_finished_call() {
-    let rt = runtime();
-    let server = rt.block_on(slow_echo(60));
-    let dir = scratch("batch", "killed");
-    let bundle = files::compiled(&dir, PROGRAM);
-    let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
-    let rows: Vec<String> = (0..12)
-        .map(|i| format!(r#"{{"notes": ["n{i:02}"]}}"#))
-        .collect();
-    std::fs::write(&inputs, rows.join("\n")).expect("write the rows");
-    let args = [
-        "batch",
-        bundle.to_str().expect("path"),
-        "--inputs",
-        inputs.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--provider",
-        "openai",
-        "--concurrency",
-        "3",
-    ];
-    let url = server.url();
-    let mut child = files::tvm(&args)
-        .env("OPENAI_BASE_URL", &url)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start tvm");
-    files::wait_for(|| std::fs::read_to_string(&out).is_ok_and(|t| t.lines().count() >= 4));
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
-    let sent_before = server.hits();
-    let state = dir.join("results.jsonl.state");
-    let journals: String = std::fs::read_dir(&state)
-        .expect("the state folder")
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "journal"))
-        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-        .collect();
-    let finished: Vec<Value> = std::fs::read_to_string(&out)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    // The calls that had an answer: those of finished rows and those a journal holds.
-    let answered: Vec<String> = (0..12)
-        .map(|i| format!("Summarize: n{i:02}"))
-        .filter(|p| {
-            journals.contains(&format!("seen: {p}"))
-                || finished.iter().any(|f| f.to_string().contains(p.as_str()))
-        })
-        .collect();
-    assert!(!answered.is_empty());
-
-    let (code, _, stderr) = run_tvm(&args, &[("OPENAI_BASE_URL", url.as_str())]);
-    assert_eq!(code, 0, "{stderr}");
-    let lines: Vec<Value> = std::fs::read_to_string(&out)
-        .expect("results")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a whole JSON line"))
-        .collect();
-    let mut indices: Vec<u64> = lines.iter().filter_map(|l| l["index"].as_u64()).collect();
-    indices.sort_unstable();
-    assert_eq!(indices, (0..12).collect::<Vec<_>>(), "every row once");
-    assert!(lines.iter().all(|l| l["status"] == "COMPLETE"));
-    let again: Vec<String> = server.requests()[sent_before..]
-        .iter()
-        .map(crate::support::http::Request::prompt)
-        .collect();
-    for p in &answered {
-        assert!(
-            !again.contains(p),
-            "`{p}` was answered before the kill and asked again"
-        );
-    }
-    assert!(
-        !state.exists(),
-        "a batch that finished leaves no state behind"
-    );
-    assert!(
-        stderr.contains("12 rows: 12 completed, 0 failed"),
-        "{stderr}"
-    );
-}
-
 #[test]
 fn the_shipped_tickets_triage_from_their_cassette() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
@@ -353,40 +257,4 @@ fn results_written_over_the_inputs_are_refused_before_anything_runs() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("is the inputs file"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&inputs).expect("rows"), row);
-}
-
-#[test]
-fn a_stopped_batch_over_rows_since_edited_is_refused_rather_than_resumed() {
-    let rt = runtime();
-    let server = rt.block_on(slow_echo(2_000));
-    let dir = scratch("batch", "edited");
-    let bundle = files::compiled(&dir, PROGRAM);
-    let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
-    std::fs::write(&inputs, r#"{"notes": ["a"]}"#).expect("write the rows");
-    let args = [
-        "batch",
-        bundle.to_str().expect("path"),
-        "--inputs",
-        inputs.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--provider",
-        "openai",
-    ];
-    let url = server.url();
-    let mut child = files::tvm(&args)
-        .env("OPENAI_BASE_URL", &url)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start tvm");
-    files::wait_for(|| server.hits() > 0);
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
-    std::fs::write(&inputs, r#"{"notes": ["b"]}"#).expect("edit the rows");
-    let (code, _, stderr) = run_tvm(&args, &[("OPENAI_BASE_URL", url.as_str())]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("belongs to a batch of another bundle, entry point or inputs"),
-        "{stderr}"
-    );
 }

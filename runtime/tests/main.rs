@@ -4,6 +4,7 @@
 mod support;
 
 mod batch;
+mod batch_resume;
 mod cache;
 mod cli;
 mod cli_bounds;
