@@ -12,10 +12,15 @@
 //!   progress line, the driver on a current-thread runtime. The host is built once, as
 //!   the client is; the machine, the driver and every request are per iteration.
 //!
-//! Printed after criterion's report: each side's time per call, the difference, the
-//! bytes of each side's requests as the server received them (head and body) and the
-//! connections each opened. `TV_CALL_OVERHEAD=minimal|tvm` runs only that side, 20 runs
-//! of 200 calls without criterion, for `valgrind --tool=callgrind`.
+//! Printed after criterion's report: the bytes of each side's requests as the server
+//! received them (head and body), the connections each opened, and each side's time per
+//! call with the difference, from criterion's medians and from 30 rounds of one run of
+//! each taken in turn. The machine drifts by 20–50 % between criterion's two benchmarks,
+//! so the target is read on the rounds in turn, which see the same machine (their
+//! median difference, in wall-clock time and in CPU time of the calling thread). `TV_CALL_OVERHEAD=minimal|tvm` runs only that side, 20 runs
+//! of 200 calls without criterion, for `valgrind --tool=callgrind`; `TV_CALL_OVERHEAD=serve`
+//! only serves (until stopped) and writes the workflow to `$TMPDIR/call_overhead.xml`, so
+//! that `tvm run` can be timed as a process against the same server.
 
 #[path = "loopback.rs"]
 mod loopback;
@@ -170,11 +175,22 @@ fn main() {
     let run_tvm = || tvm(&rt, &bundle, &host);
 
     if let Ok(side) = std::env::var("TV_CALL_OVERHEAD") {
+        if side == "serve" {
+            let xml = std::env::temp_dir().join("call_overhead.xml");
+            std::fs::write(&xml, program()).expect("write the workflow");
+            println!(
+                "serving at {url} until stopped; the workflow is {}",
+                xml.display()
+            );
+            loop {
+                std::thread::park();
+            }
+        }
         for _ in 0..20 {
             match side.as_str() {
                 "minimal" => assert_eq!(run_minimal(), 2 * CALLS),
                 "tvm" => run_tvm(),
-                other => panic!("TV_CALL_OVERHEAD={other}: minimal or tvm"),
+                other => panic!("TV_CALL_OVERHEAD={other}: minimal, tvm or serve"),
             }
         }
         return;
@@ -216,16 +232,6 @@ fn main() {
         v[v.len() / 2]
     };
     let h = workloads::human;
-    println!(
-        "in turn, {ROUNDS} rounds, per call: wall minimal client {}, tvm {}, difference {}; \
-         CPU time of the calling thread: {}, {}, difference {}",
-        h(median(&|r| r[0].wall)),
-        h(median(&|r| r[1].wall)),
-        h(median(&|r| r[1].wall - r[0].wall)),
-        h(median(&|r| r[0].cpu)),
-        h(median(&|r| r[1].cpu)),
-        h(median(&|r| r[1].cpu - r[0].cpu)),
-    );
     let ((ah, ab), (bh, bb)) = (a.per_request(), b.per_request());
     println!(
         "per request: minimal client {ah:.0} + {ab:.0} bytes (head + body), tvm {bh:.0} + {bb:.0}: \
@@ -240,12 +246,31 @@ fn main() {
         per_call("tvm, 200 calls"),
     ) {
         (Some(m), Some(t)) => println!(
-            "per call (criterion medians): minimal client {}, tvm {}: tvm spends {} more (target <= 50 µs)",
+            "per call, criterion medians: minimal client {}, tvm {}: a difference of {} \
+             (the two were measured at different moments of a drifting machine)",
             h(m / CALLS as f64),
             h(t / CALLS as f64),
-            h((t - m) / CALLS as f64),
+            signed((t - m) / CALLS as f64),
         ),
-        _ => println!("call overhead: no criterion medians found (run without a filter)"),
+        _ => println!("per call: no criterion medians found (run without a filter)"),
+    }
+    println!(
+        "per call, {ROUNDS} rounds in turn: minimal client {}, tvm {}: tvm spends {} more \
+         (target <= 50 µs); CPU time of the calling thread {}, {}: {} more",
+        h(median(&|r| r[0].wall)),
+        h(median(&|r| r[1].wall)),
+        signed(median(&|r| r[1].wall - r[0].wall)),
+        h(median(&|r| r[0].cpu)),
+        h(median(&|r| r[1].cpu)),
+        signed(median(&|r| r[1].cpu - r[0].cpu)),
+    );
+}
+
+/// [`workloads::human`] of a difference, which may be negative.
+fn signed(ns: f64) -> String {
+    match ns < 0.0 {
+        true => format!("-{}", workloads::human(-ns)),
+        false => workloads::human(ns),
     }
 }
 
