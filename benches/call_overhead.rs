@@ -45,7 +45,7 @@ use tv_vm::result::Status;
 
 const CALLS: usize = 200;
 const MODEL: &str = "gpt-4o-mini";
-/// An OpenAI chat completion as small as a real one gets (about 300 bytes).
+/// An OpenAI chat completion as small as a real one gets (251 bytes).
 const REPLY: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1732500000,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}}"#;
 
 /// The prompt of call `i`, the same text on both sides.
