@@ -327,7 +327,11 @@ impl Transport {
             return read(&self.post(path, body).await?);
         };
         let mut warnings = Vec::new();
-        let key = ledger.cache_key(self.provider, &self.endpoint(path), body);
+        // The key names the endpoint, which costs a URL parse: only with a cache to ask.
+        let key = match &ledger.cache {
+            Some(_) => ledger.cache_key(self.provider, &self.endpoint(path), body),
+            None => None,
+        };
         if let Some(key) = &key {
             match ledger.cached(key, &read) {
                 Ok(Some(reply)) => return Ok(reply),

@@ -61,7 +61,9 @@ impl OpenAi {
             messages.push(json!({"role": m.role, "content": m.content}));
         }
         let model = self.transport.settings.model_for(req);
-        let mut body = json!({"model": model, "messages": messages});
+        let mut body = json!({"model": model});
+        // Moved in: `json!` would copy every message through the serializer.
+        body["messages"] = Value::Array(messages);
         let s = &req.settings;
         if let Some(t) = s.temperature {
             body["temperature"] = json!(t);
@@ -128,8 +130,10 @@ impl OpenAi {
 
     fn read(&self, reply: &Value) -> Result<LlmReply, HostError> {
         let t = &self.transport;
-        let message = reply
-            .pointer("/choices/0/message")
+        // Looked up key by key: `Value::pointer` would parse its path on every reply.
+        let choice = reply.get("choices").and_then(|c| c.get(0));
+        let message = choice
+            .and_then(|c| c.get("message"))
             .filter(|m| m.is_object())
             .ok_or_else(|| t.malformed("`choices[0].message`", reply))?;
         let subtask_request = self.subtask(message)?;
@@ -155,7 +159,7 @@ impl OpenAi {
             }
         };
         let usage = reply.get("usage");
-        let finish = reply.pointer("/choices/0/finish_reason");
+        let finish = choice.and_then(|c| c.get("finish_reason"));
         Ok(LlmReply {
             content,
             // `prompt_tokens` counts the cached ones too.
