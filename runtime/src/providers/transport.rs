@@ -1,0 +1,323 @@
+//! The part of both adapters that talks HTTP: one client, the adaptive limit on calls in
+//! flight, retries, the ledger around each call, and the translation of every failure
+//! into a [`HostError`] that never shows the API key.
+
+use super::body::{read_body, Body, ERROR_BODY_BYTES};
+use super::rate;
+use super::retry::{self, Failure};
+use super::Settings;
+use crate::ledger::Ledger;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use tv_vm::host::{HostError, LlmReply};
+use tv_vm::result::Reason;
+
+/// How long an excerpt of a response body in an error message may be.
+const EXCERPT_CHARS: usize = 200;
+
+/// The part of both adapters that talks HTTP: one client, the concurrency cap, retries,
+/// and the translation of every failure into a [`HostError`].
+pub(super) struct Transport {
+    pub(super) client: reqwest::Client,
+    pub(super) settings: Settings,
+    /// The calls in flight, adapted to the provider's rate limits.
+    pub(super) rate: rate::Rate,
+    /// `openai` or `anthropic`, to open error messages with.
+    pub(super) provider: &'static str,
+    /// The environment variable a refused key came from, for the 401 message.
+    pub(super) key_var: &'static str,
+    /// Headers every request carries (authentication, API version).
+    pub(super) headers: HeaderMap,
+    /// Set once the server refused the native structured-output field: every later call
+    /// of the run describes its schema in the prompt.
+    pub(super) prompt_only: AtomicBool,
+    /// Prices, the cost budget and the reply cache; without one, replies have no cost
+    /// and nothing is cached.
+    pub(super) ledger: Option<Arc<Ledger>>,
+}
+
+impl Transport {
+    pub(super) fn new(
+        mut settings: Settings,
+        provider: &'static str,
+        key_var: &'static str,
+        headers: Vec<(HeaderName, String, bool)>,
+    ) -> Result<Transport, String> {
+        // The field is public, so `Settings::new`'s trimming may have been bypassed.
+        settings.base_url = settings.base_url.trim_end_matches('/').to_string();
+        let url = reqwest::Url::parse(&settings.base_url).map_err(|e| {
+            format!(
+                "{provider}: the base URL `{}` is not a URL: {e}",
+                settings.base_url
+            )
+        })?;
+        let mut map = HeaderMap::new();
+        for (name, value, sensitive) in headers {
+            // The value is not quoted: it may be the key.
+            let mut v = HeaderValue::from_str(&value).map_err(|_| {
+                format!("{provider}: the value for the `{name}` header (from {key_var}) contains characters not allowed in HTTP headers")
+            })?;
+            v.set_sensitive(sensitive);
+            map.insert(name, v);
+        }
+        // reqwest finds no crypto provider on its own with `rustls-no-provider`; an error
+        // here only means one is installed already, which reqwest then uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder();
+        // A local server (llama.cpp, vLLM, a test) must not be sent through a proxy
+        // configured for the internet.
+        let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+        if loopback {
+            builder = builder.no_proxy();
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("{provider}: cannot build the HTTP client: {e}"))?;
+        Ok(Transport {
+            client,
+            rate: rate::Rate::new(settings.concurrency),
+            settings,
+            provider,
+            key_var,
+            headers: map,
+            prompt_only: AtomicBool::new(false),
+            ledger: None,
+        })
+    }
+
+    /// Sends `body` to `{base_url}{path}` and reads the reply with `read`, through the
+    /// ledger: a reply the cache holds is not sent for; otherwise the call's worst case
+    /// is reserved from the budget first (it is not sent when that does not fit), and
+    /// its real cost is settled and the reply stored once it is in.
+    pub(super) async fn exchange(
+        &self,
+        path: &str,
+        body: &Value,
+        read: impl Fn(&Value) -> Result<LlmReply, HostError>,
+    ) -> Result<LlmReply, HostError> {
+        let Some(ledger) = &self.ledger else {
+            return read(&self.post(path, body).await?);
+        };
+        let mut warnings = Vec::new();
+        // The key names the endpoint, which costs a URL parse: only with a cache to ask.
+        let key = match &ledger.cache {
+            Some(_) => ledger.cache_key(self.provider, &self.endpoint(path), body),
+            None => None,
+        };
+        if let Some(key) = &key {
+            match ledger.cached(key, &read) {
+                Ok(Some(reply)) => return Ok(reply),
+                Ok(None) => {}
+                Err(warning) => warnings.push(warning),
+            }
+        }
+        let held = ledger.reserve(self.provider, body)?;
+        let raw = match self.post(path, body).await {
+            Ok(raw) => raw,
+            Err(e) => {
+                Ledger::release(held);
+                return Err(e);
+            }
+        };
+        let reply = read(&raw);
+        let cost = ledger.settle(self.provider, body, held, &reply);
+        let mut reply = reply?;
+        reply.cost = cost;
+        if let Some(key) = key {
+            warnings.extend(Ledger::store(ledger, key, raw).await);
+        }
+        reply.warnings.extend(warnings);
+        Ok(reply)
+    }
+
+    /// The URL a request goes to, without credentials a base URL may carry.
+    fn endpoint(&self, path: &str) -> String {
+        let url = format!("{}{path}", self.settings.base_url);
+        match reqwest::Url::parse(&url) {
+            Ok(mut u) => {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.set_query(None);
+                u.to_string()
+            }
+            Err(_) => url,
+        }
+    }
+
+    /// POSTs `body` to `{base_url}{path}` and returns the JSON of a successful reply.
+    async fn post(&self, path: &str, body: &Value) -> Result<Value, HostError> {
+        let url = format!("{}{path}", self.settings.base_url);
+        let policy = retry::Policy {
+            max_retries: self.settings.max_retries,
+            max_wait: self.settings.max_retry_wait,
+            max_rate_wait: self.settings.max_rate_wait,
+            base: self.settings.backoff_base,
+        };
+        policy.run(|| self.attempt(&url, body)).await
+    }
+
+    /// One attempt, holding a slot of the rate for the whole of it, reply body included,
+    /// and released while backing off so that waiting requests do not starve the others.
+    async fn attempt(&self, url: &str, body: &Value) -> Result<Value, Failure> {
+        let slot = self.rate.slot().await.map_err(|_| {
+            Failure::Fatal(self.error(
+                Reason::UnexpectedError,
+                "the request queue was closed".into(),
+            ))
+        })?;
+        let outcome = self.send(url, body).await;
+        match &outcome {
+            Ok(_) => slot.succeeded(),
+            Err(Failure::Limited { wait, .. }) => {
+                slot.rate_limited(*wait, self.settings.max_rate_wait)
+            }
+            Err(_) => drop(slot),
+        }
+        outcome
+    }
+
+    async fn send(&self, url: &str, body: &Value) -> Result<Value, Failure> {
+        let response = self
+            .client
+            .post(url)
+            .headers(self.headers.clone())
+            .timeout(self.settings.request_timeout)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| self.transport_failure(e))?;
+        let status = response.status();
+        let wait = retry::retry_after(response.headers());
+        // An error reply is only excerpted, so little of it is read.
+        let cap = if status.is_success() {
+            self.settings.max_reply_bytes
+        } else {
+            ERROR_BODY_BYTES.min(self.settings.max_reply_bytes)
+        };
+        let bytes = match read_body(response, cap)
+            .await
+            .map_err(|e| self.transport_failure(e))?
+        {
+            Body::Whole(bytes) => bytes,
+            Body::Cut(bytes) if !status.is_success() => bytes,
+            // The same request would get the same reply: not retried.
+            Body::Cut(_) => {
+                return Err(Failure::Fatal(self.error(
+                    Reason::UnexpectedError,
+                    format!(
+                        "the reply is larger than the limit of {} bytes (--max-reply-bytes); \
+                         reading stopped there",
+                        self.settings.max_reply_bytes
+                    ),
+                )))
+            }
+        };
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(|e| {
+                Failure::Fatal(self.error(
+                    Reason::UnexpectedError,
+                    format!("the reply is not JSON ({e}): {}", self.excerpt(&bytes)),
+                ))
+            });
+        }
+        let code = status.as_u16();
+        let what = format!("HTTP {status}: {}", self.excerpt(&bytes));
+        if code == 429 && !out_of_quota(&bytes) {
+            return Err(Failure::Limited {
+                error: self.error(Reason::UnexpectedError, what),
+                wait,
+            });
+        }
+        if status.is_server_error() {
+            return Err(Failure::Retry {
+                error: self.error(Reason::UnexpectedError, what),
+                wait,
+            });
+        }
+        let message = match code {
+            401 if self.settings.api_key.is_none() => {
+                format!("the server wants an API key; set {} ({what})", self.key_var)
+            }
+            401 => format!("the API key in {} was refused ({what})", self.key_var),
+            403 => format!("access denied; check the key in {} ({what})", self.key_var),
+            429 => format!("the account's quota is used up; waiting will not help ({what})"),
+            _ => what,
+        };
+        Err(Failure::Fatal(self.error(Reason::UnexpectedError, message)))
+    }
+
+    fn transport_failure(&self, e: reqwest::Error) -> Failure {
+        let error = if e.is_timeout() {
+            self.error(
+                Reason::ExecutionTimeout,
+                format!("no reply within {:?}", self.settings.request_timeout),
+            )
+        } else {
+            // reqwest's message names the URL but never headers, so not the key.
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text.push_str(": ");
+                text.push_str(&s.to_string());
+                source = s.source();
+            }
+            self.error(Reason::UnexpectedError, text)
+        };
+        if e.is_builder() {
+            Failure::Fatal(error)
+        } else {
+            Failure::Retry { error, wait: None }
+        }
+    }
+
+    pub(super) fn error(&self, reason: Reason, message: String) -> HostError {
+        HostError::new(reason, self.redact(format!("{}: {message}", self.provider)))
+    }
+
+    /// `text` without the API key, whatever put it there.
+    fn redact(&self, text: String) -> String {
+        match self.settings.api_key.as_deref().filter(|k| !k.is_empty()) {
+            Some(key) if text.contains(key) => text.replace(key, "<redacted>"),
+            _ => text,
+        }
+    }
+
+    /// The start of a body for an error message, on one line and without the key.
+    fn excerpt(&self, bytes: &[u8]) -> String {
+        let text = String::from_utf8_lossy(bytes);
+        // Redacted before cutting, so that no part of the key survives at the cut.
+        let one_line = self.redact(text.split_whitespace().collect::<Vec<_>>().join(" "));
+        if one_line.is_empty() {
+            return "(empty body)".into();
+        }
+        tv_stdlib::values::cut_chars(&one_line, EXCERPT_CHARS)
+    }
+
+    /// A reply that parsed as JSON but lacks what the adapter needs.
+    pub(super) fn malformed(&self, what: &str, reply: &Value) -> HostError {
+        let text = reply.to_string();
+        self.error(
+            Reason::UnexpectedError,
+            format!("the reply has no {what}: {}", self.excerpt(text.as_bytes())),
+        )
+    }
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transport")
+            .field("provider", &self.provider)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a 429's body says the account has no credit left (OpenAI's
+/// `insufficient_quota`) rather than that calls come too fast.
+fn out_of_quota(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body);
+    text.contains("insufficient_quota")
+}
