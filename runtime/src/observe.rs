@@ -105,6 +105,9 @@ fn describe(request: &HostRequest, reply: &HostReply) -> Value {
 /// stderr (hidden when stderr is not a terminal).
 pub struct Progress {
     bar: ProgressBar,
+    /// Whether the line is shown (stderr is a terminal). A hidden line's text is not
+    /// built: a batch would format it four times per row for nobody.
+    shown: bool,
     done: AtomicU64,
     in_flight: AtomicU64,
     tokens: AtomicU64,
@@ -135,11 +138,13 @@ impl Progress {
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         // The ticker is a thread of its own; nobody sees it when stderr is not a terminal.
-        if !bar.is_hidden() {
+        let shown = !bar.is_hidden();
+        if shown {
             bar.enable_steady_tick(Duration::from_millis(120));
         }
         Progress {
             bar,
+            shown,
             done: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
@@ -222,7 +227,9 @@ impl Progress {
     }
 
     fn show(&self) {
-        self.bar.set_message(self.message());
+        if self.shown {
+            self.bar.set_message(self.message());
+        }
     }
 
     /// Prints a line on stderr without garbling the progress line.
