@@ -53,6 +53,11 @@ impl Spares {
         }
     }
 
+    /// Whether a spare is there to take.
+    pub(super) fn any(&self) -> bool {
+        self.free.lock().is_ok_and(|f| !f.is_empty())
+    }
+
     /// A spare file, empty and locked, under the name `path`; `None` when there is none
     /// or it cannot be named so (a file of that name is there already: a spare never
     /// replaces one).

@@ -79,6 +79,15 @@ impl Output {
             .map_or(true, |w| matches!(*w, Writer::Open { .. }))
     }
 
+    /// Whether a line that is not synced can be written where it is asked for: the
+    /// file is there, or a spare is (naming a spare is as quick as appending).
+    fn quick(&self) -> bool {
+        self.writer.lock().is_ok_and(|w| match &*w {
+            Writer::Open { .. } => true,
+            Writer::Deferred { spares, .. } => spares.as_ref().is_some_and(|s| s.any()),
+        })
+    }
+
     /// The open file, when there is one and no write of it is under way.
     pub(super) fn into_file(self) -> Option<Flock<File>> {
         match Arc::into_inner(self.writer)?.into_inner().ok()? {
@@ -93,9 +102,9 @@ impl Output {
         write(&self.path, &self.writer, line, sync)
     }
 
-    /// [`Output::write`], on the blocking pool when it syncs or makes the file.
+    /// [`Output::write`], on the blocking pool when it syncs or makes a file.
     pub(super) async fn append(&self, line: String, sync: bool) -> Result<(), String> {
-        if (!sync && self.on_disk()) || tokio::runtime::Handle::try_current().is_err() {
+        if (!sync && self.quick()) || tokio::runtime::Handle::try_current().is_err() {
             return self.write(&line, sync);
         }
         let (path, writer) = (self.path.clone(), self.writer.clone());
