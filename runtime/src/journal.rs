@@ -1,6 +1,9 @@
 //! The run journal: every host-call outcome is appended and synced to disk before the
 //! machine goes on, so a run that crashed, was killed or lost power can be resumed
-//! without paying again for the calls it had finished.
+//! without paying again for the calls it had finished. (A batch row's journal,
+//! [`Journal::deferred`], syncs before the row's next call instead, and the batch makes
+//! the row's last answers durable with its results file.) The echo provider's answers
+//! are not kept: asking again costs nothing and gives the same reply.
 //!
 //! The file is JSON lines: a [`Header`] naming the bundle (by SHA-256), the entry, the
 //! arguments and the run's settings (never a key), then one [`Record`] per event. Calls
@@ -21,6 +24,11 @@
 //! `tvm` from before body records refuses a journal that holds one.
 
 mod lock;
+mod spare;
+mod writer;
+
+pub use spare::Spares;
+use writer::{create_locked, Output};
 
 use crate::host::AsyncHost;
 use lock::lock_exclusive;
@@ -30,13 +38,16 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::Arc;
 use tv_vm::host::{HostError, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::limits::{Limits, Spending};
 use tv_vm::result::{Reason, TaskResult};
+
+/// The header's `provider` when the echo provider answers the run's LLM calls.
+const ECHO: &str = "echo";
 
 /// The journal format; a reader refuses any other.
 pub const FORMAT: u32 = 1;
@@ -137,9 +148,15 @@ pub struct Interrupted {
 
 /// An open journal: what it already holds, and the file new events go to.
 pub struct Journal {
-    path: PathBuf,
-    /// Locked for as long as the journal is open (see [`lock_exclusive`]); opened to append.
-    file: Mutex<Flock<File>>,
+    /// Its file (see [`writer`]).
+    out: Output,
+    /// The run's LLM calls are answered by the echo provider, whose reply is the
+    /// request read back: asking again costs nothing and gives the same reply, so the
+    /// journal keeps none (a dry run then writes nothing, and waits on no disk).
+    echo: bool,
+    /// Records are synced before the run's next call or script rather than as they are
+    /// written ([`Journal::deferred`]).
+    sync_later: bool,
     answers: HashMap<String, (String, Answer)>,
     started: HashMap<String, Interrupted>,
     /// Bodies that completed, by name: their requests and results.
@@ -184,26 +201,38 @@ impl Journal {
     /// run already, and writes and syncs the header, so an unwritable path or a full disk
     /// is reported before any host call is made.
     pub fn create(path: &Path, header: &Header) -> Result<Journal, String> {
-        let shown = path.display();
-        let mut options = OpenOptions::new();
-        options.read(true).append(true);
-        // create-new: two runs starting at once cannot both create it.
-        let file = match options.clone().create_new(true).open(path) {
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => options.open(path),
-            opened => opened,
-        };
-        let file = file.map_err(|e| format!("cannot create the journal {shown}: {e}"))?;
-        let file = lock_exclusive(path, file)?;
-        // Checked under the lock: a run that held it may have written its header since.
-        if file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
-            return Err(format!(
-                "the journal {shown} already exists: resume it with `tvm resume {shown}`, or remove it to start afresh"
-            ));
-        }
-        let journal = Journal::over(path, file, Held::default());
-        journal.append_line(&serde_json::to_string(header).map_err(|e| e.to_string())?)?;
-        sync_parent(path);
+        let out = Output::open(path, create_locked(path)?, true);
+        let journal = Journal::over(out, header.provider == ECHO, false, Held::default());
+        let line = serde_json::to_string(header).map_err(|e| e.to_string())?;
+        journal.out.write(&line, true)?;
         Ok(journal)
+    }
+
+    /// A journal for a new run whose file is made, as [`Journal::create`] makes it (or
+    /// taken from `spares`), with its first record: a run that has nothing to keep (a
+    /// batch's rows answered by the echo provider) touches no file. Its records are
+    /// written at once but synced only before the run's next call or script starts, so
+    /// that a run's last records hold up nothing: whoever takes the run's result makes
+    /// it durable (a batch syncs its results file before the row's journal goes).
+    pub fn deferred(path: &Path, header: Header, spares: Option<Arc<Spares>>) -> Journal {
+        let echo = header.provider == ECHO;
+        let out = Output::deferred(path, header, spares);
+        Journal::over(out, echo, true, Held::default())
+    }
+
+    /// Where the journal's file is (or will be, for a deferred journal not yet written).
+    pub fn path(&self) -> &Path {
+        self.out.path()
+    }
+
+    /// Whether the journal's file exists: it was opened, or has been written to.
+    pub fn on_disk(&self) -> bool {
+        self.out.on_disk()
+    }
+
+    /// The journal's open file, when it has one and no write of it is under way.
+    fn into_file(self) -> Option<Flock<File>> {
+        self.out.into_file()
     }
 
     /// Opens a journal to resume it: its header, and a journal that answers what it
@@ -250,13 +279,16 @@ impl Journal {
         file.set_len(complete as u64)
             .and_then(|()| file.seek(SeekFrom::End(0)).map(|_| ()))
             .map_err(|e| format!("cannot write the journal {shown}: {e}"))?;
-        Ok((header, Journal::over(path, file, held)))
+        let out = Output::open(path, file, false);
+        let journal = Journal::over(out, header.provider == ECHO, false, held);
+        Ok((header, journal))
     }
 
-    fn over(path: &Path, file: Flock<File>, held: Held) -> Journal {
+    fn over(out: Output, echo: bool, sync_later: bool, held: Held) -> Journal {
         Journal {
-            path: path.to_path_buf(),
-            file: Mutex::new(file),
+            out,
+            echo,
+            sync_later,
             answers: held.answers,
             started: held.started,
             bodies: held.bodies,
@@ -307,28 +339,36 @@ impl Journal {
         result: &TaskResult,
         spent: &Spending,
     ) -> Result<(), String> {
-        self.append(&Record::BodyEnded {
+        let record = Record::BodyEnded {
             body: name.to_string(),
             request: request.to_string(),
             result: result.clone(),
             spent: spent.clone(),
-        })
+        };
+        let line = serde_json::to_string(&record).map_err(|e| e.to_string())?;
+        self.out.write(&line, !self.sync_later)
     }
 
     /// Answers call `call` from the journal, or makes it and journals its answer before
-    /// returning it. Failed calls are not journaled: a resumed run tries them again.
+    /// returning it (synced, unless the journal syncs later: [`Journal::deferred`]).
+    /// Failed calls are not journaled: a resumed run tries them again.
     pub async fn call<H: AsyncHost>(
         &self,
         host: &H,
         call: &str,
         request: &HostRequest,
     ) -> HostReply {
+        let held = self.answers.get(call);
+        if held.is_none() && self.echo && matches!(request, HostRequest::Llm(_)) {
+            self.made.fetch_add(1, Ordering::Relaxed);
+            return host.call(request).await;
+        }
         let hash = request_hash(request);
-        if let Some((journaled, answer)) = self.answers.get(call) {
+        if let Some((journaled, answer)) = held {
             if *journaled != hash {
                 return halted(request, format!(
                     "the journal {} does not match this run: call {call} asks something else than it did (were the bundle, the arguments or the workspace changed?)",
-                    self.path.display()
+                    self.path().display()
                 ));
             }
             self.replayed.fetch_add(1, Ordering::Relaxed);
@@ -337,6 +377,10 @@ impl Journal {
                 Answer::Script(r) => HostReply::Script(Ok(r)),
             };
         }
+        // What the run knows must be kept before it acts on it again.
+        if let Err(e) = self.out.sync().await {
+            return halted(request, e);
+        }
         if let HostRequest::Script(s) = request {
             let started = Record::ScriptStarted {
                 call: call.to_string(),
@@ -344,7 +388,8 @@ impl Journal {
                 task: s.task.name.clone(),
                 command: s.command.clone(),
             };
-            if let Err(e) = self.append(&started) {
+            // A script's effects may begin at once: the record is synced first.
+            if let Err(e) = self.append(&started, true).await {
                 return halted(request, e);
             }
         }
@@ -360,28 +405,15 @@ impl Journal {
             request: hash,
             reply: answer,
         };
-        match self.append(&record) {
+        match self.append(&record, !self.sync_later).await {
             Ok(()) => reply,
             Err(e) => halted(request, e),
         }
     }
 
-    fn append(&self, record: &Record) -> Result<(), String> {
-        self.append_line(&serde_json::to_string(record).map_err(|e| e.to_string())?)
-    }
-
-    /// Writes one line and syncs it to the disk before returning.
-    fn append_line(&self, line: &str) -> Result<(), String> {
-        let mut file = self
-            .file
-            .lock()
-            .map_err(|_| "the journal writer failed earlier".to_string())?;
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        file.write_all(&bytes)
-            .and_then(|()| file.sync_data())
-            .map_err(|e| format!("cannot write the journal {}: {e}", self.path.display()))
+    async fn append(&self, record: &Record, sync: bool) -> Result<(), String> {
+        let line = serde_json::to_string(record).map_err(|e| e.to_string())?;
+        self.out.append(line, sync).await
     }
 }
 
@@ -427,18 +459,6 @@ fn halted(request: &HostRequest, message: String) -> HostReply {
     match request {
         HostRequest::Llm(_) => HostReply::Llm(Err(e)),
         HostRequest::Script(_) => HostReply::Script(Err(e)),
-    }
-}
-
-/// Syncs the folder that holds a new file, so the file itself survives a power loss.
-fn sync_parent(path: &Path) {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if let Ok(dir) = File::open(parent) {
-        // Some file systems cannot sync a folder; the file's own sync still holds.
-        let _ = dir.sync_all();
     }
 }
 

@@ -125,9 +125,6 @@ pub async fn run<H: AsyncHost>(
                     let failed =
                         TaskResult::failed(TaskError::failure(Reason::InputValidationFailure, why));
                     write_row(out, &mut summary, row.index, row.id, failed)?;
-                    if let Some(s) = state {
-                        s.done(row.index);
-                    }
                     if let Some(p) = progress {
                         p.row_ended(false, false);
                     }
@@ -140,13 +137,13 @@ pub async fn run<H: AsyncHost>(
                     }
                     running.push(async move {
                         let limits = limits.clone();
-                        let (mut r, usage) = match journal {
+                        let (mut r, usage, journal) = match journal {
                             Some(Err(why)) => {
                                 let e = TaskError::failure(Reason::ExecutionHalted, why);
-                                (TaskResult::failed(e), Default::default())
+                                (TaskResult::failed(e), Default::default(), None)
                             }
                             Some(Ok(j)) => {
-                                driver::run_journaled(
+                                let (r, usage) = driver::run_journaled(
                                     bundle,
                                     function,
                                     values,
@@ -154,17 +151,22 @@ pub async fn run<H: AsyncHost>(
                                     host,
                                     Some(&j),
                                 )
-                                .await
+                                .await;
+                                (r, usage, Some(j))
                             }
-                            None => driver::run(bundle, function, values, limits, host).await,
+                            None => {
+                                let (r, usage) =
+                                    driver::run(bundle, function, values, limits, host).await;
+                                (r, usage, None)
+                            }
                         };
                         r.set_note("usage", usage.notes());
-                        (row.index, row.id, r, usage.spending)
+                        (row.index, row.id, r, usage.spending, journal)
                     });
                 }
             }
         }
-        let Some((i, id, result, spent)) = running.next().await else {
+        let Some((i, id, result, spent, journal)) = running.next().await else {
             break;
         };
         summary.spending.add(&spent);
@@ -173,8 +175,9 @@ pub async fn run<H: AsyncHost>(
         if let Some(p) = progress {
             p.row_ended(completed, true);
         }
-        if let Some(s) = state {
-            s.done(i);
+        // Only now that its line is written may the row's journal go.
+        if let (Some(s), Some(j)) = (state, journal) {
+            s.ended(j);
         }
     }
     Ok(summary)

@@ -4,18 +4,21 @@
 //!
 //! A row is finished once its line is in the results file; the results file is the
 //! record of that. A row in flight has a journal of its own, `DIR/ROW.journal`, made
-//! and read as `tvm run --journal` makes and `tvm resume` reads one; it is removed once
-//! the row's line is written. `DIR/batch.json` names the bundle, the entry point and a
+//! and read as `tvm run --journal` makes and `tvm resume` reads one, once the row has a
+//! call to keep; once the row's line is written it is emptied and kept as a spare
+//! (`DIR/N.spare`) for a later row's journal, as making files costs more than renaming
+//! them. `DIR/batch.json` names the bundle, the entry point and a
 //! hash of the rows, so a folder left by another batch, or by this one over rows since
 //! edited, is refused rather than resumed.
 
-use crate::journal::{Header, Journal};
+use crate::journal::{Header, Journal, Spares};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, OnceLock};
 use tv_vm::result::Status;
 
 pub struct State {
@@ -24,6 +27,52 @@ pub struct State {
     header: Header,
     /// Rows whose line the results file holds, and whether they completed.
     finished: HashMap<u64, bool>,
+    /// The folder holds this batch's state from an earlier run, so rows may have
+    /// journals; a new batch's rows have none, and nothing is looked up for them.
+    resuming: bool,
+    /// The results file, synced before the journals of rows whose lines it holds go.
+    results: File,
+    /// The files of journals whose rows ended, for the next rows' journals.
+    spares: Arc<Spares>,
+    /// Started with the first journal that ended; `None` if no thread could be started,
+    /// and journals are then put away where their rows end.
+    retirer: OnceLock<Option<Retirer>>,
+}
+
+/// The thread that puts away the journals of rows that ended. A row's journal is no
+/// longer needed once its line is on the disk, so the results file is synced first,
+/// once for all the rows that ended meanwhile: the rows' own journals are then never
+/// synced for their last calls ([`Journal::deferred`]). A file emptied and kept as a
+/// spare and its lock released take a hundred microseconds or more on a busy disk, and
+/// on the thread that drives the rows they would hold up every row.
+struct Retirer {
+    send: mpsc::Sender<Journal>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Retirer {
+    fn start(results: File, spares: Arc<Spares>) -> Option<Retirer> {
+        let (send, receive) = mpsc::channel::<Journal>();
+        let work = move || {
+            while let Ok(first) = receive.recv() {
+                let ended = std::iter::once(first).chain(receive.try_iter()).collect();
+                retire(&results, &spares, ended);
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name("tvm batch state".into())
+            .spawn(work)
+            .ok()?;
+        Some(Retirer { send, thread })
+    }
+}
+
+/// Puts away the journals of rows whose lines `results` holds: kept as spares once the
+/// lines are on the disk; if they cannot be put there, the journals stay for a resume.
+fn retire(results: &File, spares: &Spares, ended: Vec<Journal>) {
+    if results.sync_data().is_ok() {
+        ended.into_iter().for_each(|j| spares.keep(j));
+    }
 }
 
 impl State {
@@ -77,10 +126,20 @@ impl State {
             dir: dir.to_path_buf(),
             header,
             finished,
+            resuming,
+            results: file
+                .try_clone()
+                .map_err(|e| format!("--out {}: {e}", out.display()))?,
+            spares: Arc::new(Spares::new(dir)),
+            retirer: OnceLock::new(),
         };
-        // A row whose line was written just before the crash may still have a journal.
+        // A row whose line was written just before the crash may still have a journal,
+        // and the spares of the stopped run hold nothing.
         for &row in state.finished.keys() {
             let _ = std::fs::remove_file(state.journal_path(row));
+        }
+        if resuming {
+            Spares::clear(dir);
         }
         Ok((state, file))
     }
@@ -97,14 +156,16 @@ impl State {
     }
 
     /// The journal of row `index`: the one it left when it was stopped, else a new one
-    /// for its arguments `args` (by parameter name).
+    /// for its arguments `args` (by parameter name), whose file is made with its first
+    /// record ([`Journal::deferred`]): rows that keep nothing (answered by the echo
+    /// provider) make no file, and the others sync their header with their first call.
     pub fn journal(
         &self,
         index: u64,
         args: serde_json::Map<String, Value>,
     ) -> Result<Journal, String> {
         let path = self.journal_path(index);
-        let held = std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
+        let held = self.resuming && std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
         if held {
             let (header, journal) = Journal::open(&path)?;
             if header.args == args {
@@ -119,17 +180,36 @@ impl State {
             args,
             ..self.header.clone()
         };
-        Journal::create(&path, &header)
+        Ok(Journal::deferred(&path, header, Some(self.spares.clone())))
     }
 
-    /// Row `index`'s line is written: its journal is no longer needed.
-    pub fn done(&self, index: u64) {
-        let _ = std::fs::remove_file(self.journal_path(index));
+    /// A row's line is written to the results file: its journal, if it made a file, is
+    /// put away on a thread of the state's own once the line is on the disk.
+    pub fn ended(&self, journal: Journal) {
+        if !journal.on_disk() {
+            return;
+        }
+        let retirer = self.retirer.get_or_init(|| {
+            let results = self.results.try_clone().ok()?;
+            Retirer::start(results, self.spares.clone())
+        });
+        let unsent = match retirer {
+            Some(r) => r.send.send(journal).err().map(|mpsc::SendError(j)| j),
+            None => Some(journal),
+        };
+        if let Some(journal) = unsent {
+            retire(&self.results, &self.spares, vec![journal]);
+        }
     }
 
     /// Every row finished: the state is no longer needed, and the same command run
     /// again starts the batch afresh.
     pub fn finish(self) {
+        if let Some(Some(r)) = self.retirer.into_inner() {
+            drop(r.send);
+            let _ = r.thread.join();
+        }
+        drop(self.spares);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 

@@ -91,3 +91,123 @@ fn a_header_from_before_the_call_settings_were_kept_reads_with_none_of_them() {
         (None, None, None)
     );
 }
+
+fn llm(prompt: &str) -> HostRequest {
+    HostRequest::Llm(tv_vm::host::LlmRequest {
+        query: None,
+        requested_files: Vec::new(),
+        task: tv_vm::bundle::TaskMeta::named("ask#1").into(),
+        system_prompt: String::new(),
+        messages: vec![tv_vm::host::Message::user(prompt.into())].into(),
+        context: Default::default(),
+        model: None,
+        settings: Default::default(),
+    })
+}
+
+/// Answers with the prompt, as the echo provider does, and counts its calls.
+struct Counting(AtomicUsize);
+
+impl AsyncHost for Counting {
+    async fn call(&self, request: &HostRequest) -> HostReply {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let HostRequest::Llm(r) = request else {
+            panic!("only LLM calls here");
+        };
+        HostReply::Llm(Ok(tv_vm::host::echo(r)))
+    }
+}
+
+fn folder(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tv-journal-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    dir
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn a_deferred_journal_makes_its_file_with_its_first_answer_and_resumes_from_it() {
+    let dir = folder("deferred");
+    let path = dir.join("0.journal");
+    let host = Counting(AtomicUsize::new(0));
+    let journal = Journal::deferred(&path, header(), None);
+    assert!(!journal.on_disk() && !path.exists());
+    let reply = runtime().block_on(journal.call(&host, "1", &llm("first")));
+    assert!(matches!(reply, HostReply::Llm(Ok(_))), "{reply:?}");
+    assert!(journal.on_disk());
+    drop(journal);
+
+    let (back, resumed) = Journal::open(&path).expect("opened");
+    assert_eq!(back, header());
+    runtime().block_on(resumed.call(&host, "1", &llm("first")));
+    assert_eq!(
+        host.0.load(Ordering::SeqCst),
+        1,
+        "answered from the journal"
+    );
+    assert_eq!(resumed.counts(), (1, 0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_echo_providers_calls_are_made_again_rather_than_journaled() {
+    let dir = folder("echo");
+    let path = dir.join("0.journal");
+    let host = Counting(AtomicUsize::new(0));
+    let dry = Header {
+        provider: "echo".into(),
+        ..header()
+    };
+    let journal = Journal::deferred(&path, dry, None);
+    runtime().block_on(journal.call(&host, "1", &llm("first")));
+    assert!(
+        !journal.on_disk() && !path.exists(),
+        "a dry run writes nothing"
+    );
+    assert_eq!(journal.counts(), (0, 1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_ended_journals_file_becomes_the_next_ones_and_starts_empty() {
+    let dir = folder("spare");
+    let spares = Arc::new(Spares::new(&dir));
+    let host = Counting(AtomicUsize::new(0));
+    let rt = runtime();
+    let first = Journal::deferred(&dir.join("0.journal"), header(), Some(spares.clone()));
+    rt.block_on(first.call(&host, "1", &llm("first")));
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let used = inode(&dir.join("0.journal"));
+    spares.keep(first);
+    assert!(!dir.join("0.journal").exists());
+
+    let second = Journal::deferred(&dir.join("1.journal"), header(), Some(spares.clone()));
+    rt.block_on(second.call(&host, "1", &llm("second")));
+    drop(second);
+    assert_eq!(inode(&dir.join("1.journal")), used, "the same file");
+    let text = std::fs::read_to_string(dir.join("1.journal")).expect("the journal");
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.contains("second") && !text.contains("first"), "{text}");
+    let (_, resumed) = Journal::open(&dir.join("1.journal")).expect("opened");
+    rt.block_on(resumed.call(&host, "1", &llm("second")));
+    assert_eq!(resumed.counts(), (1, 0));
+
+    // A spare never takes the place of a file that is there, and a stopped run's are
+    // cleared.
+    spares.keep(resumed);
+    std::fs::write(dir.join("2.journal"), "").expect("a file in the way");
+    let third = Journal::deferred(&dir.join("2.journal"), header(), Some(spares.clone()));
+    rt.block_on(third.call(&host, "1", &llm("third")));
+    assert_ne!(inode(&dir.join("2.journal")), used);
+    spares.keep(third);
+    Spares::clear(&dir);
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
