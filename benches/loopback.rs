@@ -15,6 +15,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// A request as the server received it: its head (request line and headers, up to and
 /// including the blank line) and its body.
@@ -69,6 +70,12 @@ impl Loopback {
     /// Serves `reply` (a JSON text) with status 200 to every request, on threads of its
     /// own that live as long as the process.
     pub fn start(reply: &str) -> Loopback {
+        Loopback::start_after(reply, Duration::ZERO)
+    }
+
+    /// [`Loopback::start`], each reply sent `delay` after its request was read, as a
+    /// model takes its time (each connection has a thread, so waits overlap).
+    pub fn start_after(reply: &str, delay: Duration) -> Loopback {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let counts = Arc::new(Counts::default());
@@ -83,7 +90,7 @@ impl Loopback {
             for stream in listener.incoming().flatten() {
                 shared.connections.fetch_add(1, Ordering::SeqCst);
                 let (counts, response) = (Arc::clone(&shared), Arc::clone(&response));
-                std::thread::spawn(move || serve(stream, &counts, &response));
+                std::thread::spawn(move || serve(stream, &counts, &response, delay));
             }
         });
         Loopback { addr, counts }
@@ -111,7 +118,7 @@ impl Loopback {
 }
 
 /// Answers the requests of one connection until the client closes it (or asks to).
-fn serve(stream: TcpStream, counts: &Counts, response: &[u8]) {
+fn serve(stream: TcpStream, counts: &Counts, response: &[u8], delay: Duration) {
     // The reply is one write; without this, Nagle's algorithm could hold it back.
     let _ = stream.set_nodelay(true);
     let Ok(mut out) = stream.try_clone() else {
@@ -151,6 +158,9 @@ fn serve(stream: TcpStream, counts: &Counts, response: &[u8]) {
         if let Ok(mut last) = counts.last.lock() {
             last.head.clone_from(&head);
             last.body = String::from_utf8_lossy(&body).into_owned();
+        }
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
         }
         if out.write_all(response).is_err() || close {
             return;
