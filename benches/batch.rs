@@ -197,18 +197,6 @@ fn peak_of(spec: &[&str], env: &[(&str, &str)]) -> (u64, Duration) {
     (text.trim().parse().unwrap_or(0), took)
 }
 
-/// The release `tvm` next to this benchmark (target/release/deps/..), else
-/// `target/release/tvm`.
-fn tvm_binary() -> Option<PathBuf> {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|p| Some(p.parent()?.parent()?.join("tvm")));
-    [beside, Some(PathBuf::from("target/release/tvm"))]
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_file())
-}
-
 /// `tvm batch` as a process: the release binary, the bundle's file, a scratch folder.
 struct Processes {
     tvm: String,
@@ -393,7 +381,7 @@ fn main() {
     // Target 2 (and target 3 through the CLI): `tvm batch` as a process.
     let bundle_path = dir.join("answer.bin");
     std::fs::write(&bundle_path, bundle.to_bytes()).expect("write the bundle");
-    let processes = tvm_binary().map(|tvm| Processes {
+    let processes = workloads::tvm_binary().map(|tvm| Processes {
         tvm: tvm.display().to_string(),
         bundle: bundle_path.display().to_string(),
         dir: dir.clone(),

@@ -10,7 +10,7 @@ mod workloads;
 
 use criterion::{Criterion, SamplingMode};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tv_vm::bundle::Bundle;
@@ -18,18 +18,6 @@ use tv_vm::bundle::Bundle;
 /// Set in the child that loads a bundle and reports its memory: the bundle's path, or
 /// empty for the baseline that loads nothing.
 const CHILD: &str = "TV_BENCH_MEMORY_CHILD";
-
-/// The release `tvm` next to this benchmark (target/release/deps/..), else
-/// `target/release/tvm`.
-fn tvm_binary() -> Option<PathBuf> {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|p| Some(p.parent()?.parent()?.join("tvm")));
-    [beside, Some(PathBuf::from("target/release/tvm"))]
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_file())
-}
 
 /// In the child: loads the bundle at `path` (if any) and prints `VmRSS VmHWM` in KiB.
 fn report_memory(path: &str) {
@@ -115,7 +103,7 @@ fn main() {
     }
 
     // Start-up of `tvm run` on a one-step bundle.
-    let Some(tvm) = tvm_binary() else {
+    let Some(tvm) = workloads::tvm_binary() else {
         println!(
             "start-up: skipped, no release tvm binary (build it with `cargo build --release --bin tvm`)"
         );

@@ -238,3 +238,15 @@ impl Host for PromptEcho {
         }
     }
 }
+
+/// The release `tvm` next to this benchmark (target/release/deps/..), else
+/// `target/release/tvm`.
+pub fn tvm_binary() -> Option<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|p| Some(p.parent()?.parent()?.join("tvm")));
+    [beside, Some(PathBuf::from("target/release/tvm"))]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+}

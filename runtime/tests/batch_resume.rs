@@ -6,7 +6,7 @@ use crate::batch::PROGRAM;
 use crate::support::files::{self, run_tvm, runtime, scratch};
 use crate::support::http::{Reply, Request, Server};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -24,24 +24,8 @@ fn a_killed_batch_run_again_skips_finished_rows_and_repeats_no_finished_call() {
     let rt = runtime();
     let server = rt.block_on(slow_echo(60));
     let dir = scratch("batch", "killed");
-    let bundle = files::compiled(&dir, PROGRAM);
-    let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
-    let rows: Vec<String> = (0..12)
-        .map(|i| format!(r#"{{"notes": ["n{i:02}"]}}"#))
-        .collect();
-    std::fs::write(&inputs, rows.join("\n")).expect("write the rows");
-    let args = [
-        "batch",
-        bundle.to_str().expect("path"),
-        "--inputs",
-        inputs.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--provider",
-        "openai",
-        "--concurrency",
-        "3",
-    ];
+    let (args, out) = openai_batch(&dir, 12);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let url = server.url();
     let mut child = files::tvm(&args)
         .env("OPENAI_BASE_URL", &url)
@@ -124,6 +108,31 @@ fn a_stopped_batch_over_rows_since_edited_is_refused_rather_than_resumed() {
     );
 }
 
+/// The arguments of `tvm batch` over `rows` rows of [`PROGRAM`] in `dir`, three at once
+/// through the OpenAI adapter, and its results file.
+fn openai_batch(dir: &Path, rows: usize) -> (Vec<String>, PathBuf) {
+    let bundle = files::compiled(dir, PROGRAM);
+    let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
+    let lines: Vec<String> = (0..rows)
+        .map(|i| format!(r#"{{"notes": ["n{i:02}"]}}"#))
+        .collect();
+    std::fs::write(&inputs, lines.join("\n")).expect("write the rows");
+    let path = |p: &Path| p.to_str().expect("path").to_string();
+    let args = [
+        "batch",
+        &path(&bundle),
+        "--inputs",
+        &path(&inputs),
+        "--out",
+        &path(&out),
+    ]
+    .into_iter()
+    .chain(["--provider", "openai", "--concurrency", "3"])
+    .map(str::to_string)
+    .collect();
+    (args, out)
+}
+
 /// The prompts among `asked` whose answers a stopped batch kept: in a row's journal, or
 /// in a finished row (whose result holds both its calls' prompts).
 fn kept(dir: &Path, out: &Path, asked: &[Request]) -> Vec<String> {
@@ -177,24 +186,8 @@ fn a_batch_killed_at_random_points_until_it_ends_repeats_no_call_whose_answer_it
     let rt = runtime();
     let server = rt.block_on(slow_echo(30));
     let dir = scratch("batch", "random-kills");
-    let bundle = files::compiled(&dir, PROGRAM);
-    let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
-    let rows: Vec<String> = (0..ROWS)
-        .map(|i| format!(r#"{{"notes": ["n{i:02}"]}}"#))
-        .collect();
-    std::fs::write(&inputs, rows.join("\n")).expect("write the rows");
-    let args = [
-        "batch",
-        bundle.to_str().expect("path"),
-        "--inputs",
-        inputs.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--provider",
-        "openai",
-        "--concurrency",
-        "3",
-    ];
+    let (args, out) = openai_batch(&dir, ROWS);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let url = server.url();
     let mut seed = std::env::var("TVM_TEST_SEED")
         .ok()
