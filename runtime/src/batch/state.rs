@@ -210,7 +210,21 @@ impl State {
             let _ = r.thread.join();
         }
         drop(self.spares);
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // Renamed away first, in one step: a batch killed while the folder was being
+        // emptied would otherwise leave one without `batch.json`, and the same command
+        // would take it for a new batch and empty the finished results.
+        let mut ended = self.dir.clone().into_os_string();
+        ended.push(".ended");
+        let ended = PathBuf::from(ended);
+        let _ = std::fs::remove_dir_all(&ended);
+        match std::fs::rename(&self.dir, &ended) {
+            Ok(()) => {
+                let _ = std::fs::remove_dir_all(&ended);
+            }
+            Err(_) => {
+                let _ = std::fs::remove_dir_all(&self.dir);
+            }
+        }
     }
 
     fn journal_path(&self, index: u64) -> PathBuf {
