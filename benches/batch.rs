@@ -83,6 +83,7 @@ fn cli_host(choice: Choice, url: Option<&str>, concurrency: usize) -> RunHost {
         prices: Prices::builtin(),
         budget: None,
         cache: None,
+        shared: None,
     }));
     let openai = url.map(|url| {
         let mut settings = Settings::new(url, "bench-model");

@@ -104,6 +104,7 @@ fn tvm_host(url: &str) -> RunHost {
         prices: Prices::builtin(),
         budget: None,
         cache: None,
+        shared: None,
     });
     let adapter = OpenAi::new(Settings::new(url, MODEL))
         .expect("adapter")

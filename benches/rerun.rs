@@ -52,6 +52,7 @@ fn run(rt: &tokio::runtime::Runtime, bundle: &Bundle, url: &str, dir: &Path) -> 
         prices: Prices::builtin(),
         budget: None,
         cache: Some(ReplyCache::open(dir).expect("cache")),
+        shared: None,
     };
     let adapter = OpenAi::new(Settings::new(url, "gpt-4o-mini"))
         .expect("adapter")

@@ -60,7 +60,7 @@ struct Calls<'h, H> {
 impl<H: AsyncHost> Calls<'_, H> {
     /// A body's result, journaled when it COMPLETED (a failed body runs again when
     /// the run is resumed). A journal that cannot be written stops the body.
-    fn body_ended(
+    async fn body_ended(
         &self,
         name: &str,
         request: Option<String>,
@@ -73,7 +73,7 @@ impl<H: AsyncHost> Calls<'_, H> {
         if r.is_failed() {
             return r;
         }
-        match journal.body_ended(name, &request, &r, spent) {
+        match journal.body_ended(name, &request, &r, spent).await {
             Ok(()) => r,
             Err(e) => TaskResult::failed(TaskError::failure(Reason::ExecutionHalted, e)),
         }
@@ -245,7 +245,7 @@ impl<'a> Bodies<'a> {
                 let spent = machine.take_spent();
                 Ended {
                     tag,
-                    result: via.body_ended(&name, request, r, &spent),
+                    result: via.body_ended(&name, request, r, &spent).await,
                     spent,
                     from_journal: false,
                 }

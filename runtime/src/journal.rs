@@ -24,8 +24,12 @@
 //! `tvm` from before body records refuses a journal that holds one.
 
 mod lock;
+mod remote;
 mod spare;
 mod writer;
+
+pub use remote::RemoteLog;
+use remote::Sink;
 
 pub use spare::Spares;
 use writer::{create_locked, Output};
@@ -146,10 +150,10 @@ pub struct Interrupted {
     pub command: String,
 }
 
-/// An open journal: what it already holds, and the file new events go to.
+/// An open journal: what it already holds, and where new events go.
 pub struct Journal {
-    /// Its file (see [`writer`]).
-    out: Output,
+    /// Its file (see [`writer`]), or a log kept elsewhere ([`RemoteLog`]).
+    out: Sink,
     /// The run's LLM calls are answered by the echo provider, whose reply is the
     /// request read back: asking again costs nothing and gives the same reply, so the
     /// journal keeps none (a dry run then writes nothing, and waits on no disk).
@@ -202,10 +206,15 @@ impl Journal {
     /// is reported before any host call is made.
     pub fn create(path: &Path, header: &Header) -> Result<Journal, String> {
         let out = Output::open(path, create_locked(path)?, true);
-        let journal = Journal::over(out, header.provider == ECHO, false, Held::default());
         let line = serde_json::to_string(header).map_err(|e| e.to_string())?;
-        journal.out.write(&line, true)?;
-        Ok(journal)
+        out.write(&line, true)?;
+        let out = Sink::File(out);
+        Ok(Journal::over(
+            out,
+            header.provider == ECHO,
+            false,
+            Held::default(),
+        ))
     }
 
     /// A journal for a new run whose file is made, as [`Journal::create`] makes it (or
@@ -216,11 +225,40 @@ impl Journal {
     /// it durable (a batch syncs its results file before the row's journal goes).
     pub fn deferred(path: &Path, header: Header, spares: Option<Arc<Spares>>) -> Journal {
         let echo = header.provider == ECHO;
-        let out = Output::deferred(path, header, spares);
+        let out = Sink::File(Output::deferred(path, header, spares));
         Journal::over(out, echo, true, Held::default())
     }
 
-    /// Where the journal's file is (or will be, for a deferred journal not yet written).
+    /// A journal kept in `log`, which holds `lines` already (a header, then records;
+    /// none for a new run): a run on one machine resumed on another. A last line cut
+    /// short is refused, as a log's appends are whole.
+    pub fn remote(
+        header: &Header,
+        lines: &str,
+        log: std::sync::Arc<dyn RemoteLog>,
+    ) -> Result<Journal, String> {
+        let shown = log.name();
+        let mut held = Held::default();
+        for (i, line) in lines.lines().enumerate().skip(1) {
+            let record: Record = serde_json::from_str(line)
+                .map_err(|e| format!("{shown}:{}: the journal is damaged: {e}", i + 1))?;
+            held.take(record);
+        }
+        Ok(Journal::over(
+            Sink::Remote(log),
+            header.provider == ECHO,
+            false,
+            held,
+        ))
+    }
+
+    /// Where the journal is, for messages: its file, or the log's name.
+    pub fn name(&self) -> String {
+        self.out.name()
+    }
+
+    /// Where the journal's file is (or will be, for a deferred journal not yet written);
+    /// empty for a journal kept elsewhere.
     pub fn path(&self) -> &Path {
         self.out.path()
     }
@@ -232,7 +270,10 @@ impl Journal {
 
     /// The journal's open file, when it has one and no write of it is under way.
     fn into_file(self) -> Option<Flock<File>> {
-        self.out.into_file()
+        match self.out {
+            Sink::File(out) => out.into_file(),
+            Sink::Remote(_) => None,
+        }
     }
 
     /// Opens a journal to resume it: its header, and a journal that answers what it
@@ -279,12 +320,12 @@ impl Journal {
         file.set_len(complete as u64)
             .and_then(|()| file.seek(SeekFrom::End(0)).map(|_| ()))
             .map_err(|e| format!("cannot write the journal {shown}: {e}"))?;
-        let out = Output::open(path, file, false);
+        let out = Sink::File(Output::open(path, file, false));
         let journal = Journal::over(out, header.provider == ECHO, false, held);
         Ok((header, journal))
     }
 
-    fn over(out: Output, echo: bool, sync_later: bool, held: Held) -> Journal {
+    fn over(out: Sink, echo: bool, sync_later: bool, held: Held) -> Journal {
         Journal {
             out,
             echo,
@@ -332,7 +373,7 @@ impl Journal {
     }
 
     /// Journals that body `name`, the call `request`, COMPLETED with `result`.
-    pub fn body_ended(
+    pub async fn body_ended(
         &self,
         name: &str,
         request: &str,
@@ -345,8 +386,7 @@ impl Journal {
             result: result.clone(),
             spent: spent.clone(),
         };
-        let line = serde_json::to_string(&record).map_err(|e| e.to_string())?;
-        self.out.write(&line, !self.sync_later)
+        self.append(&record, !self.sync_later).await
     }
 
     /// Answers call `call` from the journal, or makes it and journals its answer before
@@ -368,7 +408,7 @@ impl Journal {
             if *journaled != hash {
                 return halted(request, format!(
                     "the journal {} does not match this run: call {call} asks something else than it did (were the bundle, the arguments or the workspace changed?)",
-                    self.path().display()
+                    self.name()
                 ));
             }
             self.replayed.fetch_add(1, Ordering::Relaxed);

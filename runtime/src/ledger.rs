@@ -13,6 +13,7 @@
 
 use crate::cache::{CacheKey, Lookup, ReplyCache};
 use crate::prices::{usd, Price, Prices};
+use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,6 +30,33 @@ pub struct Ledger {
     pub prices: Prices,
     pub budget: Option<CostBudget>,
     pub cache: Option<ReplyCache>,
+    /// What the calls share with other processes: the workers of a batch spread over
+    /// many machines share its budget and its cap on calls in flight.
+    pub shared: Option<Arc<dyn Shared>>,
+}
+
+/// A cap on calls in flight and a budget that several processes share, kept where
+/// they all reach it (DESIGN §16).
+pub trait Shared: Send + Sync {
+    /// Waits for a place among the calls in flight and reserves `worst` picodollars of
+    /// the budget for the call `what` (`None`: the call has no price); the ticket is
+    /// given back with [`Shared::leave`].
+    fn enter<'a>(
+        &'a self,
+        worst: Option<u64>,
+        what: &'a str,
+    ) -> BoxFuture<'a, Result<Ticket, HostError>>;
+    /// The call ended, costing `actual` (`None`: not answered, or no price); its place
+    /// and the rest of its reservation are given back.
+    fn leave(&self, ticket: Ticket, actual: Option<u64>) -> BoxFuture<'_, ()>;
+}
+
+/// A call's place among the shared calls in flight and its shared reservation.
+#[derive(Debug)]
+#[must_use = "a ticket is given back with Shared::leave"]
+pub struct Ticket {
+    pub id: u64,
+    pub worst: Option<u64>,
 }
 
 /// A call's reservation, with the budget it was taken from.
@@ -82,8 +110,20 @@ impl Ledger {
         }
     }
 
+    /// The most sending `body` to `provider` may cost, when its model has a price: its
+    /// whole text as input, and its `max_tokens` of output.
+    pub fn worst(&self, provider: &str, body: &Value) -> Option<u64> {
+        let price = self.price(provider, body)?;
+        let max_tokens = body
+            .get("max_tokens")
+            .or(body.get("max_completion_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(BUDGET_MAX_TOKENS);
+        Some(worst_case(price, &body.to_string(), max_tokens))
+    }
+
     /// Reserves the worst case of sending `body` to `provider` from the budget, when
-    /// there is one: its whole text as input, and its `max_tokens` of output.
+    /// there is one ([`Ledger::worst`]).
     pub fn reserve(&self, provider: &str, body: &Value) -> Result<Option<Held<'_>>, HostError> {
         let Some(budget) = &self.budget else {
             return Ok(None);
@@ -94,7 +134,7 @@ impl Ledger {
             .unwrap_or_default();
         // Every model was checked for a price before the run started; one met only now
         // (a subtask's) is refused rather than run at an unknown cost.
-        let Some(price) = self.price(provider, body) else {
+        let Some(worst) = self.worst(provider, body) else {
             return Err(HostError::exhausted(
                 Resource::Cost,
                 format!("`{provider}:{model}` has no price, so a call to it cannot be kept within --max-cost; add its price with --prices FILE"),
@@ -102,12 +142,6 @@ impl Ledger {
                 micro(budget.limit()),
             ));
         };
-        let max_tokens = body
-            .get("max_tokens")
-            .or(body.get("max_completion_tokens"))
-            .and_then(Value::as_u64)
-            .unwrap_or(BUDGET_MAX_TOKENS);
-        let worst = worst_case(price, &body.to_string(), max_tokens);
         let reservation = budget.reserve(worst, &format!("a call to `{model}`"))?;
         Ok(Some(Held {
             budget,
@@ -262,7 +296,7 @@ pub fn worst_case(price: &Price, body_text: &str, max_tokens: u64) -> u64 {
     price.worst_case(estimate_tokens(body_text), max_tokens)
 }
 
-fn micro(picodollars: u64) -> u64 {
+pub(crate) fn micro(picodollars: u64) -> u64 {
     picodollars / 1_000_000
 }
 

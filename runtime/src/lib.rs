@@ -11,6 +11,7 @@ pub mod driver;
 pub mod host;
 pub mod journal;
 pub mod ledger;
+pub mod nats;
 pub mod observe;
 pub mod prices;
 pub mod providers;

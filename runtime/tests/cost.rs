@@ -230,6 +230,7 @@ proptest! {
             prices: Prices::builtin(),
             budget: Some(CostBudget::new(limit)),
             cache: None,
+            shared: None,
         });
         let adapter = OpenAi::new(settings).expect("adapter").with_ledger(Some(ledger.clone()));
         let replies = rt.block_on(

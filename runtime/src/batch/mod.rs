@@ -27,10 +27,10 @@ use tv_vm::result::{Reason, Status, TaskError, TaskResult};
 
 /// One input row: where it stood, its id, and its arguments bound to the entry's
 /// parameters (or why they could not be).
-struct Row {
-    index: u64,
-    id: Value,
-    args: Result<Vec<Value>, String>,
+pub(crate) struct Row {
+    pub index: u64,
+    pub id: Value,
+    pub args: Result<Vec<Value>, String>,
 }
 
 /// What a batch did, for its summary line and exit code.
@@ -184,7 +184,7 @@ pub async fn run<H: AsyncHost>(
 }
 
 /// A row's arguments by parameter name, as its journal keeps them.
-fn named(bundle: &Bundle, function: u32, values: &[Value]) -> Map<String, Value> {
+pub(crate) fn named(bundle: &Bundle, function: u32, values: &[Value]) -> Map<String, Value> {
     let params = bundle
         .functions
         .get(function as usize)
@@ -200,7 +200,7 @@ fn named(bundle: &Bundle, function: u32, values: &[Value]) -> Map<String, Value>
 /// Row `index`, from line `line` of the inputs: an arguments object, or
 /// `{"id": ..., "args": {...}}` (an object whose only keys are `args`, itself an
 /// object, and `id`).
-fn read_row(bundle: &Bundle, function: u32, index: u64, line: u64, text: &str) -> Row {
+pub(crate) fn read_row(bundle: &Bundle, function: u32, index: u64, line: u64, text: &str) -> Row {
     let mut id = Value::Null;
     let args = match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(mut m)) => {

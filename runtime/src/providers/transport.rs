@@ -115,15 +115,37 @@ impl Transport {
             }
         }
         let held = ledger.reserve(self.provider, body)?;
+        let ticket = match &ledger.shared {
+            Some(shared) => {
+                let what = format!("a call to `{}`", model_of(body));
+                let worst = ledger.worst(self.provider, body);
+                match shared.enter(worst, &what).await {
+                    Ok(t) => Some((shared, t)),
+                    Err(e) => {
+                        Ledger::release(held);
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         let raw = match self.post(path, body).await {
             Ok(raw) => raw,
             Err(e) => {
                 Ledger::release(held);
+                if let Some((shared, t)) = ticket {
+                    shared.leave(t, None).await;
+                }
                 return Err(e);
             }
         };
         let reply = read(&raw);
         let cost = ledger.settle(self.provider, body, held, &reply);
+        if let Some((shared, t)) = ticket {
+            // A reply that cannot be read was still paid for: its worst case stays spent.
+            let paid = cost.or(if reply.is_err() { t.worst } else { None });
+            shared.leave(t, paid).await;
+        }
         let mut reply = reply?;
         reply.cost = cost;
         if let Some(key) = key {
@@ -320,4 +342,11 @@ impl fmt::Debug for Transport {
 fn out_of_quota(body: &[u8]) -> bool {
     let text = String::from_utf8_lossy(body);
     text.contains("insufficient_quota")
+}
+
+/// The model a request body names, for messages.
+fn model_of(body: &Value) -> &str {
+    body.get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }

@@ -11,31 +11,41 @@ use tv_runtime::batch::{Batch, Lines, State, MAX_ROW_BYTES};
 
 #[derive(Args)]
 pub struct BatchArgs {
-    bundle: PathBuf,
+    /// The bundle (not needed with --nats --collect or --status).
+    pub(super) bundle: Option<PathBuf>,
     /// The entry point; may be left out when the bundle has only one.
     #[arg(long)]
-    entry: Option<String>,
+    pub(super) entry: Option<String>,
     /// The rows: one JSON object of arguments per line, or `{"id": ..., "args": {...}}`.
     #[arg(long, value_name = "FILE")]
-    inputs: PathBuf,
+    pub(super) inputs: Option<PathBuf>,
     /// Where each row's result goes, one line `{"index", "id", "status", "result"}` per
-    /// row, written as the row ends.
+    /// row, written as the row ends (with --nats: by --collect).
     #[arg(long, value_name = "FILE")]
-    out: PathBuf,
+    pub(super) out: Option<PathBuf>,
     /// Where the batch keeps what lets the same command, run again after a crash or
     /// Ctrl-C, skip the rows that finished and resume the others (default: OUT.state/).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "nats")]
     state: Option<PathBuf>,
     #[command(flatten)]
-    host: HostArgs,
+    pub(super) nats: super::nats::NatsArgs,
     #[command(flatten)]
-    limits: LimitArgs,
+    pub(super) host: HostArgs,
+    #[command(flatten)]
+    pub(super) limits: LimitArgs,
+}
+
+/// A path a mode of `tvm batch` needs.
+pub(super) fn needed<'a>(given: &'a Option<PathBuf>, what: &str) -> Result<&'a PathBuf, String> {
+    given
+        .as_ref()
+        .ok_or_else(|| format!("tvm batch needs {what}"))
 }
 
 /// The rows of the inputs (lines that are not blank), for the progress line, and a hash
 /// of them, so that a batch is resumed only over the rows it began with; read through
 /// once, line by line, as the batch reads them.
-fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> {
+pub(super) fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> {
     use sha2::{Digest, Sha256};
     let file = File::open(inputs).map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
     let (mut rows, mut hash) = (0, Sha256::new());
@@ -53,22 +63,28 @@ fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> {
 }
 
 pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
-    let (bundle, hash) = load(&args.bundle)?;
+    if args.nats.nats.is_some() {
+        return super::nats::batch(args);
+    }
+    let bundle_path = needed(&args.bundle, "a bundle")?.clone();
+    let inputs_path = needed(&args.inputs, "--inputs FILE")?.clone();
+    let out_path = needed(&args.out, "--out FILE")?.clone();
+    let (bundle, hash) = load(&bundle_path)?;
     args.host.resolve_allow_read()?;
     let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let inputs =
-        File::open(&args.inputs).map_err(|e| format!("--inputs {}: {e}", args.inputs.display()))?;
+        File::open(&inputs_path).map_err(|e| format!("--inputs {}: {e}", inputs_path.display()))?;
     // Opening the results empties them: the inputs would be gone before they were read.
     let same = |a: &std::path::Path, b: &std::path::Path| {
         std::fs::canonicalize(a)
             .ok()
             .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
     };
-    if same(&args.inputs, &args.out) {
+    if same(&inputs_path, &out_path) {
         return Err(format!(
             "--out {} is the inputs file: the results would overwrite the rows",
-            args.out.display()
+            out_path.display()
         ));
     }
     let host = host(choice, &args.host)?;
@@ -84,14 +100,14 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         .map_or(String::new(), |f| f.name.clone());
     let header = args
         .host
-        .header(&args.bundle, hash, &name, choice, &limits)?;
+        .header(&bundle_path, hash, &name, choice, &limits)?;
     let dir = args.state.clone().unwrap_or_else(|| {
-        let mut d = args.out.clone().into_os_string();
+        let mut d = out_path.clone().into_os_string();
         d.push(".state");
         PathBuf::from(d)
     });
-    let (rows, rows_sha256) = survey(&args.inputs)?;
-    let (state, out) = State::open(&dir, header, &rows_sha256, &args.out)?;
+    let (rows, rows_sha256) = survey(&inputs_path)?;
+    let (state, out) = State::open(&dir, header, &rows_sha256, &out_path)?;
     if let Some(p) = &host.progress {
         let (completed, failed) = state.earlier();
         p.batch(rows, completed + failed, failed);

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 mod batch;
+mod nats;
 mod options;
 mod output;
 
@@ -37,6 +38,9 @@ enum Command {
     /// Run an entry point once per row of a JSON-lines file, rows side by side, each
     /// row's result written as a line as it ends.
     Batch(Box<batch::BatchArgs>),
+    /// Run rows of the batches published to a NATS server (`tvm batch --nats`), until
+    /// stopped; any number of workers, on any machines.
+    Worker(Box<nats::WorkerArgs>),
     /// Print the bundle's listing.
     Disasm { bundle: PathBuf },
 }
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(*args),
         Command::Resume(args) => resume(*args),
         Command::Batch(args) => batch::batch(*args),
+        Command::Worker(args) => nats::worker(*args),
     };
     result.unwrap_or_else(|e| {
         output::say(&format!("tvm: error: {e}\n"));

@@ -9,7 +9,7 @@ use tv_runtime::cache::ReplyCache;
 use tv_runtime::cassette::{Cassette, Recorder};
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::journal::{self, Header};
-use tv_runtime::ledger::{CostBudget, Ledger};
+use tv_runtime::ledger::{CostBudget, Ledger, Shared};
 use tv_runtime::observe::{Progress, Trace};
 use tv_runtime::prices::{self, Prices};
 use tv_runtime::providers::{self, JsonMode, Settings};
@@ -18,7 +18,7 @@ use tv_vm::bundle::ModelSettings;
 use tv_vm::limits::Limits;
 
 /// Who answers host calls, and what is written down about them.
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct HostArgs {
     /// Who answers LLM calls: openai, anthropic, replay or echo (default: $TVM_PROVIDER,
     /// else the provider whose key is set).
@@ -103,6 +103,9 @@ pub struct HostArgs {
     /// Use no reply cache, even with $TVM_CACHE set.
     #[arg(long, conflicts_with = "cache")]
     pub no_cache: bool,
+    /// What the calls share with the other workers of a batch (`tvm worker`).
+    #[arg(skip)]
+    pub shared: Option<Arc<dyn Shared>>,
 }
 
 fn temperature(s: &str) -> Result<f64, String> {
@@ -179,6 +182,7 @@ impl HostArgs {
             prices,
             budget: self.max_cost.map(CostBudget::new),
             cache,
+            shared: self.shared.clone(),
         })
     }
 

@@ -1,0 +1,167 @@
+//! A row's journal in the bucket `tvm_journals`: JSON lines, as a journal file holds
+//! them, under the keys `BATCH.ROW.0`, `BATCH.ROW.1`, ...: a part is at most
+//! [`PART_BYTES`] (a message must fit in the server's `max_payload`), and a line that
+//! does not fit in the last part starts the next.
+//!
+//! Every write names the revision it follows (compare-and-set). A worker that lost the
+//! row (it stopped sending heartbeats long enough for the server to hand the row to
+//! another worker, which wrote since) has its next write refused, and stops the row
+//! rather than write beside the worker that took it over.
+
+use crate::journal::RemoteLog;
+use async_nats::jetstream::kv::{self, Operation};
+use futures::future::BoxFuture;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::sync::Mutex;
+
+/// The most a part holds before a line starts the next.
+const PART_BYTES: usize = 256 * 1024;
+
+pub(super) struct KvLog {
+    kv: kv::Store,
+    /// `BATCH.ROW`.
+    key: String,
+    last: Mutex<Part>,
+    /// A write was refused: another worker has the row.
+    lost: AtomicBool,
+}
+
+/// The last part: its number, its text and the revision it was read or written at
+/// (0: not made yet).
+struct Part {
+    number: u32,
+    text: String,
+    revision: u64,
+    /// The header, written with the first line: a row with nothing to keep (echo
+    /// replies) writes nothing.
+    header: Option<String>,
+}
+
+impl KvLog {
+    /// The journal of row `key` as the bucket holds it (its lines, empty for a new
+    /// row), and the log that appends to it; `header` starts a new one.
+    pub(super) async fn open(
+        kv: kv::Store,
+        key: String,
+        header: String,
+    ) -> Result<(String, KvLog), String> {
+        let mut all = String::new();
+        let mut last = Part {
+            number: 0,
+            text: String::new(),
+            revision: 0,
+            header: None,
+        };
+        for number in 0u32.. {
+            let entry = kv
+                .entry(format!("{key}.{number}"))
+                .await
+                .map_err(|e| format!("cannot read the journal of row {key}: {e}"))?;
+            match entry {
+                Some(e) if e.operation == Operation::Put => {
+                    let text = String::from_utf8(e.value.to_vec())
+                        .map_err(|_| format!("the journal of row {key} is not UTF-8"))?;
+                    all.push_str(&text);
+                    last = Part {
+                        number,
+                        text,
+                        revision: e.revision,
+                        header: None,
+                    };
+                }
+                _ => break,
+            }
+        }
+        if all.is_empty() {
+            last.header = Some(header);
+        }
+        let log = KvLog {
+            kv,
+            key,
+            last: Mutex::new(last),
+            lost: AtomicBool::new(false),
+        };
+        Ok((all, log))
+    }
+
+    /// Whether another worker took the row over.
+    pub(super) fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// Removes the journal once the row's result is stored.
+    pub(super) async fn remove(&self) {
+        let parts = self.last.lock().await.number;
+        for number in 0..=parts {
+            let _ = self.kv.purge(format!("{}.{number}", self.key)).await;
+        }
+    }
+
+    async fn write(&self, line: String) -> Result<(), String> {
+        let mut last = self.last.lock().await;
+        let mut text = match last.header.take() {
+            Some(h) => format!("{h}\n"),
+            None => String::new(),
+        };
+        let starts_part = last.revision != 0 && last.text.len() + line.len() >= PART_BYTES;
+        if starts_part {
+            *last = Part {
+                number: last.number + 1,
+                text: String::new(),
+                revision: 0,
+                header: None,
+            };
+        }
+        text.insert_str(0, &last.text);
+        text.push_str(&line);
+        text.push('\n');
+        let key = format!("{}.{}", self.key, last.number);
+        let written = if last.revision == 0 {
+            self.kv
+                .create(&key, text.clone().into())
+                .await
+                .map_err(|e| {
+                    (
+                        e.kind() == kv::CreateErrorKind::AlreadyExists,
+                        e.to_string(),
+                    )
+                })
+        } else {
+            self.kv
+                .update(&key, text.clone().into(), last.revision)
+                .await
+                .map_err(|e| {
+                    let lost = e.kind() == kv::UpdateErrorKind::WrongLastRevision;
+                    (lost, e.to_string())
+                })
+        };
+        match written {
+            Ok(revision) => {
+                last.text = text;
+                last.revision = revision;
+                Ok(())
+            }
+            Err((true, _)) => {
+                self.lost.store(true, Ordering::SeqCst);
+                Err(format!(
+                    "row {} was taken over by another worker (this one stopped sending heartbeats for too long)",
+                    self.key
+                ))
+            }
+            Err((false, e)) => Err(format!(
+                "cannot write the journal of row {} in the server: {e}",
+                self.key
+            )),
+        }
+    }
+}
+
+impl RemoteLog for KvLog {
+    fn append(&self, line: String) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(self.write(line))
+    }
+
+    fn name(&self) -> String {
+        format!("the server's journal of row {}", self.key)
+    }
+}

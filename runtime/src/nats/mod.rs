@@ -1,0 +1,226 @@
+//! Batches spread over many workers through NATS JetStream (DESIGN §16): an existing,
+//! well-kept engine keeps the queue of rows, their journals, their results and the
+//! bundle, so that any number of `tvm worker`s on any machines need only the server's
+//! URL and their own provider settings.
+//!
+//! What the server holds, all of it created by whoever comes first:
+//! - the stream `TVM_ROWS` (work-queue retention): one message per row on the subject
+//!   `tvm.rows.BATCH`, with the message id `BATCH.ROW`, so that the server drops a row
+//!   published twice; the durable pull consumer `tvm-workers` hands each row to one
+//!   worker at a time and hands it out again when its worker stops sending heartbeats;
+//! - the key-value bucket `tvm_batches`: each batch's record ([`BatchRecord`]);
+//! - the object store `tvm_bundles`: the bundles, named by the SHA-256 of their bytes;
+//! - the bucket `tvm_journals`: each row's journal while it runs (`BATCH.ROW.PART`);
+//! - the bucket `tvm_results`: each row's result line, `r.BATCH.ROW`, stored only if
+//!   absent, and `f.BATCH.ROW` beside it when the row failed, for `--status`;
+//! - the buckets `tvm_shared` and `tvm_slots`: the batch's budget and its cap on calls
+//!   in flight ([`shared`]).
+
+mod collect;
+mod log;
+mod publish;
+pub mod shared;
+mod worker;
+
+pub use collect::{collect, status, Status};
+pub use publish::{publish, Published};
+pub use worker::{work, WorkerOptions};
+
+use crate::journal::Header;
+use async_nats::jetstream::{self, kv, object_store, stream};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+pub const ROWS_STREAM: &str = "TVM_ROWS";
+pub const CONSUMER: &str = "tvm-workers";
+const BATCHES: &str = "tvm_batches";
+const BUNDLES: &str = "tvm_bundles";
+const JOURNALS: &str = "tvm_journals";
+const RESULTS: &str = "tvm_results";
+const SHARED: &str = "tvm_shared";
+const SLOTS: &str = "tvm_slots";
+
+/// How long the server remembers a row's message id: the same rows published again
+/// within it add nothing. Later, a row whose result is stored is not published again,
+/// and a row delivered again after its result was stored is acknowledged unrun.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
+/// A place among the calls in flight that its worker stopped refreshing is free again
+/// after this long.
+pub const SLOT_LEASE: Duration = Duration::from_secs(30);
+
+/// What a batch is: published once with its rows, read by every worker that takes
+/// one of them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BatchRecord {
+    pub batch: String,
+    /// The rows published (lines of the inputs that are not blank), and a hash of them.
+    pub rows: u64,
+    pub rows_sha256: String,
+    /// The bundle's entry point and the settings every row runs with: the limits, the
+    /// model and sampling, `--max-cost` (the whole batch's). Its provider, keys,
+    /// cassette, workspace, cache and retries are each worker's own.
+    pub header: Header,
+    /// At most this many LLM calls of the batch in flight, over all workers.
+    pub calls: usize,
+    /// A row handed out this many times without a result ends as a failed row.
+    pub max_deliveries: u64,
+}
+
+/// One row as it waits in the queue.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RowMessage {
+    pub batch: String,
+    pub index: u64,
+    pub id: serde_json::Value,
+    /// The arguments by parameter name.
+    pub args: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The server, and what the batches keep in it.
+pub struct Server {
+    pub client: async_nats::Client,
+    pub js: jetstream::Context,
+    pub rows: stream::Stream,
+    pub batches: kv::Store,
+    pub bundles: object_store::ObjectStore,
+    pub journals: kv::Store,
+    pub results: kv::Store,
+    pub shared: kv::Store,
+    pub slots: kv::Store,
+}
+
+/// A batch name: what the keys and subjects are made of.
+pub fn valid_batch_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` is not a batch name: use 1 to 64 letters, digits, `-` or `_`"
+        ))
+    }
+}
+
+impl Server {
+    /// Connects to `url` and opens (or makes) the stream, consumer and buckets.
+    pub async fn connect(url: &str) -> Result<Server, String> {
+        let options = async_nats::ConnectOptions::new()
+            .name("tvm")
+            .connection_timeout(Duration::from_secs(5))
+            // A server restarted under a running worker is waited for, not given up on.
+            .retry_on_initial_connect();
+        let client = tokio::time::timeout(Duration::from_secs(10), options.connect(url))
+            .await
+            .map_err(|_| format!("--nats {url}: no NATS server answered within 10 s"))?
+            .map_err(|e| format!("--nats {url}: {e}"))?;
+        let js = jetstream::new(client.clone());
+        let rows = js
+            .get_or_create_stream(stream::Config {
+                name: ROWS_STREAM.into(),
+                subjects: vec!["tvm.rows.*".into()],
+                retention: stream::RetentionPolicy::WorkQueue,
+                storage: stream::StorageType::File,
+                duplicate_window: DUPLICATE_WINDOW,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| jetstream_failed(url, e))?;
+        let bucket = |name: &'static str, max_age: Duration| {
+            let js = js.clone();
+            async move { open_bucket(&js, name, max_age).await }
+        };
+        let bundles = match js.get_object_store(BUNDLES).await {
+            Ok(s) => s,
+            Err(_) => js
+                .create_object_store(object_store::Config {
+                    bucket: BUNDLES.into(),
+                    storage: stream::StorageType::File,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| jetstream_failed(url, e))?,
+        };
+        Ok(Server {
+            rows,
+            batches: bucket(BATCHES, Duration::ZERO).await?,
+            journals: bucket(JOURNALS, Duration::ZERO).await?,
+            results: bucket(RESULTS, Duration::ZERO).await?,
+            shared: bucket(SHARED, Duration::ZERO).await?,
+            slots: bucket(SLOTS, SLOT_LEASE).await?,
+            bundles,
+            client,
+            js,
+        })
+    }
+
+    /// The record of batch `name`, if it was published.
+    pub async fn batch(&self, name: &str) -> Result<Option<BatchRecord>, String> {
+        let Some(bytes) = self
+            .batches
+            .get(name)
+            .await
+            .map_err(|e| format!("cannot read batch {name}: {e}"))?
+        else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("the record of batch {name} is damaged: {e}"))
+    }
+
+    /// The largest message the server takes.
+    pub fn max_payload(&self) -> usize {
+        self.client.server_info().max_payload
+    }
+}
+
+async fn open_bucket(
+    js: &jetstream::Context,
+    name: &str,
+    max_age: Duration,
+) -> Result<kv::Store, String> {
+    if let Ok(store) = js.get_key_value(name).await {
+        return Ok(store);
+    }
+    // The bucket's stream is made here as the client library makes it, but without
+    // first asking for the account's details, which servers before 2.10 give in a form
+    // the library cannot read.
+    let config = stream::Config {
+        name: format!("KV_{name}"),
+        subjects: vec![format!("$KV.{name}.>")],
+        max_messages_per_subject: 1,
+        max_age,
+        storage: stream::StorageType::File,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        discard: stream::DiscardPolicy::New,
+        num_replicas: 1,
+        ..Default::default()
+    };
+    let made = js.get_or_create_stream(config).await;
+    // Made meanwhile by another process, or now.
+    js.get_key_value(name).await.map_err(|e| match made {
+        Err(made) => format!("cannot make the bucket {name}: {made}"),
+        Ok(_) => format!("cannot open the bucket {name}: {e}"),
+    })
+}
+
+fn jetstream_failed(url: &str, e: impl std::fmt::Display) -> String {
+    format!("--nats {url}: {e} (is JetStream on? start the server with `nats-server -js`)")
+}
+
+/// The key of row `index`'s result.
+fn result_key(batch: &str, index: u64) -> String {
+    format!("r.{batch}.{index}")
+}
+
+/// The key that marks row `index` as failed, for counting.
+fn failed_key(batch: &str, index: u64) -> String {
+    format!("f.{batch}.{index}")
+}

@@ -1,0 +1,439 @@
+//! `tvm worker --nats URL`: pulls rows of any batch from the queue and runs them.
+//!
+//! A row is pulled only when the worker has room for it (at most `--concurrency` at
+//! once), so the rows spread over the workers as fast as each one runs them. While a
+//! row runs, its worker tells the server every third of the lease that it is still at
+//! work; a worker that stops (killed, cut off) has its rows handed to another worker
+//! once the lease has passed since its last word, and that worker resumes each from its
+//! journal in the server. A row is acknowledged only after its result is stored, which
+//! is done only if no result is there (create-if-absent): a row handed out twice has
+//! one result.
+
+use super::log::KvLog;
+use super::shared::NatsShared;
+use super::{failed_key, publish, result_key, BatchRecord, RowMessage, Server, CONSUMER};
+use crate::driver;
+use crate::host::AsyncHost;
+use crate::journal::{Journal, RemoteLog};
+use crate::ledger::Shared;
+use async_nats::jetstream::consumer::pull;
+use async_nats::jetstream::consumer::{AckPolicy, PullConsumer};
+use async_nats::jetstream::{AckKind, Message};
+use futures::stream::{FuturesUnordered, SelectAll, StreamExt};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tv_vm::args;
+use tv_vm::bundle::Bundle;
+use tv_vm::result::{Reason, Status, TaskError, TaskResult};
+
+/// How long one request for rows waits for them before it is asked again.
+const PULL_WAIT: Duration = Duration::from_secs(1);
+
+pub struct WorkerOptions {
+    /// Rows run at once.
+    pub concurrency: usize,
+    /// How long a row whose worker fell silent waits before another worker takes it.
+    pub lease: Duration,
+    /// Stop after this long with no row to run (`None`: run until stopped).
+    pub idle_exit: Option<Duration>,
+    /// Say on stderr how each row ended.
+    pub verbose: bool,
+    /// The provider that answers this worker's LLM calls, as the rows' journals name it.
+    pub provider: String,
+}
+
+/// What a worker did, for its last line.
+#[derive(Debug, Default)]
+pub struct Worked {
+    pub completed: u64,
+    pub failed: u64,
+    /// Rows given up because another worker took them over.
+    pub lost: u64,
+    /// Rows delivered again whose result was already stored.
+    pub already: u64,
+}
+
+/// A batch as a worker runs it: its bundle, and the host its rows call through.
+struct Running<H> {
+    record: BatchRecord,
+    bundle: Bundle,
+    function: u32,
+    host: H,
+}
+
+enum Ended {
+    Completed,
+    Failed,
+    Lost,
+    Already,
+}
+
+/// Runs rows until stopped (or idle for `idle_exit`). `make_host` builds the host of
+/// each batch a row of which comes (once per batch), given the batch's record and
+/// what its calls share with the other workers.
+pub async fn work<H, F>(
+    server: &Server,
+    options: &WorkerOptions,
+    make_host: F,
+) -> Result<Worked, String>
+where
+    H: AsyncHost,
+    F: Fn(&BatchRecord, Arc<dyn Shared>) -> Result<H, String>,
+{
+    let consumer = consumer(server, options.lease).await?;
+    let concurrency = options.concurrency.max(1);
+    let mut batches: HashMap<String, Arc<Running<H>>> = HashMap::new();
+    let mut running = FuturesUnordered::new();
+    let mut pulls = SelectAll::new();
+    let mut asked: HashMap<u64, usize> = HashMap::new();
+    let mut pull_id = 0u64;
+    let mut worked = Worked::default();
+    let mut last_busy = Instant::now();
+    loop {
+        let waiting: usize = asked.values().sum();
+        let free = concurrency.saturating_sub(running.len() + waiting);
+        if free > 0 {
+            let request = consumer
+                .batch()
+                .max_messages(free)
+                .expires(PULL_WAIT)
+                .messages()
+                .await;
+            match request {
+                Ok(rows) => {
+                    let id = pull_id;
+                    pull_id += 1;
+                    asked.insert(id, free);
+                    let end = futures::stream::once(async move { (id, None) });
+                    pulls.push(rows.map(move |m| (id, Some(m))).chain(end).boxed());
+                }
+                // The server is away (restarting): ask again in a while.
+                Err(_) => tokio::time::sleep(PULL_WAIT / 4).await,
+            }
+        }
+        tokio::select! {
+            Some((id, item)) = pulls.next(), if !pulls.is_empty() => match item {
+                Some(Ok(message)) => {
+                    if let Some(n) = asked.get_mut(&id) {
+                        *n = n.saturating_sub(1);
+                    }
+                    last_busy = Instant::now();
+                    let batch = batch_of(&message);
+                    let run = match ready(server, &mut batches, &batch, options, &make_host).await {
+                        Ok(run) => run,
+                        Err(e) => {
+                            // Left for another worker, or for this one once the server
+                            // answers again.
+                            let _ = message.ack_with(AckKind::Nak(Some(options.lease))).await;
+                            return Err(e);
+                        }
+                    };
+                    running.push(row(server, run, message, options));
+                }
+                Some(Err(_)) | None => {
+                    asked.remove(&id);
+                }
+            },
+            Some(ended) = running.next(), if !running.is_empty() => {
+                last_busy = Instant::now();
+                match ended {
+                    Ended::Completed => worked.completed += 1,
+                    Ended::Failed => worked.failed += 1,
+                    Ended::Lost => worked.lost += 1,
+                    Ended::Already => worked.already += 1,
+                }
+            }
+            () = tokio::time::sleep(PULL_WAIT), if pulls.is_empty() && running.is_empty() => {}
+            // A pull that ended as it was polled: the next turn asks again.
+            else => {}
+        }
+        let idle = options
+            .idle_exit
+            .is_some_and(|d| running.is_empty() && last_busy.elapsed() >= d);
+        if idle {
+            return Ok(worked);
+        }
+    }
+}
+
+/// The workers' consumer, made by the first worker; a worker with another `--lease`
+/// sets it for all.
+async fn consumer(server: &Server, lease: Duration) -> Result<PullConsumer, String> {
+    let config = pull::Config {
+        durable_name: Some(CONSUMER.into()),
+        ack_policy: AckPolicy::Explicit,
+        ack_wait: lease,
+        // Rows are redelivered without end; a row delivered too often is failed by the
+        // worker that gets it, with a result, rather than dropped by the server.
+        max_deliver: -1,
+        max_ack_pending: -1,
+        ..Default::default()
+    };
+    let failed = |e: &dyn std::fmt::Display| format!("cannot open the queue of rows: {e}");
+    match server.rows.get_consumer::<pull::Config>(CONSUMER).await {
+        Ok(mut c) => {
+            let same = c.info().await.is_ok_and(|i| i.config.ack_wait == lease);
+            if same {
+                return Ok(c);
+            }
+            server
+                .rows
+                .create_consumer(config)
+                .await
+                .map_err(|e| failed(&e))
+        }
+        Err(_) => server
+            .rows
+            .get_or_create_consumer(CONSUMER, config)
+            .await
+            .map_err(|e| failed(&e)),
+    }
+}
+
+/// The batch a row's message belongs to: the last token of its subject.
+fn batch_of(message: &Message) -> String {
+    let subject = message.subject.as_str();
+    subject.rsplit('.').next().unwrap_or_default().to_string()
+}
+
+/// The batch `name`, loaded when its first row comes: its record and bundle from the
+/// server, the bundle checked against its hash and verified.
+async fn ready<H, F>(
+    server: &Server,
+    batches: &mut HashMap<String, Arc<Running<H>>>,
+    name: &str,
+    options: &WorkerOptions,
+    make_host: &F,
+) -> Result<Arc<Running<H>>, String>
+where
+    F: Fn(&BatchRecord, Arc<dyn Shared>) -> Result<H, String>,
+{
+    if let Some(run) = batches.get(name) {
+        return Ok(run.clone());
+    }
+    let mut record = server.batch(name).await?.ok_or_else(|| {
+        format!("a row of batch {name} came, but the server has no record of that batch")
+    })?;
+    record.header.provider = options.provider.clone();
+    let sha = &record.header.bundle_sha256;
+    let mut object = server
+        .bundles
+        .get(sha)
+        .await
+        .map_err(|e| format!("cannot fetch the bundle {sha} of batch {name}: {e}"))?;
+    let mut bytes = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
+        .await
+        .map_err(|e| format!("cannot fetch the bundle {sha} of batch {name}: {e}"))?;
+    if crate::journal::sha256(&bytes) != *sha {
+        return Err(format!(
+            "the bundle of batch {name} in the server does not have the SHA-256 its record names"
+        ));
+    }
+    let bundle =
+        Bundle::from_bytes(&bytes).map_err(|e| format!("the bundle of batch {name}: {e}"))?;
+    let function = bundle
+        .entry(&record.header.entry)
+        .map(|e| e.function)
+        .ok_or_else(|| {
+            format!(
+                "the bundle of batch {name} has no entry point `{}`",
+                record.header.entry
+            )
+        })?;
+    let shared: Arc<dyn Shared> = Arc::new(NatsShared::new(
+        server,
+        name,
+        record.header.max_cost,
+        record.calls,
+    ));
+    let host = make_host(&record, shared)?;
+    let run = Arc::new(Running {
+        record,
+        bundle,
+        function,
+        host,
+    });
+    batches.insert(name.to_string(), run.clone());
+    Ok(run)
+}
+
+/// Runs one row: unless its result is stored already, or it was handed out too often.
+async fn row<H: AsyncHost>(
+    server: &Server,
+    run: Arc<Running<H>>,
+    message: Message,
+    options: &WorkerOptions,
+) -> Ended {
+    let Ok(row) = serde_json::from_slice::<RowMessage>(&message.payload) else {
+        // Not a row: nothing can run it, now or later.
+        let _ = message.ack_with(AckKind::Term).await;
+        return Ended::Failed;
+    };
+    let batch = &run.record.batch;
+    if matches!(
+        server.results.get(result_key(batch, row.index)).await,
+        Ok(Some(_))
+    ) {
+        let _ = message.double_ack().await;
+        return Ended::Already;
+    }
+    let delivered = message.info().map_or(1, |i| i.delivered.max(1) as u64);
+    if delivered > run.record.max_deliveries {
+        let e = TaskError::failure(
+            Reason::ExecutionHalted,
+            format!(
+                "the row was handed to workers {} times without finishing (each stopped or fell silent while running it)",
+                delivered - 1
+            ),
+        );
+        return finish(
+            server,
+            &run,
+            &row,
+            &message,
+            TaskResult::failed(e),
+            None,
+            options,
+        )
+        .await;
+    }
+    let heartbeat = tokio::spawn(heartbeats(message.clone(), options.lease));
+    let result = run_row(server, &run, &row).await;
+    heartbeat.abort();
+    match result {
+        Ok((result, log)) if log.lost() => {
+            let _ = result;
+            Ended::Lost
+        }
+        Ok((result, log)) => finish(server, &run, &row, &message, result, Some(log), options).await,
+        Err(e) => {
+            let e = TaskError::failure(Reason::ExecutionHalted, e);
+            finish(
+                server,
+                &run,
+                &row,
+                &message,
+                TaskResult::failed(e),
+                None,
+                options,
+            )
+            .await
+        }
+    }
+}
+
+/// Runs the row with its journal in the server.
+async fn run_row<H: AsyncHost>(
+    server: &Server,
+    run: &Running<H>,
+    row: &RowMessage,
+) -> Result<(TaskResult, Arc<KvLog>), String> {
+    let mut header = run.record.header.clone();
+    header.args = row.args.clone();
+    let header_line = serde_json::to_string(&header).map_err(|e| e.to_string())?;
+    let key = format!("{}.{}", run.record.batch, row.index);
+    let (lines, log) = KvLog::open(server.journals.clone(), key, header_line).await?;
+    let log = Arc::new(log);
+    let journal = Journal::remote(&header, &lines, log.clone() as Arc<dyn RemoteLog>)?;
+    let f = run
+        .bundle
+        .functions
+        .get(run.function as usize)
+        .ok_or("the entry point has no function")?;
+    let values = match args::bind(f, row.args.clone()) {
+        Ok(v) => v,
+        Err(e) => {
+            let e = TaskError::failure(Reason::InputValidationFailure, e.to_string());
+            return Ok((TaskResult::failed(e), log));
+        }
+    };
+    let limits = run.record.header.limits.clone();
+    let (mut result, usage) = driver::run_journaled(
+        &run.bundle,
+        run.function,
+        values,
+        limits,
+        &run.host,
+        Some(&journal),
+    )
+    .await;
+    result.set_note("usage", usage.notes());
+    Ok((result, log))
+}
+
+/// Stores the row's result (unless one is there), then acknowledges the row and
+/// removes its journal.
+async fn finish<H>(
+    server: &Server,
+    run: &Running<H>,
+    row: &RowMessage,
+    message: &Message,
+    result: TaskResult,
+    log: Option<Arc<KvLog>>,
+    options: &WorkerOptions,
+) -> Ended {
+    let completed = result.status == Status::Complete;
+    let batch = &run.record.batch;
+    if let Err(e) = store_result(server, batch, row.index, &row.id, &result).await {
+        // Not stored, so not acknowledged: the row comes again.
+        eprintln!("tvm worker: batch {batch} row {}: {e}", row.index);
+        return Ended::Lost;
+    }
+    let _ = message.double_ack().await;
+    if let Some(log) = log {
+        log.remove().await;
+    }
+    if options.verbose {
+        let status = if completed { "COMPLETE" } else { "FAILED" };
+        eprintln!("tvm worker: batch {batch} row {}: {status}", row.index);
+    }
+    if completed {
+        Ended::Completed
+    } else {
+        Ended::Failed
+    }
+}
+
+/// Stores row `index`'s result line unless a result is stored already; `false` when
+/// one was.
+pub(super) async fn store_result(
+    server: &Server,
+    batch: &str,
+    index: u64,
+    id: &serde_json::Value,
+    result: &TaskResult,
+) -> Result<bool, String> {
+    let line = publish::line(index, id, result);
+    match server
+        .results
+        .create(result_key(batch, index), line.into())
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == async_nats::jetstream::kv::CreateErrorKind::AlreadyExists => {
+            return Ok(false)
+        }
+        Err(e) => return Err(format!("cannot store the result: {e}")),
+    }
+    if result.status != Status::Complete {
+        server
+            .results
+            .put(failed_key(batch, index), "1".into())
+            .await
+            .map_err(|e| format!("cannot store the result: {e}"))?;
+    }
+    Ok(true)
+}
+
+/// Tells the server every third of the lease that the row is still being worked on.
+async fn heartbeats(message: Message, lease: Duration) {
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        if message.ack_with(AckKind::Progress).await.is_err() {
+            // The server is away; try again at the next beat.
+            continue;
+        }
+    }
+}
