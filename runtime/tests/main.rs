@@ -20,3 +20,4 @@ mod process_bounds;
 mod providers;
 mod scripts;
 mod secrets;
+mod workers;

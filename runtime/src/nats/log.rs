@@ -8,6 +8,7 @@
 //! another worker, which wrote since) has its next write refused, and stops the row
 //! rather than write beside the worker that took it over.
 
+use super::patiently;
 use crate::journal::RemoteLog;
 use async_nats::jetstream::kv::{self, Operation};
 use futures::future::BoxFuture;
@@ -53,8 +54,8 @@ impl KvLog {
             header: None,
         };
         for number in 0u32.. {
-            let entry = kv
-                .entry(format!("{key}.{number}"))
+            let part = format!("{key}.{number}");
+            let entry = patiently(|| kv.entry(part.clone()), |_| false)
                 .await
                 .map_err(|e| format!("cannot read the journal of row {key}: {e}"))?;
             match entry {
@@ -117,23 +118,18 @@ impl KvLog {
         text.push('\n');
         let key = format!("{}.{}", self.key, last.number);
         let written = if last.revision == 0 {
-            self.kv
-                .create(&key, text.clone().into())
-                .await
-                .map_err(|e| {
-                    (
-                        e.kind() == kv::CreateErrorKind::AlreadyExists,
-                        e.to_string(),
-                    )
-                })
+            let exists = |e: &kv::CreateError| e.kind() == kv::CreateErrorKind::AlreadyExists;
+            let created = patiently(|| self.kv.create(&key, text.clone().into()), exists).await;
+            created.map_err(|e| (exists(&e), e.to_string()))
         } else {
-            self.kv
-                .update(&key, text.clone().into(), last.revision)
-                .await
-                .map_err(|e| {
-                    let lost = e.kind() == kv::UpdateErrorKind::WrongLastRevision;
-                    (lost, e.to_string())
-                })
+            let revision = last.revision;
+            let moved = |e: &kv::UpdateError| e.kind() == kv::UpdateErrorKind::WrongLastRevision;
+            let updated = patiently(
+                || self.kv.update(&key, text.clone().into(), revision),
+                moved,
+            )
+            .await;
+            updated.map_err(|e| (moved(&e), e.to_string()))
         };
         match written {
             Ok(revision) => {

@@ -173,6 +173,30 @@ impl Server {
             .map_err(|e| format!("the record of batch {name} is damaged: {e}"))
     }
 
+    /// The names of the batches the server holds, read from the bucket's subjects
+    /// (listing the keys of an empty bucket waits for one to come).
+    pub async fn batch_names(&self) -> Result<Vec<String>, String> {
+        use futures::TryStreamExt;
+        let failed = |e: &dyn std::fmt::Display| format!("cannot list the batches: {e}");
+        let stream = self
+            .js
+            .get_stream(format!("KV_{BATCHES}"))
+            .await
+            .map_err(|e| failed(&e))?;
+        let prefix = format!("$KV.{BATCHES}.");
+        let subjects = stream
+            .info_with_subjects(format!("{prefix}>"))
+            .await
+            .map_err(|e| failed(&e))?;
+        let mut names: Vec<String> = subjects
+            .map_ok(|(subject, _)| subject.trim_start_matches(&prefix).to_string())
+            .try_collect()
+            .await
+            .map_err(|e| failed(&e))?;
+        names.sort();
+        Ok(names)
+    }
+
     /// The largest message the server takes.
     pub fn max_payload(&self) -> usize {
         self.client.server_info().max_payload
@@ -223,4 +247,30 @@ fn result_key(batch: &str, index: u64) -> String {
 /// The key that marks row `index` as failed, for counting.
 fn failed_key(batch: &str, index: u64) -> String {
     format!("f.{batch}.{index}")
+}
+
+/// How long a request to the server is tried again while the server is away (being
+/// restarted, say) before the operation fails.
+const OUTAGE: Duration = Duration::from_secs(60);
+
+/// Runs `op` again while it fails for a reason that may pass (the server away, a
+/// timeout), for up to [`OUTAGE`]; a failure `settled` says is the server's answer (a
+/// key that exists, a revision that moved) is returned at once.
+pub(crate) async fn patiently<T, E, F, Fut>(mut op: F, settled: impl Fn(&E) -> bool) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let start = std::time::Instant::now();
+    let mut wait = Duration::from_millis(50);
+    loop {
+        match op().await {
+            Ok(v) => return Ok(v),
+            Err(e) if settled(&e) || start.elapsed() >= OUTAGE => return Err(e),
+            Err(_) => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
 }

@@ -19,7 +19,7 @@
 //! a worker cut off from the server for longer than the lease may run one call beside
 //! the N.
 
-use super::SLOT_LEASE;
+use super::{patiently, SLOT_LEASE};
 use crate::ledger::{dollars, micro, Shared, Ticket};
 use async_nats::jetstream::kv::{self, Operation};
 use futures::future::BoxFuture;
@@ -39,8 +39,14 @@ pub struct NatsShared {
     /// Places among the calls in flight.
     places: usize,
     next: AtomicU64,
+    /// Where this worker starts looking for a free place, so that workers do not all
+    /// try the same places first (each refused try is a round trip to the server).
+    base: usize,
+    /// Places this worker gave back, which no other worker held since it last knew:
+    /// tried first.
+    freed: Mutex<Vec<usize>>,
     /// Each ticket's place, and the task that keeps it.
-    held: Mutex<HashMap<u64, (String, tokio::task::JoinHandle<()>)>>,
+    held: Mutex<HashMap<u64, (usize, tokio::task::JoinHandle<()>)>>,
 }
 
 impl NatsShared {
@@ -52,6 +58,8 @@ impl NatsShared {
             limit,
             places: places.max(1),
             next: AtomicU64::new(0),
+            base: spread(),
+            freed: Mutex::new(Vec::new()),
             held: Mutex::new(HashMap::new()),
         }
     }
@@ -64,7 +72,9 @@ impl NatsShared {
     ) -> Result<u64, HostError> {
         let key = format!("spent.{}", self.batch);
         loop {
-            let entry = self.counters.entry(&key).await.map_err(unreachable)?;
+            let entry = patiently(|| self.counters.entry(&key), |_| false)
+                .await
+                .map_err(unreachable)?;
             let (now, revision) = match entry {
                 Some(e) if e.operation == Operation::Put => {
                     let text = String::from_utf8_lossy(&e.value).to_string();
@@ -73,22 +83,20 @@ impl NatsShared {
                 _ => (0, 0),
             };
             let after = change(now)?;
-            let value = after.to_string().into_bytes().into();
+            let value: bytes::Bytes = after.to_string().into_bytes().into();
             let written = if revision == 0 {
-                self.counters.create(&key, value).await.map_err(|e| {
-                    (
-                        e.kind() == kv::CreateErrorKind::AlreadyExists,
-                        e.to_string(),
-                    )
-                })
+                let exists = |e: &kv::CreateError| e.kind() == kv::CreateErrorKind::AlreadyExists;
+                let w = patiently(|| self.counters.create(&key, value.clone()), exists).await;
+                w.map_err(|e| (exists(&e), e.to_string()))
             } else {
-                let w = self.counters.update(&key, value, revision).await;
-                w.map_err(|e| {
-                    (
-                        e.kind() == kv::UpdateErrorKind::WrongLastRevision,
-                        e.to_string(),
-                    )
-                })
+                let moved =
+                    |e: &kv::UpdateError| e.kind() == kv::UpdateErrorKind::WrongLastRevision;
+                let w = patiently(
+                    || self.counters.update(&key, value.clone(), revision),
+                    moved,
+                )
+                .await;
+                w.map_err(|e| (moved(&e), e.to_string()))
             };
             match written {
                 Ok(_) => return Ok(after),
@@ -99,19 +107,27 @@ impl NatsShared {
         }
     }
 
-    /// Takes a free place, waiting for one; its key.
-    async fn take_place(&self, ticket: u64) -> Result<(String, u64), HostError> {
+    fn key(&self, place: usize) -> String {
+        format!("{}.{place}", self.batch)
+    }
+
+    /// Takes a free place, waiting for one: its number and revision.
+    async fn take_place(&self, ticket: u64) -> Result<(usize, u64), HostError> {
         let mut wait = Duration::from_millis(5);
-        let start = (ticket as usize) % self.places;
+        let start = self.base.wrapping_add(ticket as usize);
         loop {
-            for k in 0..self.places {
-                let key = format!("{}.{}", self.batch, (start + k) % self.places);
-                match self
-                    .slots
-                    .create(&key, ticket.to_string().into_bytes().into())
-                    .await
-                {
-                    Ok(revision) => return Ok((key, revision)),
+            let mine = self.freed.lock().ok().and_then(|mut f| f.pop());
+            let others = (0..self.places).map(|k| start.wrapping_add(k) % self.places);
+            for place in mine.into_iter().chain(others) {
+                let taken = patiently(
+                    || {
+                        self.slots
+                            .create(self.key(place), ticket.to_string().into_bytes().into())
+                    },
+                    |e| e.kind() == kv::CreateErrorKind::AlreadyExists,
+                );
+                match taken.await {
+                    Ok(revision) => return Ok((place, revision)),
                     Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
                     Err(e) => return Err(unreachable(e)),
                 }
@@ -167,7 +183,7 @@ impl Shared for NatsShared {
                 }
             };
             let id = self.next.fetch_add(1, Ordering::Relaxed);
-            let (key, revision) = match self.take_place(id).await {
+            let (place, revision) = match self.take_place(id).await {
                 Ok(place) => place,
                 Err(e) => {
                     if let Some(w) = reserved {
@@ -176,9 +192,9 @@ impl Shared for NatsShared {
                     return Err(e);
                 }
             };
-            let keeper = tokio::spawn(keep(self.slots.clone(), key.clone(), revision));
+            let keeper = tokio::spawn(keep(self.slots.clone(), self.key(place), revision));
             if let Ok(mut held) = self.held.lock() {
-                held.insert(id, (key, keeper));
+                held.insert(id, (place, keeper));
             }
             Ok(Ticket {
                 id,
@@ -190,9 +206,13 @@ impl Shared for NatsShared {
     fn leave(&self, ticket: Ticket, actual: Option<u64>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let place = self.held.lock().ok().and_then(|mut h| h.remove(&ticket.id));
-            if let Some((key, keeper)) = place {
+            if let Some((place, keeper)) = place {
                 keeper.abort();
-                let _ = self.slots.delete(&key).await;
+                if self.slots.delete(self.key(place)).await.is_ok() {
+                    if let Ok(mut freed) = self.freed.lock() {
+                        freed.push(place);
+                    }
+                }
             }
             if let Some(worst) = ticket.worst {
                 let actual = actual.unwrap_or(0);
@@ -214,4 +234,12 @@ async fn keep(slots: kv::Store, key: String, mut revision: u64) {
             Err(_) => return,
         }
     }
+}
+
+/// A starting place that differs between worker processes.
+fn spread() -> usize {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish() as usize
 }

@@ -11,13 +11,16 @@
 
 use super::log::KvLog;
 use super::shared::NatsShared;
-use super::{failed_key, publish, result_key, BatchRecord, RowMessage, Server, CONSUMER};
+use super::{
+    failed_key, patiently, publish, result_key, BatchRecord, RowMessage, Server, CONSUMER,
+};
 use crate::driver;
 use crate::host::AsyncHost;
 use crate::journal::{Journal, RemoteLog};
 use crate::ledger::Shared;
 use async_nats::jetstream::consumer::pull;
 use async_nats::jetstream::consumer::{AckPolicy, PullConsumer};
+use async_nats::jetstream::kv;
 use async_nats::jetstream::{AckKind, Message};
 use futures::stream::{FuturesUnordered, SelectAll, StreamExt};
 use std::collections::HashMap;
@@ -272,20 +275,20 @@ async fn row<H: AsyncHost>(
         return Ended::Failed;
     };
     let batch = &run.record.batch;
-    if matches!(
-        server.results.get(result_key(batch, row.index)).await,
-        Ok(Some(_))
-    ) {
+    let key = result_key(batch, row.index);
+    if let Ok(Some(_)) = patiently(|| server.results.get(key.clone()), |_| false).await {
         let _ = message.double_ack().await;
         return Ended::Already;
     }
     let delivered = message.info().map_or(1, |i| i.delivered.max(1) as u64);
     if delivered > run.record.max_deliveries {
+        let tries = delivered - 1;
         let e = TaskError::failure(
             Reason::ExecutionHalted,
             format!(
-                "the row was handed to workers {} times without finishing (each stopped or fell silent while running it)",
-                delivered - 1
+                "no worker finished the row in {tries} attempt{}: each stopped or fell silent while running it (--max-deliveries {})",
+                if tries == 1 { "" } else { "s" },
+                run.record.max_deliveries
             ),
         );
         return finish(
@@ -405,22 +408,17 @@ pub(super) async fn store_result(
     id: &serde_json::Value,
     result: &TaskResult,
 ) -> Result<bool, String> {
-    let line = publish::line(index, id, result);
-    match server
-        .results
-        .create(result_key(batch, index), line.into())
-        .await
-    {
+    let line: bytes::Bytes = publish::line(index, id, result).into();
+    let key = result_key(batch, index);
+    let exists = |e: &kv::CreateError| e.kind() == kv::CreateErrorKind::AlreadyExists;
+    match patiently(|| server.results.create(&key, line.clone()), exists).await {
         Ok(_) => {}
-        Err(e) if e.kind() == async_nats::jetstream::kv::CreateErrorKind::AlreadyExists => {
-            return Ok(false)
-        }
+        Err(e) if exists(&e) => return Ok(false),
         Err(e) => return Err(format!("cannot store the result: {e}")),
     }
     if result.status != Status::Complete {
-        server
-            .results
-            .put(failed_key(batch, index), "1".into())
+        let key = failed_key(batch, index);
+        patiently(|| server.results.put(&key, "1".into()), |_| false)
             .await
             .map_err(|e| format!("cannot store the result: {e}"))?;
     }

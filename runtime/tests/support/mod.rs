@@ -3,5 +3,6 @@
 
 pub mod files;
 pub mod http;
+pub mod nats;
 pub mod openapi;
 pub mod temp;

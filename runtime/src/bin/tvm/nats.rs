@@ -5,7 +5,6 @@ use super::batch::{needed, survey, BatchArgs};
 use super::options::{host, HostArgs};
 use super::{load, output, pick_entry, priced, provider_choice};
 use clap::Args;
-use futures::StreamExt;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
@@ -87,12 +86,7 @@ pub fn batch(args: BatchArgs) -> Result<ExitCode, String> {
 
 /// The one batch the server holds, when it holds one.
 async fn only_batch(server: &Server) -> Result<String, String> {
-    let keys = server
-        .batches
-        .keys()
-        .await
-        .map_err(|e| format!("cannot list the batches: {e}"))?;
-    let names: Vec<String> = keys.filter_map(|k| async { k.ok() }).collect().await;
+    let names = server.batch_names().await?;
     match names.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err("the server holds no batch".into()),
