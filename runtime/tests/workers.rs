@@ -182,7 +182,8 @@ fn two_workers_split_a_batch_and_every_call_is_made_once() {
 #[test]
 fn a_worker_killed_mid_row_has_its_row_finished_by_another_with_no_finished_call_repeated() {
     let rt = runtime();
-    let model = rt.block_on(slow_echo(300));
+    // A row takes two replies in turn (its notes, then the merge): a second at least.
+    let model = rt.block_on(slow_echo(500));
     let dir = scratch("workers", "killed");
     let nats = NatsServer::start(&dir);
     let url = nats.url();
@@ -195,7 +196,7 @@ fn a_worker_killed_mid_row_has_its_row_finished_by_another_with_no_finished_call
         .block_on(tv_runtime::nats::Server::connect(&url))
         .expect("connect");
     files::wait_for(|| !journal_texts(&rt, &server, &batch, 4).is_empty());
-    std::thread::sleep(Duration::from_millis(350));
+    std::thread::sleep(Duration::from_millis(100));
     stop(first);
     assert_eq!(finished(&url, &batch), 0, "killed mid-row");
     let asked_before = model.requests().len();
@@ -400,4 +401,38 @@ fn workers_never_spend_more_than_the_batch_budget_between_them() {
         .find(|l| l["status"] == "FAILED")
         .expect("a failed row");
     assert!(refused.to_string().contains("batch's budget"), "{refused}");
+}
+
+#[test]
+fn a_row_larger_than_the_server_takes_is_a_failed_row_and_a_missing_server_is_named() {
+    let dir = scratch("workers", "bounds");
+    let nats = NatsServer::start(&dir);
+    let url = nats.url();
+    let bundle = files::compiled(&dir, PROGRAM);
+    let inputs = dir.join("rows.jsonl");
+    let big = "x".repeat(1_100_000);
+    std::fs::write(
+        &inputs,
+        format!("{{\"notes\": [\"{big}\"]}}\n{{\"notes\": [\"small\"]}}\n"),
+    )
+    .expect("write the rows");
+    let (batch, said) = publish(&url, &bundle, &inputs, &[]);
+    assert!(
+        said.contains("1 queued, 0 there already, 1 failed"),
+        "{said}"
+    );
+    let (_, lines, _) = collect(&url, &batch, &dir);
+    assert_eq!(lines.len(), 1, "only the failed row has a result yet");
+    assert!(
+        lines[0]["result"].to_string().contains("max_payload"),
+        "{lines:?}"
+    );
+
+    drop(nats);
+    let (code, _, stderr) = run_tvm(&["batch", "--nats", &url, "--status"], &[]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("cannot connect to a NATS server there"),
+        "{stderr}"
+    );
 }

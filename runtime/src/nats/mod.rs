@@ -109,15 +109,16 @@ pub fn valid_batch_name(name: &str) -> Result<(), String> {
 impl Server {
     /// Connects to `url` and opens (or makes) the stream, consumer and buckets.
     pub async fn connect(url: &str) -> Result<Server, String> {
+        // Once connected, a server restarted under a running worker is reconnected to
+        // (the client does so by itself); one that is not there at the start is an
+        // error at once.
         let options = async_nats::ConnectOptions::new()
             .name("tvm")
-            .connection_timeout(Duration::from_secs(5))
-            // A server restarted under a running worker is waited for, not given up on.
-            .retry_on_initial_connect();
+            .connection_timeout(Duration::from_secs(5));
         let client = tokio::time::timeout(Duration::from_secs(10), options.connect(url))
             .await
             .map_err(|_| format!("--nats {url}: no NATS server answered within 10 s"))?
-            .map_err(|e| format!("--nats {url}: {e}"))?;
+            .map_err(|e| format!("--nats {url}: cannot connect to a NATS server there: {e}"))?;
         let js = jetstream::new(client.clone());
         let rows = js
             .get_or_create_stream(stream::Config {
