@@ -120,6 +120,14 @@ fn collect(url: &str, batch: &str, dir: &Path) -> (i32, Vec<Value>, String) {
     (code, lines, stderr)
 }
 
+/// Workers named `names`, each with `flags`, their logs in `dir/NAME.log`.
+fn workers(url: &str, model: &str, dir: &Path, names: &[&str], flags: &[&str]) -> Vec<Child> {
+    names
+        .iter()
+        .map(|n| worker(url, model, &dir.join(format!("{n}.log")), flags))
+        .collect()
+}
+
 fn stop(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -159,10 +167,13 @@ fn two_workers_split_a_batch_and_every_call_is_made_once() {
     let (batch, said) = publish(&nats.url(), &bundle, &inputs, &[]);
     assert!(said.contains("24 rows: 24 queued"), "{said}");
     let logs = [dir.join("a.log"), dir.join("b.log")];
-    let workers: Vec<Child> = logs
-        .iter()
-        .map(|log| worker(&nats.url(), &model.url(), log, &["--concurrency", "3"]))
-        .collect();
+    let workers = workers(
+        &nats.url(),
+        &model.url(),
+        &dir,
+        &["a", "b"],
+        &["--concurrency", "3"],
+    );
     wait_finished(&nats.url(), &batch, 24, 60);
     workers.into_iter().for_each(stop);
 
@@ -340,13 +351,13 @@ fn workers_share_the_batch_cap_on_calls_in_flight() {
     let url = nats.url();
     let (bundle, inputs) = rows(&dir, 16, 1);
     let (batch, _) = publish(&url, &bundle, &inputs, &["--concurrency", "2"]);
-    let workers: Vec<Child> = ["a", "b"]
-        .iter()
-        .map(|n| {
-            let log = dir.join(format!("{n}.log"));
-            worker(&url, &model.url(), &log, &["--concurrency", "4"])
-        })
-        .collect();
+    let workers = workers(
+        &url,
+        &model.url(),
+        &dir,
+        &["a", "b"],
+        &["--concurrency", "4"],
+    );
     wait_finished(&url, &batch, 16, 60);
     workers.into_iter().for_each(stop);
     let (code, lines, stderr) = collect(&url, &batch, &dir);
@@ -373,13 +384,13 @@ fn workers_never_spend_more_than_the_batch_budget_between_them() {
     let (bundle, inputs) = rows(&dir, 16, 0);
     let flags = ["--max-cost", "0.01", "--model", "gpt-4o-mini"];
     let (batch, _) = publish(&url, &bundle, &inputs, &flags);
-    let workers: Vec<Child> = ["a", "b"]
-        .iter()
-        .map(|n| {
-            let log = dir.join(format!("{n}.log"));
-            worker(&url, &model.url(), &log, &["--concurrency", "4"])
-        })
-        .collect();
+    let workers = workers(
+        &url,
+        &model.url(),
+        &dir,
+        &["a", "b"],
+        &["--concurrency", "4"],
+    );
     wait_finished(&url, &batch, 16, 60);
     workers.into_iter().for_each(stop);
     let (code, lines, _) = collect(&url, &batch, &dir);

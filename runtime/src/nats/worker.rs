@@ -281,7 +281,7 @@ async fn row<H: AsyncHost>(
         return Ended::Already;
     }
     let delivered = message.info().map_or(1, |i| i.delivered.max(1) as u64);
-    if delivered > run.record.max_deliveries {
+    let (result, log) = if delivered > run.record.max_deliveries {
         let tries = delivered - 1;
         let e = TaskError::failure(
             Reason::ExecutionHalted,
@@ -291,40 +291,22 @@ async fn row<H: AsyncHost>(
                 run.record.max_deliveries
             ),
         );
-        return finish(
-            server,
-            &run,
-            &row,
-            &message,
-            TaskResult::failed(e),
-            None,
-            options,
-        )
-        .await;
-    }
-    let heartbeat = tokio::spawn(heartbeats(message.clone(), options.lease));
-    let result = run_row(server, &run, &row).await;
-    heartbeat.abort();
-    match result {
-        Ok((result, log)) if log.lost() => {
-            let _ = result;
-            Ended::Lost
+        (TaskResult::failed(e), None)
+    } else {
+        let heartbeat = tokio::spawn(heartbeats(message.clone(), options.lease));
+        let ran = run_row(server, &run, &row).await;
+        heartbeat.abort();
+        match ran {
+            // Another worker has the row now; its result is that worker's to store.
+            Ok((_, log)) if log.lost() => return Ended::Lost,
+            Ok((result, log)) => (result, Some(log)),
+            Err(e) => {
+                let e = TaskError::failure(Reason::ExecutionHalted, e);
+                (TaskResult::failed(e), None)
+            }
         }
-        Ok((result, log)) => finish(server, &run, &row, &message, result, Some(log), options).await,
-        Err(e) => {
-            let e = TaskError::failure(Reason::ExecutionHalted, e);
-            finish(
-                server,
-                &run,
-                &row,
-                &message,
-                TaskResult::failed(e),
-                None,
-                options,
-            )
-            .await
-        }
-    }
+    };
+    finish(server, &run, &row, &message, result, log, options).await
 }
 
 /// Runs the row with its journal in the server.
