@@ -238,12 +238,7 @@ impl Journal {
         log: std::sync::Arc<dyn RemoteLog>,
     ) -> Result<Journal, String> {
         let shown = log.name();
-        let mut held = Held::default();
-        for (i, line) in lines.lines().enumerate().skip(1) {
-            let record: Record = serde_json::from_str(line)
-                .map_err(|e| format!("{shown}:{}: the journal is damaged: {e}", i + 1))?;
-            held.take(record);
-        }
+        let held = Held::read(lines.lines().enumerate().skip(1), &shown)?;
         Ok(Journal::over(
             Sink::Remote(log),
             header.provider == ECHO,
@@ -309,12 +304,7 @@ impl Journal {
                 header.journal
             ));
         }
-        let mut held = Held::default();
-        for (i, line) in lines {
-            let record: Record = serde_json::from_str(line)
-                .map_err(|e| format!("{shown}:{}: the journal is damaged: {e}", i + 1))?;
-            held.take(record);
-        }
+        let held = Held::read(lines, &shown)?;
         // Drop a torn last line, so new events start on a line of their own; appends
         // then go to the new end.
         file.set_len(complete as u64)
@@ -458,6 +448,20 @@ impl Journal {
 }
 
 impl Held {
+    /// The records of numbered `lines` (counted from 0), for the journal `shown`.
+    fn read<'a>(
+        lines: impl Iterator<Item = (usize, &'a str)>,
+        shown: &dyn std::fmt::Display,
+    ) -> Result<Held, String> {
+        let mut held = Held::default();
+        for (i, line) in lines {
+            let record: Record = serde_json::from_str(line)
+                .map_err(|e| format!("{shown}:{}: the journal is damaged: {e}", i + 1))?;
+            held.take(record);
+        }
+        Ok(held)
+    }
+
     fn take(&mut self, record: Record) {
         match record {
             Record::ScriptStarted {

@@ -61,7 +61,7 @@ pub async fn status(server: &Server, batch: &str) -> Result<Status, String> {
         .ok_or_else(|| format!("the server has no batch {batch}"))?;
     let finished = count(server, &format!("r.{batch}.*")).await?;
     let failed = count(server, &format!("f.{batch}.*")).await?;
-    let mut rows = server
+    let rows = server
         .js
         .get_stream(ROWS_STREAM)
         .await
@@ -77,7 +77,6 @@ pub async fn status(server: &Server, batch: &str) -> Result<Status, String> {
         Ok(info) => info.num_ack_pending as u64,
         Err(_) => 0,
     };
-    let _ = rows.info().await;
     Ok(Status {
         rows: record.rows,
         finished,

@@ -1,7 +1,7 @@
 //! `tvm batch`: the entry point once per row of a JSON-lines file (DESIGN §16).
 
 use super::options::{host, HostArgs, LimitArgs};
-use super::{load, output, pick_entry, priced, provider_choice};
+use super::{entry_name, load, output, pick_entry, priced, provider_choice};
 use clap::Args;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -94,10 +94,7 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
     let concurrency = args.host.calls().0;
     let mut limits = args.limits.limits();
     limits.concurrency = concurrency;
-    let name = bundle
-        .functions
-        .get(entry as usize)
-        .map_or(String::new(), |f| f.name.clone());
+    let name = entry_name(&bundle, entry);
     let header = args
         .host
         .header(&bundle_path, hash, &name, choice, &limits)?;

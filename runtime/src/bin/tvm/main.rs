@@ -120,9 +120,23 @@ fn protect_keys() {
 
 /// A bundle and the SHA-256 of its bytes.
 fn load(path: &Path) -> Result<(Bundle, String), String> {
+    load_with_bytes(path).map(|(bundle, hash, _)| (bundle, hash))
+}
+
+/// [`load`], with the bundle's bytes (a batch published to a server carries them).
+fn load_with_bytes(path: &Path) -> Result<(Bundle, String, Vec<u8>), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((bundle, journal::sha256(&bytes)))
+    let hash = journal::sha256(&bytes);
+    Ok((bundle, hash, bytes))
+}
+
+/// The name of the entry point's function, as journal headers and batch records keep it.
+fn entry_name(bundle: &Bundle, entry: u32) -> String {
+    bundle
+        .functions
+        .get(entry as usize)
+        .map_or(String::new(), |f| f.name.clone())
 }
 
 fn run(mut args: RunArgs) -> Result<ExitCode, String> {

@@ -3,7 +3,7 @@
 
 use super::batch::{needed, survey, BatchArgs};
 use super::options::{host, HostArgs};
-use super::{load, output, pick_entry, priced, provider_choice};
+use super::{entry_name, load_with_bytes, output, pick_entry, priced, provider_choice};
 use clap::Args;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -106,9 +106,7 @@ async fn publish(server: &Server, url: &str, mut args: BatchArgs) -> Result<Exit
                 .into(),
         );
     }
-    let (bundle, sha) = load(&bundle_path)?;
-    let bytes =
-        std::fs::read(&bundle_path).map_err(|e| format!("{}: {e}", bundle_path.display()))?;
+    let (bundle, sha, bytes) = load_with_bytes(&bundle_path)?;
     args.host.resolve_allow_read()?;
     let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
@@ -118,10 +116,7 @@ async fn publish(server: &Server, url: &str, mut args: BatchArgs) -> Result<Exit
     let calls = args.host.calls().0;
     let mut limits = args.limits.limits();
     limits.concurrency = calls;
-    let name = bundle
-        .functions
-        .get(entry as usize)
-        .map_or(String::new(), |f| f.name.clone());
+    let name = entry_name(&bundle, entry);
     let mut header = args
         .host
         .header(&bundle_path, sha.clone(), &name, choice, &limits)?;
