@@ -87,6 +87,7 @@ fn bundles_of_older_formats_are_refused_with_a_message_that_says_to_recompile() 
         ("tests/golden/compat/code_review.v3.bin", 3),
         ("tests/golden/compat/code_review.v4.bin", 4),
         ("tests/golden/compat/code_review.v5.bin", 5),
+        ("tests/golden/compat/code_review.v6.bin", 6),
     ] {
         let old = std::fs::read(path).expect("old bundle");
         assert_eq!(u16::from_le_bytes([old[4], old[5]]), format, "{path}");
@@ -265,12 +266,14 @@ fn one_function(code: Vec<Op>, locals: u16) -> Bundle {
         params: vec![Param {
             name: "p".into(),
             ty: ValueType::ANY,
+            doc: String::new(),
         }],
         locals,
         lines: vec![Loc::default(); code.len()],
         code,
         returns: ValueType::ANY,
         matchable: None,
+        doc: String::new(),
     }];
     b.entries.truncate(0);
     b
@@ -405,6 +408,7 @@ fn branches_that_multiply_their_frames_hit_the_shared_memory_budget() {
         code,
         returns: ValueType::ANY,
         matchable: None,
+        doc: String::new(),
     }];
     b.entries = vec![tv_vm::bundle::Entry {
         name: "f".into(),

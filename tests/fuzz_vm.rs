@@ -237,6 +237,7 @@ fn bundle(functions: Vec<Vec<Piece>>) -> Bundle {
                     .map(|p| Param {
                         name: format!("p{p}"),
                         ty: ValueType::ANY,
+                        doc: String::new(),
                     })
                     .collect(),
                 locals: LOCALS,
@@ -244,6 +245,7 @@ fn bundle(functions: Vec<Vec<Piece>>) -> Bundle {
                 code,
                 returns: ValueType::parse(["any", "object", "string"][i % 3]).expect("a type"),
                 matchable: None,
+                doc: String::new(),
             }
         })
         .collect();

@@ -263,14 +263,11 @@ fn read_file(
             |batch: Vec<xml::Element>| ast::build_entries(&batch),
         );
         let streamed = !batches.is_empty();
-        let (mut items, mut types, mut diags) =
-            (Vec::new(), ast::Declared::default(), Diagnostics::new());
-        for (built, declared, found) in batches {
-            items.extend(built);
-            types.extend(declared);
-            diags.extend(found);
+        let mut all = ast::Built::default();
+        for built in batches {
+            all.extend(built);
         }
-        let entries = streamed.then_some((items, types, diags));
+        let entries = streamed.then_some(all);
         let module = ast::build_module_with(id, file, &doc, tree_diags, entries);
         (doc.complete, module)
     })

@@ -13,6 +13,7 @@ pub mod journal;
 pub mod ledger;
 pub mod nats;
 pub mod observe;
+pub mod offline;
 pub mod prices;
 pub mod providers;
 pub mod script;

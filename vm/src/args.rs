@@ -104,6 +104,7 @@ mod tests {
                 .map(|(n, t)| Param {
                     name: n.to_string(),
                     ty: ValueType::from(&ty(t)),
+                    doc: String::new(),
                 })
                 .collect(),
             locals: params.len() as u16,
@@ -111,6 +112,7 @@ mod tests {
             lines: Vec::new(),
             returns: ValueType::ANY,
             matchable: None,
+            doc: String::new(),
         }
     }
 

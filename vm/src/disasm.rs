@@ -19,31 +19,60 @@ pub fn disassemble(b: &Bundle) -> String {
     for (i, t) in b.tasks.iter().enumerate() {
         let _ = writeln!(out, "task{i} {} # {}", describe_task(t), b.location(t.loc));
     }
+    for i in 0..b.functions.len() {
+        function(b, i, &mut out);
+    }
+    out
+}
+
+/// The listing of one template or task of the source: its tasks (`NAME#N`) and its
+/// functions (`NAME`, and `NAME~N` for the bodies it runs apart), as `disassemble`
+/// shows them; empty when the bundle has no item of that name.
+pub fn disassemble_item(b: &Bundle, name: &str) -> String {
+    let part_of = |n: &str, sep: char| {
+        n == name
+            || n.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(sep))
+    };
+    let mut out = String::new();
+    for (i, t) in b.tasks.iter().enumerate() {
+        if part_of(&t.name, '#') {
+            let _ = writeln!(out, "task{i} {} # {}", describe_task(t), b.location(t.loc));
+        }
+    }
     for (i, f) in b.functions.iter().enumerate() {
-        let params: Vec<String> = f
-            .params
-            .iter()
-            .map(|p| format!("{}: {}", p.name, p.ty))
-            .collect();
-        let _ = writeln!(
-            out,
-            "\nfn{i} {}({}) -> {} locals={}",
-            f.name,
-            params.join(", "),
-            f.returns,
-            f.locals
-        );
-        let mut last: Option<Loc> = None;
-        for (pc, op) in f.code.iter().enumerate() {
-            let loc = f.lines.get(pc).copied().unwrap_or_default();
-            if last != Some(loc) {
-                let _ = writeln!(out, "       # {}", b.location(loc));
-                last = Some(loc);
-            }
-            let _ = writeln!(out, "  {pc:04}  {}", show(b, *op));
+        if part_of(&f.name, '~') {
+            function(b, i, &mut out);
         }
     }
     out
+}
+
+/// Function `i`: its head, then its instructions with their source positions.
+fn function(b: &Bundle, i: usize, out: &mut String) {
+    let Some(f) = b.functions.get(i) else { return };
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, p.ty))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nfn{i} {}({}) -> {} locals={}",
+        f.name,
+        params.join(", "),
+        f.returns,
+        f.locals
+    );
+    let mut last: Option<Loc> = None;
+    for (pc, op) in f.code.iter().enumerate() {
+        let loc = f.lines.get(pc).copied().unwrap_or_default();
+        if last != Some(loc) {
+            let _ = writeln!(out, "       # {}", b.location(loc));
+            last = Some(loc);
+        }
+        let _ = writeln!(out, "  {pc:04}  {}", show(b, *op));
+    }
 }
 
 /// One line for a task's metadata: the settings that are not defaults. The IR listing

@@ -30,6 +30,7 @@ pub fn build_module_with(
     let mut b = Builder {
         diags,
         types: Declared::default(),
+        tests: Vec::new(),
     };
     let mut items = Vec::new();
     match &doc.root {
@@ -67,6 +68,7 @@ pub fn build_module_with(
         std: source.std,
         items,
         types: b.types,
+        tests: b.tests,
     }
 }
 
@@ -88,8 +90,24 @@ fn no_root(file: FileId, source: &SourceFile) -> Diagnostic {
 }
 
 /// What some entries of a `<library>` built: items, type declarations (and types
-/// naming them), and what was wrong with them.
-pub type Built = (Vec<Item>, Declared, Diagnostics);
+/// naming them), tests, and what was wrong with them.
+#[derive(Debug, Default)]
+pub struct Built {
+    pub items: Vec<Item>,
+    pub types: Declared,
+    pub tests: Vec<TestCase>,
+    pub diags: Diagnostics,
+}
+
+impl Built {
+    /// Appends what later entries built, keeping document order.
+    pub fn extend(&mut self, later: Built) {
+        self.items.extend(later.items);
+        self.types.extend(later.types);
+        self.tests.extend(later.tests);
+        self.diags.extend(later.diags);
+    }
+}
 
 /// The items of some entries of a `<library>`, and what was wrong with them.
 pub fn build_entries<'s, E: std::borrow::Borrow<Element<'s>>>(entries: &[E]) -> Built {
@@ -97,29 +115,35 @@ pub fn build_entries<'s, E: std::borrow::Borrow<Element<'s>>>(entries: &[E]) -> 
     let mut b = Builder {
         diags: &mut diags,
         types: Declared::default(),
+        tests: Vec::new(),
     };
     let mut items = Vec::new();
     for entry in entries {
         b.library_entry(entry.borrow(), &mut items);
     }
-    let types = b.types;
-    (items, types, diags)
+    let (types, tests) = (b.types, b.tests);
+    Built {
+        items,
+        types,
+        tests,
+        diags,
+    }
 }
 
 pub(super) struct Builder<'d> {
     pub(super) diags: &'d mut Diagnostics,
     /// The `<type>` declarations met, and the types that name declared types.
     pub(super) types: Declared,
+    /// The `<test>` elements met.
+    pub(super) tests: Vec<TestCase>,
 }
 
 impl Builder<'_> {
     fn library(&mut self, el: &Element, items: &mut Vec<Item>, entries: Option<Built>) {
         schema::check_attrs(el, &[], self.diags);
         schema::no_text(el, self.diags);
-        if let Some((built, types, diags)) = entries {
-            items.extend(built);
-            self.types.extend(types);
-            self.diags.extend(diags);
+        if let Some(built) = entries {
+            self.take(built, items);
             return;
         }
         let children: Vec<&Element> = el.elements().collect();
@@ -130,11 +154,16 @@ impl Builder<'_> {
             crate::parallel::MIN_ITEMS_PER_WORKER,
             build_entries,
         );
-        for (built, types, diags) in built {
-            items.extend(built);
-            self.types.extend(types);
-            self.diags.extend(diags);
+        for built in built {
+            self.take(built, items);
         }
+    }
+
+    fn take(&mut self, built: Built, items: &mut Vec<Item>) {
+        items.extend(built.items);
+        self.types.extend(built.types);
+        self.tests.extend(built.tests);
+        self.diags.extend(built.diags);
     }
 
     fn library_entry(&mut self, child: &Element, items: &mut Vec<Item>) {
@@ -155,9 +184,16 @@ impl Builder<'_> {
                 }
             }
             "type" => self.type_decl(child),
-            _ => {
-                schema::unknown_element(child, "library", &["template", "task", "type"], self.diags)
+            "test" => {
+                let test = self.test_case(child);
+                self.tests.extend(test);
             }
+            _ => schema::unknown_element(
+                child,
+                "library",
+                &["template", "task", "type", "test"],
+                self.diags,
+            ),
         }
     }
 

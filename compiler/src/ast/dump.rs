@@ -28,6 +28,9 @@ pub fn dump_program(program: &Program, sources: &SourceMap, word_vars: &HashSet<
         for item in &m.items {
             d.item(item);
         }
+        for test in &m.tests {
+            d.test(test);
+        }
     }
     out
 }
@@ -99,6 +102,37 @@ impl Dumper<'_> {
                 self.line(0, format_args!("task {}{how}", t.name.node), t.name.span);
                 self.task(&t.task, 1);
             }
+        }
+    }
+
+    fn test(&mut self, t: &TestCase) {
+        let head = format!("test {:?} runs {}", t.name.node, t.entry.node);
+        self.line(0, head, t.name.span);
+        for a in &t.args {
+            let value = match &a.value {
+                TestValue::Text(text) => format!("{text:?}"),
+                TestValue::File(path) => format!("file {:?}", path.node),
+            };
+            self.line(1, format_args!("arg {} = {value}", a.name.node), a.span);
+        }
+        for r in &t.replies {
+            let when = r
+                .matches
+                .as_ref()
+                .map_or("any request".to_string(), |m| format!("{m:?}"));
+            self.line(1, format_args!("reply to {when}: {:?}", r.text), r.span);
+        }
+        for c in &t.cassettes {
+            self.line(1, format_args!("cassette {:?}", c.node), c.span);
+        }
+        for e in &t.expects {
+            let what = match &e.check {
+                Check::Status(s) => format!("status {s}"),
+                Check::Equals { path, value } => format!("{path} equals {value:?}"),
+                Check::Contains { path, value } => format!("{path} contains {value:?}"),
+                Check::Exists { path } => format!("{path} exists"),
+            };
+            self.line(1, format_args!("expect {what}"), e.span);
         }
     }
 

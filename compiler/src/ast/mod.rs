@@ -10,12 +10,14 @@ mod fields;
 mod lists;
 mod parts;
 mod schema;
+mod testcase;
 mod types;
 
-pub use build::{build_entries, build_module, build_module_with, is_identifier};
+pub use build::{build_entries, build_module, build_module_with, is_identifier, Built};
 pub use dump::dump_program;
 pub use expr::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
 pub use schema::{did_you_mean, did_you_mean_preferring};
+pub use testcase::{Check, Expect, Reply, TestArg, TestCase, TestValue, STATUSES};
 pub use types::{resolve as resolve_types, split_top_level, Declared, TypeDecl, EVALUATION_RESULT};
 
 use crate::source::{FileId, Span, Spanned};
@@ -39,6 +41,8 @@ pub struct Module {
     pub items: Vec<Item>,
     /// Its `<type>` declarations and the types that name one, until they are resolved.
     pub types: Declared,
+    /// Its `<test>` elements, which `tvm test` runs; they are not part of the bundle.
+    pub tests: Vec<TestCase>,
 }
 
 #[derive(Clone, Debug)]

@@ -15,6 +15,7 @@ pub mod shell;
 #[cfg(test)]
 mod shell_tests;
 mod task;
+mod testcases;
 
 pub use infer::output_type as infer_output_type;
 
@@ -99,6 +100,7 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
         .map(|m| m.file)
         .collect();
     let items = register(program, &std_files, diags);
+    testcases::check_tests(program, &items, diags);
     let returns = infer::returns(&items);
     let (calls, word_vars) = check_bodies(program, &items, &returns, diags);
     // Cycles are looked for while the signature table is made.

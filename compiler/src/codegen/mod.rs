@@ -124,6 +124,11 @@ fn function<'ir>(
             .map(|(n, t)| Param {
                 name: n.clone(),
                 ty: t.into(),
+                doc: f
+                    .docs
+                    .iter()
+                    .find(|(d, _)| d == n)
+                    .map_or(String::new(), |(_, doc)| doc.clone()),
             })
             .collect(),
         locals: g.locals(f.locals.len()),
@@ -131,6 +136,7 @@ fn function<'ir>(
         lines: g.lines.to_vec(),
         returns: f.returns.as_ref().map_or(ValueType::ANY, ValueType::from),
         matchable: f.matchable.clone(),
+        doc: f.summary.clone(),
     };
     (scratch.code, scratch.lines) = (g.code, g.lines);
     (function, g.consts, g.errors)

@@ -28,6 +28,11 @@ pub struct Function {
     pub body: Node,
     pub span: Span,
     pub matchable: Option<tv_vm::bundle::MatchInfo>,
+    /// What the source says of each parameter (`<input name>` text), by name; only the
+    /// documented ones (`tvm info` shows them).
+    pub docs: Vec<(String, String)>,
+    /// The item's `<description>`, when it has one.
+    pub summary: String,
 }
 
 pub type Local = u16;

@@ -4,6 +4,7 @@
 
 mod composite;
 mod context;
+mod docs;
 mod expr;
 mod lists;
 mod prune;
@@ -276,6 +277,8 @@ impl Lowerer<'_> {
             }
         };
         ir::Function {
+            docs: docs::param_docs(item),
+            summary: docs::summary(item),
             name,
             params,
             locals: frame.locals,
@@ -359,6 +362,8 @@ impl Lowerer<'_> {
             body: node,
             span: body.span(),
             matchable: None,
+            docs: Vec::new(),
+            summary: String::new(),
         };
         let kept = prune::unused_params(&mut function);
         self.branches[slot] = function;
@@ -524,6 +529,8 @@ fn placeholder(id: u32, span: Span) -> ir::Function {
         },
         span,
         matchable: None,
+        docs: Vec::new(),
+        summary: String::new(),
     }
 }
 

@@ -7,6 +7,7 @@ use crate::context::Assembler;
 use crate::host::AsyncHost;
 use crate::ledger::{Ledger, BUDGET_MAX_TOKENS};
 use crate::observe::{Progress, Trace};
+use crate::offline::Offline;
 use crate::providers::{Anthropic, OpenAi, Settings};
 use crate::script::ScriptRunner;
 use std::sync::Arc;
@@ -54,6 +55,8 @@ pub struct RunHost {
     pub force_model: Option<String>,
     /// Set with `--provider replay`.
     pub cassette: Option<Cassette>,
+    /// Set by `tvm test`: a test's replies and cassettes, which answer before `cassette`.
+    pub offline: Option<Offline>,
     /// Set with `--record`: every reply is written down.
     pub recorder: Option<Recorder>,
     /// Set with `--trace`: one line per host call.
@@ -120,6 +123,7 @@ impl RunHost {
             defaults: ModelSettings::default(),
             force_model: None,
             cassette: None,
+            offline: None,
             recorder: None,
             trace: None,
             progress: None,
@@ -285,13 +289,14 @@ impl RunHost {
                 cost: Some(0),
                 ..tv_vm::host::echo(r)
             }),
-            Some(Choice::Replay) => match &self.cassette {
-                Some(c) => c.answer(r).map(|reply| LlmReply {
+            Some(Choice::Replay) => match (&self.offline, &self.cassette) {
+                (Some(o), _) => o.answer(r),
+                (None, Some(c)) => c.answer(r).map(|reply| LlmReply {
                     cost: Some(0),
                     cached: true,
                     ..reply
                 }),
-                None => Err(unavailable(
+                (None, None) => Err(unavailable(
                     "replay needs a cassette: --cassette FILE".into(),
                 )),
             },

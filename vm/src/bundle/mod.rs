@@ -28,7 +28,7 @@ pub const MAGIC: &[u8; 4] = b"TVB\0";
 /// Bumped whenever an older reader would misread the bytes of a newer writer. A reader
 /// reads its own format only: an older bundle is refused with a message that says to
 /// recompile it.
-pub const VERSION: u16 = 6;
+pub const VERSION: u16 = 7;
 const HEADER: usize = 4 + 2 + 4 + 4;
 /// The largest payload a reader accepts.
 pub const MAX_PAYLOAD: usize = 256 << 20;
@@ -67,12 +67,17 @@ pub struct Function {
     pub returns: ValueType,
     /// Set for templates that subtask requests may select.
     pub matchable: Option<MatchInfo>,
+    /// What the source says the item does (its task's `<description>`), for `tvm info`;
+    /// empty for the bodies a function runs apart.
+    pub doc: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Encode, Decode)]
 pub struct Param {
     pub name: String,
     pub ty: ValueType,
+    /// What the source says of it (a root task's `<input name>` text), for `tvm info`.
+    pub doc: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Encode, Decode, Default)]

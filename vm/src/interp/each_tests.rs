@@ -27,6 +27,7 @@ fn function(name: &str, params: &[&str], locals: u16, code: Vec<Op>) -> Function
             .map(|p| Param {
                 name: p.to_string(),
                 ty: ValueType::ANY,
+                doc: String::new(),
             })
             .collect(),
         locals,
@@ -34,6 +35,7 @@ fn function(name: &str, params: &[&str], locals: u16, code: Vec<Op>) -> Function
         code,
         returns: ValueType::ANY,
         matchable: None,
+        doc: String::new(),
     }
 }
 

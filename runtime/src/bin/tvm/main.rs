@@ -6,16 +6,23 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 mod batch;
+mod dotenv;
+mod expect;
+mod info;
 mod nats;
 mod options;
 mod output;
+mod snapshots;
+mod source;
+mod testing;
 
 use tv_runtime::driver;
 use tv_runtime::host::{Choice, RunHost};
-use tv_runtime::journal::{self, Journal};
+use tv_runtime::journal::Journal;
 use tv_vm::args;
 use tv_vm::bundle::Bundle;
 use tv_vm::limits::Limits;
+use tv_vm::result::TaskResult;
 
 /// mimalloc, as in every binary of the workspace (see the workspace manifest).
 #[global_allocator]
@@ -30,7 +37,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run an entry point and print its TaskResult as JSON.
+    /// Run an entry point of a bundle, or of templates compiled in memory (a *.xml file
+    /// or a directory), and print its TaskResult.
     Run(Box<RunArgs>),
     /// Finish a run from its journal: calls the journal holds are answered from it,
     /// only the others are made.
@@ -43,10 +51,16 @@ enum Command {
     Worker(Box<nats::WorkerArgs>),
     /// Print the bundle's listing.
     Disasm { bundle: PathBuf },
+    /// List a bundle's entry points: parameters with their types and docs, return
+    /// types, and the models its tasks name.
+    Info(info::InfoArgs),
+    /// Run the `<test>`s of templates offline and print one line per test.
+    Test(testing::TestArgs),
 }
 
 #[derive(Args)]
 struct RunArgs {
+    /// A bundle, or templates to compile first: a *.xml file or a directory of them.
     bundle: PathBuf,
     /// The entry point; may be left out when the bundle has only one.
     #[arg(long)]
@@ -62,10 +76,20 @@ struct RunArgs {
     /// that `tvm resume FILE` can finish the run after a crash.
     #[arg(long, value_name = "FILE")]
     journal: Option<PathBuf>,
+    /// What is printed: the whole TaskResult as JSON, or only its final content (a
+    /// failure's error then goes to stderr).
+    #[arg(long, value_enum, default_value_t = Output::Json)]
+    output: Output,
     #[command(flatten)]
     host: HostArgs,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Output {
+    Json,
+    Text,
 }
 
 #[derive(Args)]
@@ -86,6 +110,11 @@ struct ResumeArgs {
 
 fn main() -> ExitCode {
     protect_keys();
+    // Before the arguments are read: clap reads `TVM_*` settings from the environment.
+    if let Err(e) = dotenv::load(Path::new(".env")) {
+        output::say(&format!("tvm: error: {e}\n"));
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Disasm { bundle } => {
@@ -98,6 +127,8 @@ fn main() -> ExitCode {
         Command::Resume(args) => resume(*args),
         Command::Batch(args) => batch::batch(*args),
         Command::Worker(args) => nats::worker(*args),
+        Command::Info(args) => info::info(&args),
+        Command::Test(args) => testing::test(args),
     };
     result.unwrap_or_else(|e| {
         output::say(&format!("tvm: error: {e}\n"));
@@ -118,17 +149,14 @@ fn protect_keys() {
     }
 }
 
-/// A bundle and the SHA-256 of its bytes.
+/// A bundle (or the bundle of templates, compiled) and the SHA-256 of its bytes.
 fn load(path: &Path) -> Result<(Bundle, String), String> {
     load_with_bytes(path).map(|(bundle, hash, _)| (bundle, hash))
 }
 
 /// [`load`], with the bundle's bytes (a batch published to a server carries them).
 fn load_with_bytes(path: &Path) -> Result<(Bundle, String, Vec<u8>), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    let hash = journal::sha256(&bytes);
-    Ok((bundle, hash, bytes))
+    source::load(path).map(|l| (l.bundle, l.hash, l.bytes))
 }
 
 /// The name of the entry point's function, as journal headers and batch records keep it.
@@ -169,7 +197,8 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
         }
         None => None,
     };
-    execute(&bundle, entry, values, limits, &host, journal.as_ref())
+    let code = execute(&bundle, entry, values, limits, &host, journal.as_ref())?;
+    print_result(code, args.output)
 }
 
 /// `--provider`, else `TVM_PROVIDER`, else the provider whose key is set. Resolved now,
@@ -250,6 +279,7 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     let host = host(choice, &args.host)?;
     priced(&host, &bundle)?;
     let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
+    let code = print_result(code, Output::Json)?;
     let (replayed, made) = journal.counts();
     let bodies = match journal.bodies_replayed() {
         0 => String::new(),
@@ -262,7 +292,36 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     Ok(code)
 }
 
-/// Runs the entry to its end, prints the result and chooses the exit code.
+/// Prints a run's result as `--output` asks, and gives the exit code: 0 when it
+/// completed, 1 when it failed.
+fn print_result(result: TaskResult, how: Output) -> Result<ExitCode, String> {
+    let code = if result.is_failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
+    match how {
+        Output::Json => {
+            let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+            output::print(&format!("{text}\n"))?;
+        }
+        Output::Text => {
+            let content = &result.content;
+            let newline = if content.is_empty() || content.ends_with('\n') {
+                ""
+            } else {
+                "\n"
+            };
+            output::print(&format!("{content}{newline}"))?;
+            if let Some(e) = &result.notes.error {
+                output::say(&format!("tvm: the run failed: {}\n", e.message));
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// Runs the entry to its end and gives its result, with the run's usage.
 fn execute(
     bundle: &Bundle,
     entry: u32,
@@ -270,7 +329,7 @@ fn execute(
     limits: Limits,
     host: &RunHost,
     journal: Option<&Journal>,
-) -> Result<ExitCode, String> {
+) -> Result<TaskResult, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -287,14 +346,7 @@ fn execute(
         return Err(problem);
     }
     result.set_note("usage", usage.notes());
-    let code = if result.is_failed() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    };
-    let text = serde_json::to_string_pretty(&result).unwrap_or_default();
-    output::print(&format!("{text}\n"))?;
-    Ok(code)
+    Ok(result)
 }
 
 /// Under `--max-cost`, every model the run may call has a price: a usage error before

@@ -1,0 +1,145 @@
+//! `.env` in the working directory: API keys and `TVM_*` settings, for users who keep
+//! them beside their templates rather than in their shell (DESIGN §17).
+//!
+//! Only the names `tvm` reads are taken (provider keys and base URLs, `TVM_*` but the
+//! variables `tvm` itself gives scripts), so that a `.env` shared with other tools does
+//! not change what the scripts a run starts see. A variable already in the environment
+//! wins. Values are never printed: an error names the line, not what is on it.
+
+use std::path::Path;
+
+/// The most a `.env` may hold: a file of keys and settings is small.
+const MAX_BYTES: u64 = 1 << 20;
+
+/// Provider variables taken besides `TVM_*`.
+const PROVIDER_VARS: &[&str] = &[
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+];
+
+/// Sets the variables of `path` that are not set yet; a missing file is no error.
+pub fn load(path: &Path) -> Result<(), String> {
+    let text = match read(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    for (name, value) in parse(&text).map_err(|e| format!("{}:{e}", path.display()))? {
+        if taken(&name) && std::env::var_os(&name).is_none() {
+            // Still one thread: nothing reads the environment while it changes.
+            std::env::set_var(name, value);
+        }
+    }
+    Ok(())
+}
+
+fn read(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err("not a regular file, so it is not read".into());
+    }
+    let mut text = String::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read it as text: {e}"))?;
+    if text.len() as u64 > MAX_BYTES {
+        return Err(format!(
+            "larger than {MAX_BYTES} bytes, which no file of settings is"
+        ));
+    }
+    Ok(Some(text))
+}
+
+/// Whether `tvm` takes this variable from a `.env`.
+fn taken(name: &str) -> bool {
+    PROVIDER_VARS.contains(&name)
+        || (name.starts_with("TVM_") && !name.starts_with("TVM_INPUT_") && name != "TVM_SCRIPT_RUN")
+}
+
+/// `NAME=VALUE` lines: `export ` before the name, blank lines and `#` comments are
+/// allowed; a value may be quoted (`'...'` as is, `"..."` with `\n`, `\"` and `\\`),
+/// and an unquoted one ends at ` #`. An error is `LINE: what is wrong`.
+pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let bad = |what: &str| format!("{}: {what}", i + 1);
+        let (name, raw) = line.split_once('=').ok_or_else(|| bad("not NAME=VALUE"))?;
+        let name = name.trim();
+        let word = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !word {
+            return Err(bad("the name is not letters, digits and `_`"));
+        }
+        let value = unquote(raw.trim()).ok_or_else(|| bad("a quote is not closed"))?;
+        out.push((name.to_string(), value));
+    }
+    Ok(out)
+}
+
+fn unquote(raw: &str) -> Option<String> {
+    if let Some(rest) = raw.strip_prefix('\'') {
+        return rest.find('\'').map(|end| rest[..end].to_string());
+    }
+    if let Some(rest) = raw.strip_prefix('"') {
+        let mut out = String::new();
+        let mut chars = rest.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => return Some(out),
+                '\\' => match chars.next()? {
+                    'n' => out.push('\n'),
+                    other => out.push(other),
+                },
+                c => out.push(c),
+            }
+        }
+        return None;
+    }
+    let end = raw.find(" #").unwrap_or(raw.len());
+    Some(raw[..end].trim_end().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_read_with_quotes_comments_and_export() {
+        let text = "# keys\nexport OPENAI_API_KEY=sk-1 # the test key\n\nTVM_MODEL='gpt-4o-mini'\nTVM_X=\"a \\\"b\\\"\\nc\"\n";
+        assert_eq!(
+            parse(text).unwrap(),
+            [
+                ("OPENAI_API_KEY".to_string(), "sk-1".to_string()),
+                ("TVM_MODEL".to_string(), "gpt-4o-mini".to_string()),
+                ("TVM_X".to_string(), "a \"b\"\nc".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bad_line_is_named_by_its_number_without_its_text() {
+        let e = parse("TVM_A=1\nsk-secret-value\n").unwrap_err();
+        assert_eq!(e, "2: not NAME=VALUE");
+        assert_eq!(parse("X=\"open").unwrap_err(), "1: a quote is not closed");
+    }
+
+    #[test]
+    fn only_provider_variables_and_tvm_settings_are_taken() {
+        assert!(taken("OPENAI_API_KEY") && taken("TVM_PROVIDER") && taken("TVM_CACHE"));
+        assert!(!taken("PATH") && !taken("LD_PRELOAD") && !taken("DATABASE_URL"));
+        assert!(!taken("TVM_INPUT_DIFF") && !taken("TVM_SCRIPT_RUN"));
+    }
+}

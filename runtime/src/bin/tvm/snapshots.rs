@@ -1,0 +1,178 @@
+//! `tvm test --snapshots`: results and listings kept in files of insta's format under
+//! `snapshots/` beside the sources. A new or changed one is written as `.snap.new`,
+//! which `cargo insta review` shows and accepts; `--accept` writes the `.snap` itself.
+//!
+//! The format: a YAML header between `---` lines (`source`, `expression`), then the
+//! text. As insta does, texts are compared with trailing whitespace and `\r\n`
+//! normalized, and the header is not compared.
+
+use std::path::Path;
+use tv_compiler::ast::Item;
+use tv_compiler::driver::Compilation;
+use tv_vm::bundle::Bundle;
+
+pub struct Mode {
+    on: bool,
+    accept: bool,
+}
+
+impl Mode {
+    pub fn new(on: bool, accept: bool) -> Mode {
+        Mode { on, accept }
+    }
+
+    pub fn on(&self) -> bool {
+        self.on
+    }
+
+    /// Compares `text` with `dir/snapshots/NAME.snap`: `None` when they match (or
+    /// snapshots are off, or `--accept` wrote it), else what is wrong. An error is a
+    /// file that could not be written.
+    pub fn compare(
+        &self,
+        dir: &Path,
+        name: &str,
+        source: &str,
+        expression: &str,
+        text: &str,
+    ) -> Result<Option<String>, String> {
+        if !self.on {
+            return Ok(None);
+        }
+        let folder = dir.join("snapshots");
+        let snap = folder.join(format!("{name}.snap"));
+        let pending = folder.join(format!("{name}.snap.new"));
+        let kept = std::fs::read_to_string(&snap).ok();
+        let same = kept
+            .as_deref()
+            .and_then(body)
+            .is_some_and(|b| normalize(b) == normalize(text));
+        let file = format!("{}\n{}\n", header(source, expression), text.trim_end());
+        let write = |path: &Path| {
+            std::fs::create_dir_all(&folder)
+                .and_then(|()| std::fs::write(path, &file))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        };
+        if same {
+            remove_stale(&pending)?;
+            return Ok(None);
+        }
+        if self.accept {
+            write(&snap)?;
+            remove_stale(&pending)?;
+            return Ok(None);
+        }
+        write(&pending)?;
+        let what = if kept.is_some() { "changed" } else { "new" };
+        Ok(Some(format!(
+            "{expression} is {what}: {} written (review it with `cargo insta review --workspace-root .`, or run again with --accept)",
+            pending.display()
+        )))
+    }
+}
+
+fn remove_stale(pending: &Path) -> Result<(), String> {
+    match std::fs::remove_file(pending) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", pending.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The YAML header insta writes: values as double-quoted YAML strings (JSON's escapes
+/// are YAML's), so any path or name reads back as it was.
+fn header(source: &str, expression: &str) -> String {
+    let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    format!(
+        "---\nsource: {}\nexpression: {}\n---",
+        quoted(source),
+        quoted(expression)
+    )
+}
+
+/// The text of a snapshot file: what follows the header's closing `---`.
+fn body(file: &str) -> Option<&str> {
+    let rest = file.strip_prefix("---\n")?;
+    let end = rest.find("\n---\n")?;
+    Some(&rest[end + 5..])
+}
+
+fn normalize(text: &str) -> String {
+    text.trim_end().replace("\r\n", "\n")
+}
+
+/// A test's name as part of a file name: lowercase letters, digits and `_`.
+pub fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_string()
+}
+
+/// Compares the listing of every template and task of the sources (`tvm disasm`'s
+/// text, item by item) with its snapshot; one line for each that does not match.
+pub fn listings(c: &Compilation, bundle: &Bundle, mode: &Mode) -> Result<Vec<String>, String> {
+    let mut problems = Vec::new();
+    for module in c.program.modules.iter().filter(|m| !m.std) {
+        let path = &c.sources.get(module.file).path;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let stem = path
+            .file_stem()
+            .map_or("templates".into(), |s| s.to_string_lossy().into_owned());
+        for item in &module.items {
+            let name = &item.name().node;
+            let listing = tv_vm::disasm::disassemble_item(bundle, name);
+            if listing.is_empty() {
+                continue;
+            }
+            // Positions name the file as it was given (`examples/x.xml`, `./x.xml`);
+            // the snapshot beside it names it alone, so it matches from any directory.
+            let listing = listing.replace(
+                &format!("# {}:", path.display()),
+                &format!(
+                    "# {}:",
+                    path.file_name().unwrap_or_default().to_string_lossy()
+                ),
+            );
+            let kind = match item {
+                Item::Template(_) => "template",
+                Item::Task(_) => "task",
+            };
+            let what = format!("the bytecode of {kind} `{name}`");
+            let file = format!("{stem}__bytecode_{}", slug(name));
+            let source = path.display().to_string();
+            problems.extend(mode.compare(dir, &file, &source, &what, &listing)?);
+        }
+    }
+    Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_file_is_a_header_then_the_text() {
+        let file = format!("{}\n{}\n", header("a \"b\".xml", "x"), "line 1\nline 2");
+        assert_eq!(
+            file,
+            "---\nsource: \"a \\\"b\\\".xml\"\nexpression: \"x\"\n---\nline 1\nline 2\n"
+        );
+        assert_eq!(body(&file), Some("line 1\nline 2\n"));
+    }
+
+    #[test]
+    fn names_become_file_names() {
+        assert_eq!(slug("Approves a small diff!"), "approves_a_small_diff");
+        assert_eq!(slug("a/../b"), "a_b");
+    }
+}

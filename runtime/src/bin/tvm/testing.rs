@@ -1,0 +1,218 @@
+//! `tvm test PATH...`: compiles the templates, runs each `<test>` offline (its replies,
+//! then its cassettes; nothing is sent to a provider), checks its expectations, and
+//! prints one line per test and `N passed, M failed` (DESIGN §17).
+
+use crate::{output, snapshots, source};
+use clap::Args;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tv_compiler::ast::{Check, TestCase, TestValue};
+use tv_compiler::driver::Compilation;
+use tv_runtime::cassette::Cassette;
+use tv_runtime::driver;
+use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::offline::{Offline, ReplyRule};
+use tv_runtime::script::ScriptRunner;
+use tv_vm::bundle::Bundle;
+use tv_vm::limits::Limits;
+
+#[derive(Args)]
+pub struct TestArgs {
+    /// Template files, or directories of them, compiled as one program.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Only the tests whose name holds this text.
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+    /// Also compare each test's result and each template's listing with its `.snap`
+    /// file under `snapshots/` beside the sources; a new or changed one is written as
+    /// `.snap.new` for `cargo insta review`.
+    #[arg(long)]
+    snapshots: bool,
+    /// With --snapshots: write new and changed snapshots as `.snap` directly.
+    #[arg(long, requires = "snapshots")]
+    accept: bool,
+}
+
+pub fn test(args: TestArgs) -> Result<ExitCode, String> {
+    let (c, loaded) = source::compile(&args.paths)?;
+    let tests: Vec<&TestCase> = c
+        .program
+        .modules
+        .iter()
+        .flat_map(|m| &m.tests)
+        .filter(|t| args.filter.as_ref().is_none_or(|f| t.name.node.contains(f)))
+        .collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let mode = snapshots::Mode::new(args.snapshots, args.accept);
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for test in &tests {
+        let dir = folder(&c, test);
+        let mut problems = match runtime.block_on(run(&loaded.bundle, test, &dir)) {
+            Ok(result) => {
+                let mut problems = expectations(test, &result);
+                let name = format!(
+                    "{}__test_{}",
+                    stem(&c, test),
+                    snapshots::slug(&test.name.node)
+                );
+                let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+                let what = format!("the result of test `{}`", test.name.node);
+                problems.extend(mode.compare(&dir, &name, &source_of(&c, test), &what, &text)?);
+                problems
+            }
+            Err(problem) => vec![problem],
+        };
+        let at = position(&c, test);
+        if problems.is_empty() {
+            passed += 1;
+            output::print(&format!("PASS  {}  {at}\n", test.name.node))?;
+        } else {
+            failed += 1;
+            output::print(&format!("FAIL  {}  {at}\n", test.name.node))?;
+            for p in problems.drain(..) {
+                output::print(&format!("      {}\n", p.replace('\n', "\n      ")))?;
+            }
+        }
+    }
+    if mode.on() {
+        for problem in snapshots::listings(&c, &loaded.bundle, &mode)? {
+            failed += 1;
+            output::print(&format!("FAIL  {problem}\n"))?;
+        }
+    }
+    output::print(&format!("{passed} passed, {failed} failed\n"))?;
+    if tests.is_empty() {
+        output::say("tvm: warning: no <test> elements were found in the templates\n");
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The file a test is written in, as given.
+fn source_of(c: &Compilation, test: &TestCase) -> String {
+    c.sources.get(test.span.file).path.display().to_string()
+}
+
+fn stem(c: &Compilation, test: &TestCase) -> String {
+    let path = &c.sources.get(test.span.file).path;
+    path.file_stem()
+        .map_or("tests".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// The folder of a test's file: its relative paths start there.
+fn folder(c: &Compilation, test: &TestCase) -> PathBuf {
+    let path = &c.sources.get(test.span.file).path;
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn position(c: &Compilation, test: &TestCase) -> String {
+    let file = c.sources.get(test.span.file);
+    let (line, col) = file.line_col(test.span.start as usize);
+    format!("{}:{line}:{col}", file.path.display())
+}
+
+/// Runs one test's entry with its arguments and offline replies, one call at a time so
+/// that replies are used in the order the workflow asks.
+async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, String> {
+    let entry = bundle
+        .entry(&test.entry.node)
+        .ok_or_else(|| format!("the bundle has no entry point `{}`", test.entry.node))?;
+    let f = &bundle.functions[entry.function as usize];
+    let mut given = Map::new();
+    for arg in &test.args {
+        let raw = match &arg.value {
+            TestValue::Text(t) => t.clone(),
+            TestValue::File(p) => read_file(&dir.join(&p.node))
+                .map_err(|e| format!("argument `{}`: {}: {e}", arg.name.node, p.node))?,
+        };
+        let ty = f
+            .params
+            .iter()
+            .find(|p| p.name == arg.name.node)
+            .map_or(tv_stdlib::types::Type::Any, |p| p.ty.to_type());
+        let value = tv_vm::args::parse_arg(&arg.name.node, &ty, &raw)?;
+        given.insert(arg.name.node.clone(), value);
+    }
+    let values = tv_vm::args::bind(f, given)?;
+    let mut cassettes = Vec::new();
+    for c in &test.cassettes {
+        cassettes.push(Cassette::load(&dir.join(&c.node))?);
+    }
+    let rules = test
+        .replies
+        .iter()
+        .map(|r| ReplyRule {
+            matches: r.matches.clone(),
+            text: r.text.clone(),
+        })
+        .collect();
+    let mut host = RunHost::with_adapters(Choice::Replay, None, None, ScriptRunner::default());
+    host.offline = Some(Offline::new(rules, cassettes));
+    host.context.workspace = Some(dir.to_path_buf());
+    let limits = Limits {
+        concurrency: 1,
+        ..Limits::default()
+    };
+    let (mut result, usage) =
+        driver::run_journaled(bundle, entry.function, values, limits, &host, None).await;
+    result.set_note("usage", usage.notes());
+    serde_json::to_value(&result).map_err(|e| format!("the result is not JSON: {e}"))
+}
+
+/// A test's argument file: a regular file of at most 64 MiB.
+fn read_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    const MAX: u64 = 64 << 20;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut text = String::new();
+    file.take(MAX + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX {
+        return Err(format!("larger than {MAX} bytes"));
+    }
+    Ok(text)
+}
+
+/// What of the test's expectations the result does not meet. A test that states no
+/// status expects its run to complete: a failure never passes unnoticed.
+fn expectations(test: &TestCase, result: &Value) -> Vec<String> {
+    let status = result.get("status").and_then(Value::as_str).unwrap_or("");
+    let mut problems = Vec::new();
+    let states_status = test
+        .expects
+        .iter()
+        .any(|e| matches!(e.check, Check::Status(_)));
+    if !states_status && status != "COMPLETE" {
+        problems.push(format!("the run ended {status}: {}", error_of(result)));
+    }
+    for e in &test.expects {
+        if let Some(p) = crate::expect::check(&e.check, result) {
+            problems.push(p);
+        }
+    }
+    problems
+}
+
+/// A failed result's error message, for the line that says the run failed.
+fn error_of(result: &Value) -> String {
+    result
+        .pointer("/notes/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or("no error message")
+        .to_string()
+}
