@@ -5,10 +5,11 @@
 use crate::{output, source};
 use clap::Args;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tv_vm::bundle::{Bundle, Function, CONTEXT_PARAM};
+use tv_vm::isa::Op;
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -54,11 +55,21 @@ fn params(f: &Function) -> impl Iterator<Item = &tv_vm::bundle::Param> {
     f.params.iter().filter(|p| p.name != CONTEXT_PARAM)
 }
 
-/// Each model the tasks name (by `provider:model` when a provider is named apart), and
-/// how many tasks name it.
+/// Each model the LLM tasks name (by `provider:model` when a provider is named apart),
+/// and how many tasks name it. A task is an LLM task when an instruction calls a model
+/// for it; script tasks name no model.
 fn models(bundle: &Bundle) -> BTreeMap<String, usize> {
+    let asked: BTreeSet<u32> = bundle
+        .functions
+        .iter()
+        .flat_map(|f| &f.code)
+        .filter_map(|op| match op {
+            Op::Atomic(t) | Op::AtomicAccumulated(t, ..) | Op::AtomicFocused(t) => Some(*t),
+            _ => None,
+        })
+        .collect();
     let mut out = BTreeMap::new();
-    for t in &bundle.tasks {
+    for t in asked.iter().filter_map(|&t| bundle.tasks.get(t as usize)) {
         let name = match (&t.model, &t.provider) {
             (Some(m), Some(p)) if !m.contains(':') => format!("{p}:{m}"),
             (Some(m), _) => m.clone(),
@@ -83,8 +94,10 @@ fn listing(bundle: &Bundle, path: &str, hash: &str) -> String {
             out.push_str(&format!("    {}\n", f.doc));
         }
         let width = params(f).map(|p| p.name.len()).max().unwrap_or(0);
-        for p in params(f) {
-            let line = format!("    --arg {:width$}  {}  {}", p.name, p.ty, p.doc);
+        let types: Vec<String> = params(f).map(|p| p.ty.to_string()).collect();
+        let type_width = types.iter().map(String::len).max().unwrap_or(0);
+        for (p, ty) in params(f).zip(&types) {
+            let line = format!("    --arg {:width$}  {ty:type_width$}  {}", p.name, p.doc);
             out.push_str(line.trim_end());
             out.push('\n');
         }

@@ -1,0 +1,206 @@
+//! `tvm test` (DESIGN §17): tests written beside the templates run offline, one line
+//! each and a closing count; snapshots in insta's format that insta itself reads.
+
+use crate::support::files::{self, TempDir};
+use crate::support::http::{Reply, Server};
+use std::path::Path;
+
+const LIBRARY: &str = r#"<library>
+  <type name="Verdict">{approved: boolean, reasons: string[]}</type>
+  <task name="judge">
+    <instructions>Judge this title: {{title}}</instructions>
+    <inputs><input name="title" type="string">The title</input></inputs>
+    <output_format type="json" schema="Verdict"/>
+  </task>
+  <task name="loop" type="director_evaluator_loop">
+    <max_iterations>3</max_iterations>
+    <director><task><instructions>Write a slogan</instructions></task></director>
+    <evaluator><task><instructions>Evaluate the slogan: {{director_result}}</instructions><output_format type="json" schema="EvaluationResult"/></task></evaluator>
+  </task>
+  <test name="a clear title is approved" entry="judge">
+    <arg name="title">Fix the login page</arg>
+    <reply match="Fix the login">{"approved": true, "reasons": ["clear"]}</reply>
+    <expect path="parsedContent.approved" equals="true"/>
+    <expect path="parsedContent.reasons" contains="clear"/>
+  </test>
+  <test name="a title read from a file" entry="judge">
+    <arg name="title" file="titles/vague.txt"/>
+    <reply match="stuff">{"approved": false, "reasons": ["vague"]}</reply>
+    <expect path="parsedContent.reasons.0" equals="vague"/>
+  </test>
+  <test name="the evaluator is answered in turn" entry="loop">
+    <reply match="Write a slogan">Deploy calmly</reply>
+    <reply match="Evaluate">{"success": false, "feedback": "shorter"}</reply>
+    <reply match="Evaluate">{"success": true}</reply>
+    <expect path="notes.usage.calls" equals="4"/>
+  </test>
+  <test name="a wrong expectation fails" entry="judge">
+    <arg name="title">Fix the login page</arg>
+    <reply>{"approved": false, "reasons": []}</reply>
+    <expect path="parsedContent.approved" equals="true"/>
+  </test>
+  <test name="a request no reply answers fails" entry="judge">
+    <arg name="title">Something else</arg>
+    <reply match="Fix the login">{"approved": true, "reasons": []}</reply>
+  </test>
+</library>
+"#;
+
+fn folder(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    dir.write("judge.xml", LIBRARY);
+    dir.write("titles/vague.txt", "Do stuff");
+    dir
+}
+
+fn tvm_test(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["test", "."];
+    all.extend_from_slice(args);
+    let out = files::tvm(&all)
+        .current_dir(dir)
+        .output()
+        .expect("tvm test");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn each_test_gets_a_line_and_the_count_closes_the_report_with_no_request_sent() {
+    let rt = files::runtime();
+    let server = rt.block_on(Server::scripted(vec![Reply::completion(
+        "from the network",
+        1,
+        1,
+    )]));
+    let dir = folder("tvm-test");
+    let url = format!("{}/v1", server.url());
+    let out = files::tvm(&["test", "."])
+        .current_dir(dir.path())
+        .env("OPENAI_BASE_URL", &url)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("TVM_PROVIDER", "openai")
+        .output()
+        .expect("tvm test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let expected = [
+        "PASS  a clear title is approved  ./judge.xml:13:3",
+        "PASS  a title read from a file  ./judge.xml:19:3",
+        "PASS  the evaluator is answered in turn  ./judge.xml:24:3",
+        "FAIL  a wrong expectation fails  ./judge.xml:30:3",
+        "      expected parsedContent.approved to equal true, got false",
+        "FAIL  a request no reply answers fails  ./judge.xml:35:3",
+    ];
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(&lines[..expected.len()], expected, "{stdout}");
+    assert!(
+        lines[expected.len()].starts_with("      the run ended FAILED: no offline reply for task `judge#1` (prompt \"Judge this title: Something else\")"),
+        "{stdout}"
+    );
+    assert_eq!(lines.last(), Some(&"3 passed, 2 failed"));
+    assert_eq!(server.hits(), 0, "a test sent a request to the provider");
+}
+
+#[test]
+fn a_filter_runs_only_the_tests_it_names_and_all_passing_exits_zero() {
+    let dir = folder("tvm-test-filter");
+    let (code, stdout, stderr) = tvm_test(dir.path(), &["--filter", "title"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.ends_with("2 passed, 0 failed\n"), "{stdout}");
+}
+
+#[test]
+fn snapshots_are_written_new_then_accepted_then_compared() {
+    let dir = folder("tvm-test-snapshots");
+    let filter = ["--filter", "clear title", "--snapshots"];
+    let (code, stdout, _) = tvm_test(dir.path(), &filter);
+    assert_eq!(code, 1, "{stdout}");
+    let snaps = dir.path().join("snapshots");
+    let pending = snaps.join("judge__test_a_clear_title_is_approved.snap.new");
+    // insta reads what was written, as `cargo insta review` does before accepting it.
+    let snapshot = insta::Snapshot::from_file(&pending).expect("insta reads the file");
+    assert_eq!(
+        snapshot.metadata().expression(),
+        Some("the result of test `a clear title is approved`")
+    );
+    assert_eq!(snapshot.metadata().source(), Some("./judge.xml"));
+    let text = snapshot.contents().as_text().expect("text").to_string();
+    let result: serde_json::Value = serde_json::from_str(&text).expect("the result as JSON");
+    assert_eq!(result["parsedContent"]["approved"], true);
+    let listing = snaps.join("judge__bytecode_judge.snap.new");
+    let listing = insta::Snapshot::from_file(&listing).expect("insta reads the listing");
+    let listing = listing.contents().as_text().expect("text").to_string();
+    assert!(listing.contains("# judge.xml:3:3"), "{listing}");
+    // Accepted, as `cargo insta review` does it: the `.snap.new` renamed.
+    std::fs::rename(
+        &pending,
+        snaps.join("judge__test_a_clear_title_is_approved.snap"),
+    )
+    .unwrap();
+    let (code, stdout, _) = tvm_test(dir.path(), &filter);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.starts_with("PASS  a clear title is approved"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("FAIL  the bytecode of task `judge` is new"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = tvm_test(dir.path(), &[&filter[..], &["--accept"]].concat());
+    assert_eq!(code, 0, "{stdout}");
+    let leftover: Vec<_> = std::fs::read_dir(&snaps)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".snap.new"))
+        .collect();
+    assert!(leftover.is_empty(), "{leftover:?}");
+    dir.write(
+        "judge.xml",
+        LIBRARY.replace("[\"clear\"]", "[\"clear\", \"short\"]"),
+    );
+    let (code, stdout, _) = tvm_test(dir.path(), &filter);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("the result of test `a clear title is approved` is changed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn templates_with_errors_stop_the_tests_before_any_runs() {
+    let dir = TempDir::new("tvm-test-errors");
+    dir.write(
+        "bad.xml",
+        LIBRARY.replace(
+            "entry=\"judge\">\n    <arg name=\"title\">Fix",
+            "entry=\"jugde\">\n    <arg name=\"title\">Fix",
+        ),
+    );
+    let (code, stdout, stderr) = tvm_test(dir.path(), &[]);
+    assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+    assert!(
+        stderr.contains("runs `jugde`, which is not a template or task of the program"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_shipped_examples_pass_their_tests_and_match_their_snapshots() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = files::tvm(&["test", "examples", "--snapshots"])
+        .current_dir(&root)
+        .output()
+        .expect("tvm test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.ends_with(" passed, 0 failed\n"), "{stdout}");
+}
