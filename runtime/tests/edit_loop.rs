@@ -303,4 +303,11 @@ fn a_malformed_dotenv_is_named_by_its_line_and_its_values_never_printed() {
     let (code, stdout, stderr) = output(files::tvm(&["info", "greet.xml"]).current_dir(dir.path()));
     assert_eq!((code, stdout.as_str()), (2, ""));
     assert_eq!(stderr, "tvm: error: .env:2: not NAME=VALUE\n");
+    dir.write(".env", format!("TVM_X=\"{}\"\n", "k".repeat(1 << 20)));
+    let (code, _, stderr) = output(files::tvm(&["info", "greet.xml"]).current_dir(dir.path()));
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "tvm: error: .env: larger than 1048576 bytes, which no file of settings is\n"
+    );
 }

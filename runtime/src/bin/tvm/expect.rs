@@ -22,7 +22,11 @@ pub fn check(check: &Check, result: &Value) -> Option<String> {
         }
         Check::Exists { path } => match at(result, path) {
             Some(v) if !v.is_null() => None,
-            _ => Some(format!("expected a value at {path}, found none")),
+            Some(_) => Some(format!("expected a value at {path}, found null")),
+            None => Some(format!(
+                "expected a value at {path}, {}",
+                missing(result, path)
+            )),
         },
         Check::Equals { path, value } => match at(result, path) {
             Some(v) if equals(v, value) => None,
@@ -31,7 +35,8 @@ pub fn check(check: &Check, result: &Value) -> Option<String> {
                 quote(v)
             )),
             None => Some(format!(
-                "expected {path} to equal {value}, but the result has no {path}"
+                "expected {path} to equal {value}, {}",
+                missing(result, path)
             )),
         },
         Check::Contains { path, value } => match at(result, path) {
@@ -41,7 +46,8 @@ pub fn check(check: &Check, result: &Value) -> Option<String> {
                 quote(v)
             )),
             None => Some(format!(
-                "expected {path} to contain {value:?}, but the result has no {path}"
+                "expected {path} to contain {value:?}, {}",
+                missing(result, path)
             )),
         },
     }
@@ -54,6 +60,41 @@ pub fn at<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
         Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get(i)),
         _ => None,
     })
+}
+
+/// Where a path leaves the result, and what was there instead: "but `parsedContent`
+/// has no `aproved` (it has: approved, findings)".
+fn missing(result: &Value, path: &str) -> String {
+    let mut here = result;
+    let mut walked: Vec<&str> = Vec::new();
+    for key in path.split('.') {
+        let next = match here {
+            Value::Object(m) => m.get(key),
+            Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        };
+        let Some(next) = next else {
+            let place = if walked.is_empty() {
+                "the result".to_string()
+            } else {
+                format!("`{}`", walked.join("."))
+            };
+            let has = match here {
+                Value::Object(m) => {
+                    format!(
+                        "it has: {}",
+                        m.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                }
+                Value::Array(a) => format!("it has {} elements", a.len()),
+                other => format!("it is {}", quote(other)),
+            };
+            return format!("but {place} has no `{key}` ({has})");
+        };
+        walked.push(key);
+        here = next;
+    }
+    format!("but the result has no {path}")
 }
 
 /// `equals="..."`: the text read as JSON equals the value (`true`, `3`, `["a"]`), or
@@ -121,7 +162,7 @@ mod tests {
         );
         assert_eq!(
             check(&eq("parsedContent.missing.x", "1"), &r).as_deref(),
-            Some("expected parsedContent.missing.x to equal 1, but the result has no parsedContent.missing.x")
+            Some("expected parsedContent.missing.x to equal 1, but `parsedContent` has no `missing` (it has: findings, approved, score)")
         );
     }
 

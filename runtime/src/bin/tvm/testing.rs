@@ -133,7 +133,7 @@ async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, Stri
     for arg in &test.args {
         let raw = match &arg.value {
             TestValue::Text(t) => t.clone(),
-            TestValue::File(p) => read_file(&dir.join(&p.node))
+            TestValue::File(p) => crate::read_arg_file(&dir.join(&p.node))
                 .map_err(|e| format!("argument `{}`: {}: {e}", arg.name.node, p.node))?,
         };
         let ty = f
@@ -168,24 +168,6 @@ async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, Stri
         driver::run_journaled(bundle, entry.function, values, limits, &host, None).await;
     result.set_note("usage", usage.notes());
     serde_json::to_value(&result).map_err(|e| format!("the result is not JSON: {e}"))
-}
-
-/// A test's argument file: a regular file of at most 64 MiB.
-fn read_file(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    const MAX: u64 = 64 << 20;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
-        return Err("not a regular file".into());
-    }
-    let mut text = String::new();
-    file.take(MAX + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > MAX {
-        return Err(format!("larger than {MAX} bytes"));
-    }
-    Ok(text)
 }
 
 /// What of the test's expectations the result does not meet. A test that states no
