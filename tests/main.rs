@@ -1,6 +1,7 @@
 //! The whole tool chain's tests, one binary: fixtures through every stage, bundles as
 //! files, programs run through deterministic hosts and through the OpenAI adapter
-//! against a real HTTP server on 127.0.0.1, limits, faults, and property tests.
+//! against a real HTTP server on 127.0.0.1, limits, faults, property tests, and the XML
+//! Schema of `tvc schema` against every example and fixture.
 
 #[path = "../runtime/tests/support/http.rs"]
 mod http;
@@ -19,3 +20,4 @@ mod runs;
 mod shell_quoting;
 mod subtask_context;
 mod subtasks;
+mod xsd;

@@ -14,3 +14,4 @@ pub mod schemas;
 pub mod source;
 pub mod timings;
 pub mod xml;
+pub mod xsd;

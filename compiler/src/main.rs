@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use tv_compiler::driver;
 use tv_compiler::timings::Timings;
 
+mod watch;
+
 /// mimalloc, as in every binary of the workspace (see the workspace manifest).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -38,6 +40,9 @@ enum Command {
         /// Print how long each stage took, on stderr.
         #[arg(long)]
         timings: bool,
+        /// Check again whenever a *.xml file under the paths changes, until interrupted.
+        #[arg(long, conflicts_with_all = ["emit", "timings"])]
+        watch: bool,
     },
     /// Compile templates into a bundle (nothing is written when there are errors).
     Compile {
@@ -55,6 +60,8 @@ enum Command {
         #[arg(long)]
         timings: bool,
     },
+    /// Print the XML Schema (XSD) of the template language, for XML editors.
+    Schema,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -79,9 +86,16 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check {
             paths,
+            color,
+            watch: true,
+            ..
+        } => watch::run(&paths, color),
+        Command::Check {
+            paths,
             emit,
             color,
             timings,
+            watch: false,
         } => run(&paths, None, emit, color, timings),
         Command::Compile {
             paths,
@@ -90,6 +104,10 @@ fn main() -> ExitCode {
             color,
             timings,
         } => run(&paths, output.as_deref(), emit, color, timings),
+        Command::Schema => match print(tv_compiler::xsd::TEMPLATE_XSD) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => failed_output(e),
+        },
     }
 }
 
@@ -142,11 +160,7 @@ fn build(
         _ => Ok(()),
     }
     .map_err(failed_output)?;
-    let color = use_color(
-        color,
-        std::env::var_os("NO_COLOR").as_deref(),
-        std::io::stderr().is_terminal(),
-    );
+    let color = stderr_color(color);
     say(&comp.diags.render(&comp.sources, color));
     let (e, w) = (comp.diags.error_count(), comp.diags.warning_count());
     if e > 0 {
@@ -202,6 +216,15 @@ fn build(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether diagnostics printed to this process's stderr are coloured.
+fn stderr_color(choice: Color) -> bool {
+    use_color(
+        choice,
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::io::stderr().is_terminal(),
+    )
 }
 
 /// Whether diagnostics are coloured: `--color auto` colours a terminal unless

@@ -64,6 +64,28 @@ fn a_missing_path_is_a_usage_error_with_exit_two() {
 }
 
 #[test]
+fn schema_prints_the_xsd_of_the_template_language_on_stdout() {
+    let (code, stdout, stderr) = tvc(&["schema"]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(stdout, include_str!("../src/xsd/template.xsd"));
+}
+
+#[test]
+fn a_closed_stdout_ends_tvc_schema_quietly_with_exit_zero() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tvc"))
+        .arg("schema")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tvc starts");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("tvc ends");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+#[test]
 fn emit_ast_prints_the_checked_tree_on_stdout() {
     let (code, stdout, _) = tvc(&["check", "--emit", "ast", "examples/code_review.xml"]);
     assert_eq!(code, 0);

@@ -1,7 +1,10 @@
 //! XML element tree → syntax tree: roots, templates, bodies, calls and conditions.
 //! Task fields are read in `fields.rs`.
 
-use super::schema::{self, BODY_ELEMENTS, SLOT_ATTRS, TASK_ATTRS, TASK_CHILDREN};
+use super::schema::{
+    self, ARG_ATTRS, BODY_ELEMENTS, CALL_ATTRS, CASE_ATTRS, LIBRARY_CHILDREN, SLOT_ATTRS,
+    TASK_ATTRS, TASK_CHILDREN, TEMPLATE_ATTRS,
+};
 use super::*;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::parser;
@@ -188,17 +191,12 @@ impl Builder<'_> {
                 let test = self.test_case(child);
                 self.tests.extend(test);
             }
-            _ => schema::unknown_element(
-                child,
-                "library",
-                &["template", "task", "type", "test"],
-                self.diags,
-            ),
+            _ => schema::unknown_element(child, "library", LIBRARY_CHILDREN, self.diags),
         }
     }
 
     fn template(&mut self, el: &Element) -> Option<Template> {
-        schema::check_attrs(el, &["name", "params", "returns"], self.diags);
+        schema::check_attrs(el, TEMPLATE_ATTRS, self.diags);
         schema::no_text(el, self.diags);
         let name = match el.attr("name") {
             Some(a) => self.ident_attr(&a.value, "template name"),
@@ -394,7 +392,7 @@ impl Builder<'_> {
         let children: Vec<&Element> = el.elements().collect();
         if children.len() == 1
             && BODY_ELEMENTS.contains(&children[0].name.as_ref())
-            && el.attrs.is_empty()
+            && el.attrs.iter().all(|a| schema::is_ignored_attr(&a.name))
         {
             schema::no_text(el, self.diags);
             return self.body(children[0], &el.name);
@@ -403,7 +401,7 @@ impl Builder<'_> {
     }
 
     fn call(&mut self, el: &Element) -> Call {
-        schema::check_attrs(el, &["template"], self.diags);
+        schema::check_attrs(el, CALL_ATTRS, self.diags);
         schema::no_text(el, self.diags);
         let template = match el.attr("template") {
             Some(a) => self.ident_attr(&a.value, "template name"),
@@ -431,7 +429,7 @@ impl Builder<'_> {
     }
 
     fn arg(&mut self, el: &Element) -> CallArg {
-        schema::check_attrs(el, &["name"], self.diags);
+        schema::check_attrs(el, ARG_ATTRS, self.diags);
         let name = el
             .attr("name")
             .map(|a| self.ident_attr(&a.value, "argument name"));
@@ -467,7 +465,7 @@ impl Builder<'_> {
                 schema::unknown_element(child, "cond", &["case"], self.diags);
                 continue;
             }
-            schema::check_attrs(child, &["test"], self.diags);
+            schema::check_attrs(child, CASE_ATTRS, self.diags);
             let test = match child.attr("test") {
                 Some(a) => parser::parse_test(&a.value, self.diags),
                 None => {

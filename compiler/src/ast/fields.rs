@@ -9,11 +9,8 @@ use crate::parser;
 use crate::xml::{Element, Text};
 use tv_stdlib::models::{self, Provider};
 
-/// The sampling attributes `<model>` takes (DESIGN §12).
 /// The most `<output_format retries>` may ask again: every attempt costs a model call.
 pub const MAX_RETRIES: u32 = 10;
-
-const MODEL_ATTRS: &[&str] = &["temperature", "max_tokens", "top_p", "seed", "stop"];
 
 impl Builder<'_> {
     pub(super) fn task_field(&mut self, task: &mut Task, el: &Element) {
@@ -173,7 +170,7 @@ impl Builder<'_> {
     /// `temperature` 0–2, `top_p` 0–1, `max_tokens` a positive integer, `seed` an
     /// integer, `stop` any text: each checked at its attribute.
     fn model_settings(&mut self, el: &Element) -> ModelSettings {
-        schema::check_attrs(el, MODEL_ATTRS, self.diags);
+        schema::check_attrs(el, schema::MODEL_ATTRS, self.diags);
         let mut m = ModelSettings {
             span: Some(el.span),
             ..ModelSettings::default()
@@ -229,7 +226,7 @@ impl Builder<'_> {
     }
 
     fn output_format(&mut self, el: &Element) -> OutputFormat {
-        schema::check_attrs(el, &["type", "schema", "retries"], self.diags);
+        schema::check_attrs(el, schema::OUTPUT_FORMAT_ATTRS, self.diags);
         schema::no_elements(el, self.diags);
         schema::no_text(el, self.diags);
         let kind = match el.attr("type") {
@@ -304,12 +301,6 @@ impl Builder<'_> {
             span: el.span,
             ..ContextManagement::default()
         };
-        const CHILDREN: &[&str] = &[
-            "inherit_context",
-            "accumulate_data",
-            "accumulation_format",
-            "fresh_context",
-        ];
         let mut seen: Vec<&Element> = Vec::new();
         for child in el.elements() {
             if let Some(prev) = seen.iter().find(|p| p.name == child.name) {
@@ -355,14 +346,19 @@ impl Builder<'_> {
                         ],
                     )
                 }
-                _ => schema::unknown_element(child, "context_management", CHILDREN, self.diags),
+                _ => schema::unknown_element(
+                    child,
+                    "context_management",
+                    schema::CONTEXT_MANAGEMENT_CHILDREN,
+                    self.diags,
+                ),
             }
         }
         cm
     }
 
     fn file_paths(&mut self, el: &Element) -> Option<Spanned<FilePaths>> {
-        schema::check_attrs(el, &["source"], self.diags);
+        schema::check_attrs(el, schema::FILE_PATHS_ATTRS, self.diags);
         schema::no_text(el, self.diags);
         const SOURCES: [&str; 3] = ["literal", "command", "description"];
         let source = match el.attr("source") {
@@ -395,7 +391,7 @@ impl Builder<'_> {
                 _ => schema::unknown_element(
                     child,
                     "file_paths",
-                    &["path", "command", "description"],
+                    schema::FILE_PATHS_CHILDREN,
                     self.diags,
                 ),
             }

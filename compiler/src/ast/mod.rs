@@ -9,13 +9,15 @@ mod expr;
 mod fields;
 mod lists;
 mod parts;
-mod schema;
+pub(crate) mod schema;
 mod testcase;
 mod types;
 
 pub use build::{build_entries, build_module, build_module_with, is_identifier, Built};
 pub use dump::dump_program;
 pub use expr::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
+#[cfg(test)]
+pub(crate) use fields::MAX_RETRIES;
 pub use schema::{did_you_mean, did_you_mean_preferring};
 pub use testcase::{Check, Expect, Reply, TestArg, TestCase, TestValue, STATUSES};
 pub use types::{resolve as resolve_types, split_top_level, Declared, TypeDecl, EVALUATION_RESULT};

@@ -48,7 +48,7 @@ impl Builder<'_> {
     }
 
     pub(super) fn input(&mut self, el: &Element) -> Option<Input> {
-        schema::check_attrs(el, &["name", "from", "type"], self.diags);
+        schema::check_attrs(el, schema::INPUT_ATTRS, self.diags);
         let Some(name) = el.attr("name") else {
             self.diags.push(Diagnostic::error(
                 el.head(),
@@ -105,7 +105,7 @@ impl Builder<'_> {
                 schema::unknown_element(child, "context_relevance", &["input"], self.diags);
                 continue;
             }
-            schema::check_attrs(child, &["name", "include"], self.diags);
+            schema::check_attrs(child, schema::RELEVANCE_ATTRS, self.diags);
             let (Some(name), Some(include)) = (child.attr("name"), child.attr("include")) else {
                 self.diags.error(
                     child.head(),
@@ -142,11 +142,7 @@ impl Builder<'_> {
                     schema::unknown_element(
                         child,
                         "context_assembly",
-                        &[
-                            "primary_elements",
-                            "secondary_elements",
-                            "excluded_elements",
-                        ],
+                        schema::CONTEXT_ASSEMBLY_CHILDREN,
                         self.diags,
                     );
                     continue;
@@ -174,7 +170,7 @@ impl Builder<'_> {
                 _ => schema::unknown_element(
                     child,
                     "script_execution",
-                    &["command", "timeout", "inputs"],
+                    schema::SCRIPT_CHILDREN,
                     self.diags,
                 ),
             }

@@ -51,6 +51,51 @@ pub const SLOT_ATTRS: &[&str] = &["type", "subtype", "ref", "over", "as", "concu
 
 pub const BODY_ELEMENTS: &[&str] = &["task", "call", "cond"];
 
+// The other elements' lists, named here so that the XSD `tvc schema` prints can be
+// compared with them (`crate::xsd`'s tests).
+
+pub const LIBRARY_CHILDREN: &[&str] = &["template", "task", "type", "test"];
+/// A library's `<test>` and what it holds (`ast/testcase`).
+pub const TEST_ATTRS: &[&str] = &["name", "entry"];
+pub const TEST_CHILDREN: &[&str] = &["arg", "reply", "cassette", "expect"];
+pub const TEST_ARG_ATTRS: &[&str] = &["name", "file"];
+pub const REPLY_ATTRS: &[&str] = &["match"];
+pub const CASSETTE_ATTRS: &[&str] = &["path"];
+pub const EXPECT_ATTRS: &[&str] = &["path", "equals", "contains", "status"];
+pub const TEMPLATE_ATTRS: &[&str] = &["name", "params", "returns"];
+pub const CALL_ATTRS: &[&str] = &["template"];
+pub const ARG_ATTRS: &[&str] = &["name"];
+pub const CASE_ATTRS: &[&str] = &["test"];
+pub const TYPE_ATTRS: &[&str] = &["name"];
+/// The sampling attributes `<model>` takes (DESIGN §12).
+pub const MODEL_ATTRS: &[&str] = &["temperature", "max_tokens", "top_p", "seed", "stop"];
+pub const OUTPUT_FORMAT_ATTRS: &[&str] = &["type", "schema", "retries"];
+pub const CONTEXT_MANAGEMENT_CHILDREN: &[&str] = &[
+    "inherit_context",
+    "accumulate_data",
+    "accumulation_format",
+    "fresh_context",
+];
+pub const FILE_PATHS_ATTRS: &[&str] = &["source"];
+pub const FILE_PATHS_CHILDREN: &[&str] = &["path", "command", "description"];
+/// An `<input>` of `<inputs>`.
+pub const INPUT_ATTRS: &[&str] = &["name", "from", "type"];
+/// An `<input>` of `<context_relevance>`.
+pub const RELEVANCE_ATTRS: &[&str] = &["name", "include"];
+pub const CONTEXT_ASSEMBLY_CHILDREN: &[&str] = &[
+    "primary_elements",
+    "secondary_elements",
+    "excluded_elements",
+];
+pub const SCRIPT_CHILDREN: &[&str] = &["command", "timeout", "inputs"];
+
+/// Attributes every element accepts and ignores: namespace declarations and the XML
+/// Schema instance attributes (`xsi:noNamespaceSchemaLocation="tv.xsd"`) with which an
+/// editor finds the schema of `tvc schema`.
+pub fn is_ignored_attr(name: &str) -> bool {
+    name == "xmlns" || name.starts_with("xmlns:") || name.starts_with("xsi:")
+}
+
 /// The closest candidate, when it is close enough to be a likely typo.
 pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     closest(word, candidates).map(|(_, c)| c)
@@ -100,7 +145,7 @@ pub fn unknown_element(el: &Element, parent: &str, allowed: &[&str], diags: &mut
 /// Reports every attribute of `el` that is not in `allowed`.
 pub fn check_attrs(el: &Element, allowed: &[&str], diags: &mut Diagnostics) {
     for a in &el.attrs {
-        if allowed.contains(&a.name.as_ref()) || a.name.starts_with("xmlns") {
+        if allowed.contains(&a.name.as_ref()) || is_ignored_attr(&a.name) {
             continue;
         }
         let mut d = Diagnostic::error(

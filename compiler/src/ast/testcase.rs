@@ -3,7 +3,9 @@
 //! reach the bundle.
 
 use super::build::Builder;
-use super::schema;
+use super::schema::{
+    self, CASSETTE_ATTRS, EXPECT_ATTRS, REPLY_ATTRS, TEST_ARG_ATTRS, TEST_ATTRS, TEST_CHILDREN,
+};
 use super::Ident;
 use crate::diag::Diagnostic;
 use crate::source::{Span, Spanned};
@@ -71,11 +73,9 @@ pub enum Check {
 /// The statuses a result can have.
 pub const STATUSES: &[&str] = &["COMPLETE", "FAILED", "CONTINUATION"];
 
-const TEST_CHILDREN: &[&str] = &["arg", "reply", "cassette", "expect"];
-
 impl Builder<'_> {
     pub(super) fn test_case(&mut self, el: &Element) -> Option<TestCase> {
-        schema::check_attrs(el, &["name", "entry"], self.diags);
+        schema::check_attrs(el, TEST_ATTRS, self.diags);
         schema::no_text(el, self.diags);
         let (Some(name), Some(entry)) = (el.attr("name"), el.attr("entry")) else {
             self.diags.push(
@@ -110,7 +110,7 @@ impl Builder<'_> {
     }
 
     fn test_arg(&mut self, el: &Element) -> Option<TestArg> {
-        schema::check_attrs(el, &["name", "file"], self.diags);
+        schema::check_attrs(el, TEST_ARG_ATTRS, self.diags);
         schema::no_elements(el, self.diags);
         let Some(name) = el.attr("name") else {
             self.diags
@@ -139,7 +139,7 @@ impl Builder<'_> {
     }
 
     fn reply(&mut self, el: &Element) -> Reply {
-        schema::check_attrs(el, &["match"], self.diags);
+        schema::check_attrs(el, REPLY_ATTRS, self.diags);
         schema::no_elements(el, self.diags);
         let matches = el.attr("match").map(|m| m.value.value.to_string());
         if matches.as_deref() == Some("") {
@@ -156,7 +156,7 @@ impl Builder<'_> {
     }
 
     fn cassette(&mut self, el: &Element) -> Option<Spanned<String>> {
-        schema::check_attrs(el, &["path"], self.diags);
+        schema::check_attrs(el, CASSETTE_ATTRS, self.diags);
         schema::no_elements(el, self.diags);
         schema::no_text(el, self.diags);
         match el.attr("path") {
@@ -192,7 +192,7 @@ impl Builder<'_> {
     }
 
     fn expect(&mut self, el: &Element) -> Option<Expect> {
-        schema::check_attrs(el, &["path", "equals", "contains", "status"], self.diags);
+        schema::check_attrs(el, EXPECT_ATTRS, self.diags);
         schema::no_elements(el, self.diags);
         schema::no_text(el, self.diags);
         let attr = |n: &str| el.attr(n).map(|a| a.value.value.to_string());
