@@ -232,7 +232,7 @@ fn stderr_color(choice: Color) -> bool {
 /// explicit `always` or `never` wins over both.
 fn use_color(choice: Color, no_color: Option<&std::ffi::OsStr>, is_terminal: bool) -> bool {
     match choice {
-        Color::Auto => is_terminal && no_color.is_none_or(|v| v.is_empty()),
+        Color::Auto => tv_compiler::diag::color_by_default(no_color, is_terminal),
         Color::Always => true,
         Color::Never => false,
     }

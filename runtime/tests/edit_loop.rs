@@ -26,6 +26,13 @@ const WORKFLOW: &str = r#"<library>
 </library>
 "#;
 
+/// `tvm run XML --entry shout --arg text=hi`, then `rest`.
+fn shout<'a>(xml: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", xml, "--entry", "shout", "--arg", "text=hi"];
+    args.extend_from_slice(rest);
+    args
+}
+
 fn output(cmd: &mut std::process::Command) -> (i32, String, String) {
     let out = cmd.output().expect("run tvm");
     (
@@ -112,18 +119,7 @@ fn a_journaled_run_of_templates_resumes_from_them_and_refuses_them_once_edited()
         .join("run.journal")
         .to_string_lossy()
         .into_owned();
-    let run = [
-        "run",
-        &xml,
-        "--entry",
-        "shout",
-        "--arg",
-        "text=hi",
-        "--provider",
-        "echo",
-        "--journal",
-        &journal,
-    ];
+    let run = shout(&xml, &["--provider", "echo", "--journal", &journal]);
     let (code, first, stderr) = files::run_tvm(&run, &[]);
     assert_eq!(code, 0, "{stderr}");
     let (code, again, stderr) = files::run_tvm(&["resume", &journal], &[]);
@@ -141,18 +137,7 @@ fn text_output_prints_the_final_content_alone_and_a_failure_on_stderr() {
     dir.write("greet.xml", WORKFLOW);
     let xml = dir.path().join("greet.xml").to_string_lossy().into_owned();
     let (code, stdout, stderr) = files::run_tvm(
-        &[
-            "run",
-            &xml,
-            "--entry",
-            "shout",
-            "--arg",
-            "text=hi",
-            "--provider",
-            "echo",
-            "--output",
-            "text",
-        ],
+        &shout(&xml, &["--provider", "echo", "--output", "text"]),
         &[],
     );
     assert_eq!(
@@ -164,20 +149,17 @@ fn text_output_prints_the_final_content_alone_and_a_failure_on_stderr() {
     std::fs::write(&cassette, "").unwrap();
     let cassette = cassette.to_string_lossy().into_owned();
     let (code, stdout, stderr) = files::run_tvm(
-        &[
-            "run",
+        &shout(
             &xml,
-            "--entry",
-            "shout",
-            "--arg",
-            "text=hi",
-            "--provider",
-            "replay",
-            "--cassette",
-            &cassette,
-            "--output",
-            "text",
-        ],
+            &[
+                "--provider",
+                "replay",
+                "--cassette",
+                &cassette,
+                "--output",
+                "text",
+            ],
+        ),
         &[],
     );
     assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
@@ -193,18 +175,7 @@ fn a_full_disk_under_text_output_ends_the_run_with_a_message() {
     dir.write("greet.xml", WORKFLOW);
     let xml = dir.path().join("greet.xml").to_string_lossy().into_owned();
     let full = std::fs::File::create("/dev/full").expect("/dev/full");
-    let mut cmd = files::tvm(&[
-        "run",
-        &xml,
-        "--entry",
-        "shout",
-        "--arg",
-        "text=hi",
-        "--provider",
-        "echo",
-        "--output",
-        "text",
-    ]);
+    let mut cmd = files::tvm(&shout(&xml, &["--provider", "echo", "--output", "text"]));
     let (code, _, stderr) = output(cmd.stdout(full));
     assert_eq!(code, 2, "{stderr}");
     assert!(

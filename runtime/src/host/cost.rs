@@ -54,7 +54,7 @@ impl RunHost {
 }
 
 /// The tasks whose instructions make LLM calls, each once.
-fn llm_tasks(bundle: &Bundle) -> impl Iterator<Item = &std::sync::Arc<TaskMeta>> {
+pub fn llm_tasks(bundle: &Bundle) -> impl Iterator<Item = &std::sync::Arc<TaskMeta>> {
     let ids: BTreeSet<u32> = bundle
         .functions
         .iter()

@@ -4,6 +4,7 @@
 mod cost;
 mod run;
 
+pub use cost::llm_tasks;
 pub use run::{relevant_subset, Choice, RunHost, NO_PROVIDER};
 
 use std::sync::Mutex;

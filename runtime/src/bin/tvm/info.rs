@@ -5,11 +5,10 @@
 use crate::{output, source};
 use clap::Args;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tv_vm::bundle::{Bundle, Function, CONTEXT_PARAM};
-use tv_vm::isa::Op;
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -59,17 +58,8 @@ fn params(f: &Function) -> impl Iterator<Item = &tv_vm::bundle::Param> {
 /// and how many tasks name it. A task is an LLM task when an instruction calls a model
 /// for it; script tasks name no model.
 fn models(bundle: &Bundle) -> BTreeMap<String, usize> {
-    let asked: BTreeSet<u32> = bundle
-        .functions
-        .iter()
-        .flat_map(|f| &f.code)
-        .filter_map(|op| match op {
-            Op::Atomic(t) | Op::AtomicAccumulated(t, ..) | Op::AtomicFocused(t) => Some(*t),
-            _ => None,
-        })
-        .collect();
     let mut out = BTreeMap::new();
-    for t in asked.iter().filter_map(|&t| bundle.tasks.get(t as usize)) {
+    for t in tv_runtime::host::llm_tasks(bundle) {
         let name = match (&t.model, &t.provider) {
             (Some(m), Some(p)) if !m.contains(':') => format!("{p}:{m}"),
             (Some(m), _) => m.clone(),
