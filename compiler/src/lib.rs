@@ -1,5 +1,9 @@
 //! The template compiler: XML task templates to checked programs.
 
+// Output goes through functions that handle a closed or full stream; the print macros
+// panic on one.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod ast;
 pub mod check;
 pub mod codegen;

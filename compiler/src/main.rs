@@ -1,5 +1,9 @@
 //! `tvc`: the template compiler's command line.
 
+// Output goes through functions that handle a closed or full stream; the print macros
+// panic on one.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::mem::ManuallyDrop;

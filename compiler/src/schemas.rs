@@ -115,7 +115,10 @@ fn task(t: &Task, evaluator: bool, found: &mut Found) {
     if let Some(e) = &t.evaluator {
         body(e, true, found);
     }
-    for b in [&t.inner_task, &t.reduction_task].into_iter().flatten() {
+    for b in [&t.inner_task, &t.reduction_task, &t.map_body]
+        .into_iter()
+        .flatten()
+    {
         body(b, false, found);
     }
 }

@@ -134,7 +134,7 @@ fn function<'ir>(
         locals: g.locals(f.locals.len()),
         code: g.code.to_vec(),
         lines: g.lines.to_vec(),
-        returns: f.returns.as_ref().map_or(ValueType::ANY, ValueType::from),
+        returns: ValueType::from(&f.yields),
         matchable: f.matchable.clone(),
         doc: f.summary.clone(),
     };

@@ -25,7 +25,7 @@ pub fn dump(p: &Program, sources: &SourceMap) -> String {
         let ret = f
             .returns
             .as_ref()
-            .map_or("(inferred)".to_string(), |t| t.to_string());
+            .map_or(format!("{} (inferred)", f.yields), |t| t.to_string());
         let _ = writeln!(
             d.out,
             "\nfn{i} {}({}) -> {ret} @{}",

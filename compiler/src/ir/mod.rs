@@ -25,6 +25,9 @@ pub struct Function {
     pub locals: Vec<(String, Type)>,
     /// Declared return type, checked at run time.
     pub returns: Option<Type>,
+    /// What the function returns when it completes: the declared type, else the one the
+    /// checker inferred (`any` for bodies run apart). The bundle keeps it for `tvm info`.
+    pub yields: Type,
     pub body: Node,
     pub span: Span,
     pub matchable: Option<tv_vm::bundle::MatchInfo>,

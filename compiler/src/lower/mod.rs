@@ -276,6 +276,10 @@ impl Lowerer<'_> {
                 (params, None, body, t.task.span, m)
             }
         };
+        let yields = returns
+            .clone()
+            .or_else(|| self.symbols.returns.get(&name).cloned())
+            .unwrap_or(Type::Any);
         ir::Function {
             docs: docs::param_docs(item),
             summary: docs::summary(item),
@@ -283,6 +287,7 @@ impl Lowerer<'_> {
             params,
             locals: frame.locals,
             returns,
+            yields,
             body,
             span,
             matchable,
@@ -359,6 +364,7 @@ impl Lowerer<'_> {
             params,
             locals: inner.locals,
             returns: None,
+            yields: Type::Any,
             body: node,
             span: body.span(),
             matchable: None,
@@ -522,6 +528,7 @@ fn placeholder(id: u32, span: Span) -> ir::Function {
         params: Vec::new(),
         locals: Vec::new(),
         returns: None,
+        yields: Type::Any,
         body: ir::Node {
             kind: ir::NodeKind::Complete(ir::Expr::str("", span)),
             ty: Type::String,

@@ -63,7 +63,8 @@ pub struct Function {
     pub code: Vec<Op>,
     /// Source position of each instruction (`lines[pc]`).
     pub lines: Vec<Loc>,
-    /// What the function returns (`any` when unstated).
+    /// What the function returns when it completes: its declared type (checked by
+    /// `CheckReturn`), else the type the compiler inferred; `any` for bodies run apart.
     pub returns: ValueType,
     /// Set for templates that subtask requests may select.
     pub matchable: Option<MatchInfo>,

@@ -275,6 +275,7 @@ fn task_types(task: &mut Task, f: &mut dyn FnMut(&mut Spanned<Type>)) {
         &mut task.evaluator,
         &mut task.inner_task,
         &mut task.reduction_task,
+        &mut task.map_body,
     ];
     for b in steps.chain(slots.into_iter().flatten()) {
         body_types(b, f);
