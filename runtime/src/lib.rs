@@ -3,6 +3,10 @@
 //! context), drives runs to their end, keeps the journal and cassettes, and reports
 //! progress. The `tvm` binary is its front end.
 
+// Output goes through functions that handle a closed or full stream; the print macros
+// panic on one.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod batch;
 pub mod cache;
 pub mod cassette;

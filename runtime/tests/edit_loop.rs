@@ -23,6 +23,10 @@ const WORKFLOW: &str = r#"<library>
   <template name="shout" params="text:string" returns="string">
     <task><instructions>Shout {{text}}</instructions><model>anthropic:claude-sonnet-4-5</model></task>
   </template>
+  <type name="Verdict">{ok: boolean, why?: string}</type>
+  <template name="judge" params="text:string">
+    <task><instructions>Is {{text}} kind?</instructions><output_format type="json" schema="Verdict"/></task>
+  </template>
 </library>
 "#;
 
@@ -185,7 +189,7 @@ fn a_full_disk_under_text_output_ends_the_run_with_a_message() {
 }
 
 #[test]
-fn info_lists_entry_points_with_typed_documented_parameters_and_the_models_named() {
+fn info_lists_entry_points_with_typed_documented_parameters_the_types_and_the_models_named() {
     let dir = TempDir::new("info");
     let bundle = files::compiled(dir.path(), WORKFLOW)
         .to_string_lossy()
@@ -193,13 +197,16 @@ fn info_lists_entry_points_with_typed_documented_parameters_and_the_models_named
     let (code, stdout, stderr) = files::run_tvm(&["info", &bundle], &[]);
     assert_eq!(code, 0, "{stderr}");
     for line in [
-        "greet(who: any, times: number) -> any",
+        "greet(who: any, times: number) -> string",
         "    Greet someone, then count the words",
         "    --arg who    any     Whom to greet",
         "    --arg times  number  How many greetings",
         "shout(text: string) -> string",
+        "judge(text: string) -> Verdict",
+        "types:",
+        "    Verdict = {ok: boolean, why?: string}",
         "    anthropic:claude-sonnet-4-5 (1 task)",
-        "    (the run's default model) (1 task)",
+        "    (the run's default model) (2 tasks)",
     ] {
         assert!(
             stdout.lines().any(|l| l == line),
@@ -212,10 +219,12 @@ fn info_lists_entry_points_with_typed_documented_parameters_and_the_models_named
     assert_eq!(v["entries"][0]["params"][1]["type"], "number");
     assert_eq!(v["entries"][0]["params"][0]["doc"], "Whom to greet");
     assert_eq!(v["models"]["anthropic:claude-sonnet-4-5"], 1);
+    assert_eq!(v["entries"][2]["returns"], "Verdict");
+    assert_eq!(v["types"]["Verdict"], "{ok: boolean, why?: string}");
 }
 
 #[test]
-fn a_dotenv_file_gives_keys_and_settings_and_the_environment_wins() {
+fn a_dotenv_file_gives_keys_and_settings_the_environment_wins_and_a_typo_is_named() {
     let rt = files::runtime();
     let server = rt.block_on(Server::scripted(vec![Reply::completion("Hello.", 3, 2)]));
     let dir = TempDir::new("dotenv");
@@ -223,7 +232,7 @@ fn a_dotenv_file_gives_keys_and_settings_and_the_environment_wins() {
     dir.write(
         ".env",
         format!(
-            "# settings for this folder\nexport OPENAI_API_KEY=sk-from-dotenv\nOPENAI_BASE_URL=\"{}/v1\"\nTVM_PROVIDER=openai # not echo\nTVM_MODEL='from-dotenv'\nPATH=/nowhere\n",
+            "# settings for this folder\nexport OPENAI_API_KEY=sk-from-dotenv\nOPENAI_BASE_URL=\"{}/v1\"\nTVM_PROVIDER=openai # not echo\nTVM_MODEL='from-dotenv'\nPATH=/nowhere\nTVM_MODLE=value-of-a-typo\n",
             server.url()
         ),
     );
@@ -244,6 +253,12 @@ fn a_dotenv_file_gives_keys_and_settings_and_the_environment_wins() {
         panic!("one request expected")
     };
     assert_eq!(sent.header("authorization"), Some("Bearer sk-from-dotenv"));
+    // A misspelt setting is named, by its line and name, never by its value.
+    assert!(
+        stderr.contains("tvm: warning: .env:7: `TVM_MODLE` is not a setting of tvm"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("value-of-a-typo"), "{stderr}");
     // The environment wins over the file; `PATH` in the file was not taken, or no
     // script could have been found at all.
     let (code, stdout, stderr) = output(

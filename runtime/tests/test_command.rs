@@ -113,7 +113,7 @@ fn a_filter_runs_only_the_tests_it_names_and_all_passing_exits_zero() {
 }
 
 #[test]
-fn snapshots_are_written_new_then_accepted_then_compared() {
+fn snapshots_are_written_new_then_accepted_then_compared_and_a_change_is_shown() {
     let dir = folder("tvm-test-snapshots");
     let filter = ["--filter", "clear title", "--snapshots"];
     let (code, stdout, _) = tvm_test(dir.path(), &filter);
@@ -166,6 +166,13 @@ fn snapshots_are_written_new_then_accepted_then_compared() {
     assert_eq!(code, 1, "{stdout}");
     assert!(
         stdout.contains("the result of test `a clear title is approved` is changed"),
+        "{stdout}"
+    );
+    // How it changed is shown, so it can be judged without another tool.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("+ ") && l.contains("short")),
         "{stdout}"
     );
 }

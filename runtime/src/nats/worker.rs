@@ -363,7 +363,7 @@ async fn finish<H>(
     let batch = &run.record.batch;
     if let Err(e) = store_result(server, batch, row.index, &row.id, &result).await {
         // Not stored, so not acknowledged: the row comes again.
-        eprintln!("tvm worker: batch {batch} row {}: {e}", row.index);
+        say(&format!("tvm worker: batch {batch} row {}: {e}", row.index));
         return Ended::Lost;
     }
     let _ = message.double_ack().await;
@@ -372,7 +372,10 @@ async fn finish<H>(
     }
     if options.verbose {
         let status = if completed { "COMPLETE" } else { "FAILED" };
-        eprintln!("tvm worker: batch {batch} row {}: {status}", row.index);
+        say(&format!(
+            "tvm worker: batch {batch} row {}: {status}",
+            row.index
+        ));
     }
     if completed {
         Ended::Completed
@@ -416,4 +419,11 @@ async fn heartbeats(message: Message, lease: Duration) {
             continue;
         }
     }
+}
+
+/// A line on stderr. A worker often runs with its stderr closed or on a full disk:
+/// losing a line must not end it (`eprintln!` would panic).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

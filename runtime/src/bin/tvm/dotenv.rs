@@ -1,10 +1,12 @@
 //! `.env` in the working directory: API keys and `TVM_*` settings, for users who keep
 //! them beside their templates rather than in their shell (DESIGN §17).
 //!
-//! Only the names `tvm` reads are taken (provider keys and base URLs, `TVM_*` but the
-//! variables `tvm` itself gives scripts), so that a `.env` shared with other tools does
-//! not change what the scripts a run starts see. A variable already in the environment
-//! wins. Values are never printed: an error names the line, not what is on it.
+//! Only the names `tvm` reads are taken (provider keys and base URLs, and the `TVM_*`
+//! settings), so that a `.env` shared with other tools does not change what the scripts
+//! a run starts see; another `TVM_*` name is most likely a misspelt setting, and is
+//! named in a warning. A variable already in the environment wins. Values are never
+//! printed: an error names the line, not what is on it. Values are taken as written:
+//! no `$VAR` is expanded, so a key holding a `$` stays whole.
 
 use std::path::Path;
 
@@ -19,20 +21,35 @@ const PROVIDER_VARS: &[&str] = &[
     "ANTHROPIC_BASE_URL",
 ];
 
-/// Sets the variables of `path` that are not set yet; a missing file is no error.
-pub fn load(path: &Path) -> Result<(), String> {
+/// The `TVM_*` settings `tvm` reads from its environment.
+pub const SETTINGS: &[&str] = &["TVM_CACHE", "TVM_JSON_MODE", "TVM_MODEL", "TVM_PROVIDER"];
+
+/// Sets the variables of `path` that are not set yet, and gives the warnings to print;
+/// a missing file is no error.
+pub fn load(path: &Path) -> Result<Vec<String>, String> {
     let text = match read(path) {
         Ok(Some(text)) => text,
-        Ok(None) => return Ok(()),
+        Ok(None) => return Ok(Vec::new()),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
-    for (name, value) in parse(&text).map_err(|e| format!("{}:{e}", path.display()))? {
-        if taken(&name) && std::env::var_os(&name).is_none() {
+    let mut warnings = Vec::new();
+    for (line, name, value) in parse(&text).map_err(|e| format!("{}:{e}", path.display()))? {
+        if !taken(&name) {
+            if name.starts_with("TVM_") {
+                warnings.push(format!(
+                    "{}:{line}: `{name}` is not a setting of tvm, so it is not taken (the settings: {})",
+                    path.display(),
+                    SETTINGS.join(", ")
+                ));
+            }
+            continue;
+        }
+        if std::env::var_os(&name).is_none() {
             // Still one thread: nothing reads the environment while it changes.
             std::env::set_var(name, value);
         }
     }
-    Ok(())
+    Ok(warnings)
 }
 
 fn read(path: &Path) -> Result<Option<String>, String> {
@@ -59,14 +76,14 @@ fn read(path: &Path) -> Result<Option<String>, String> {
 
 /// Whether `tvm` takes this variable from a `.env`.
 fn taken(name: &str) -> bool {
-    PROVIDER_VARS.contains(&name)
-        || (name.starts_with("TVM_") && !name.starts_with("TVM_INPUT_") && name != "TVM_SCRIPT_RUN")
+    PROVIDER_VARS.contains(&name) || SETTINGS.contains(&name)
 }
 
-/// `NAME=VALUE` lines: `export ` before the name, blank lines and `#` comments are
-/// allowed; a value may be quoted (`'...'` as is, `"..."` with `\n`, `\"` and `\\`),
-/// and an unquoted one ends at ` #`. An error is `LINE: what is wrong`.
-pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
+/// `NAME=VALUE` lines, each with its line number: `export ` before the name, blank
+/// lines and `#` comments are allowed; a value may be quoted (`'...'` as is, `"..."`
+/// with `\n`, `\"` and `\\`), and an unquoted one ends at ` #`. An error is `LINE:
+/// what is wrong`.
+pub fn parse(text: &str) -> Result<Vec<(usize, String, String)>, String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -84,7 +101,7 @@ pub fn parse(text: &str) -> Result<Vec<(String, String)>, String> {
             return Err(bad("the name is not letters, digits and `_`"));
         }
         let value = unquote(raw.trim()).ok_or_else(|| bad("a quote is not closed"))?;
-        out.push((name.to_string(), value));
+        out.push((i + 1, name.to_string(), value));
     }
     Ok(out)
 }
@@ -119,14 +136,20 @@ mod tests {
     #[test]
     fn lines_are_read_with_quotes_comments_and_export() {
         let text = "# keys\nexport OPENAI_API_KEY=sk-1 # the test key\n\nTVM_MODEL='gpt-4o-mini'\nTVM_X=\"a \\\"b\\\"\\nc\"\n";
+        let lines = parse(text).unwrap();
+        let pairs: Vec<(usize, &str, &str)> = lines
+            .iter()
+            .map(|(l, n, v)| (*l, n.as_str(), v.as_str()))
+            .collect();
         assert_eq!(
-            parse(text).unwrap(),
+            pairs,
             [
-                ("OPENAI_API_KEY".to_string(), "sk-1".to_string()),
-                ("TVM_MODEL".to_string(), "gpt-4o-mini".to_string()),
-                ("TVM_X".to_string(), "a \"b\"\nc".to_string()),
+                (2, "OPENAI_API_KEY", "sk-1"),
+                (4, "TVM_MODEL", "gpt-4o-mini"),
+                (5, "TVM_X", "a \"b\"\nc"),
             ]
         );
+        assert_eq!(parse("K=pa$word\n").unwrap()[0].2, "pa$word");
     }
 
     #[test]
@@ -137,9 +160,30 @@ mod tests {
     }
 
     #[test]
+    fn every_setting_tvm_reads_from_its_environment_is_listed() {
+        let sources = [
+            include_str!("main.rs"),
+            include_str!("options.rs"),
+            include_str!("../../providers/mod.rs"),
+        ];
+        for source in sources {
+            for (at, _) in source.match_indices("(\"TVM_") {
+                let name: String = source[at + 2..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                    .collect();
+                assert!(
+                    SETTINGS.contains(&name.as_str()),
+                    "{name} is not in SETTINGS"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn only_provider_variables_and_tvm_settings_are_taken() {
         assert!(taken("OPENAI_API_KEY") && taken("TVM_PROVIDER") && taken("TVM_CACHE"));
         assert!(!taken("PATH") && !taken("LD_PRELOAD") && !taken("DATABASE_URL"));
-        assert!(!taken("TVM_INPUT_DIFF") && !taken("TVM_SCRIPT_RUN"));
+        assert!(!taken("TVM_INPUT_DIFF") && !taken("TVM_SCRIPT_RUN") && !taken("TVM_MODLE"));
     }
 }

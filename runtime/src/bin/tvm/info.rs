@@ -1,6 +1,6 @@
 //! `tvm info`: what a bundle offers, for a user about to run one they did not write:
-//! its entry points with their parameters (types and docs) and return types, and the
-//! models its tasks name.
+//! its entry points with their parameters (types and docs) and return types, the
+//! declared types those name written out, and the models its tasks name.
 
 use crate::{output, source};
 use clap::Args;
@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tv_stdlib::types::{Expanded, Type};
 use tv_vm::bundle::{Bundle, Function, CONTEXT_PARAM};
 
 #[derive(Args)]
@@ -54,6 +55,36 @@ fn params(f: &Function) -> impl Iterator<Item = &tv_vm::bundle::Param> {
     f.params.iter().filter(|p| p.name != CONTEXT_PARAM)
 }
 
+/// The declared types (`<type name="Review">`) the entry points' parameters and return
+/// types name, each written out, by name; a record's fields are followed, so a type
+/// that only a field names is there too.
+fn types(bundle: &Bundle) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut todo: Vec<&Type> = entries(bundle)
+        .flat_map(|(_, f)| {
+            params(f)
+                .map(|p| p.ty.as_type())
+                .chain([f.returns.as_type()])
+        })
+        .collect();
+    while let Some(t) = todo.pop() {
+        match t {
+            Type::Array(inner) => todo.push(inner),
+            Type::Record(r) => {
+                if let Some(name) = &r.name {
+                    if out.contains_key(name) {
+                        continue;
+                    }
+                    out.insert(name.clone(), Expanded(r).to_string());
+                }
+                todo.extend(r.fields.iter().map(|f| &f.ty));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Each model the LLM tasks name (by `provider:model` when a provider is named apart),
 /// and how many tasks name it. A task is an LLM task when an instruction calls a model
 /// for it; script tasks name no model.
@@ -92,6 +123,13 @@ fn listing(bundle: &Bundle, path: &str, hash: &str) -> String {
             out.push('\n');
         }
     }
+    let types = types(bundle);
+    if !types.is_empty() {
+        out.push_str("\ntypes:\n");
+        for (name, written) in types {
+            out.push_str(&format!("    {name} = {written}\n"));
+        }
+    }
     out.push_str("\nmodels:\n");
     for (model, n) in models(bundle) {
         let tasks = if n == 1 { "task" } else { "tasks" };
@@ -118,6 +156,7 @@ fn describe(bundle: &Bundle, hash: &str) -> Value {
         "compilerVersion": bundle.compiler_version,
         "sha256": hash,
         "entries": entries,
+        "types": types(bundle),
         "models": models(bundle),
     })
 }

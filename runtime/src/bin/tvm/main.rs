@@ -1,5 +1,9 @@
 //! `tvm`: loads, verifies and runs task-template bundles.
 
+// Output goes through functions that handle a closed or full stream; the print macros
+// panic on one.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 use clap::{Args, Parser, Subcommand};
 use options::{host, HostArgs, LimitArgs};
 use serde_json::{Map, Value};
@@ -111,9 +115,16 @@ struct ResumeArgs {
 fn main() -> ExitCode {
     protect_keys();
     // Before the arguments are read: clap reads `TVM_*` settings from the environment.
-    if let Err(e) = dotenv::load(Path::new(".env")) {
-        output::say(&format!("tvm: error: {e}\n"));
-        return ExitCode::from(2);
+    match dotenv::load(Path::new(".env")) {
+        Ok(warnings) => {
+            for w in warnings {
+                output::say(&format!("tvm: warning: {w}\n"));
+            }
+        }
+        Err(e) => {
+            output::say(&format!("tvm: error: {e}\n"));
+            return ExitCode::from(2);
+        }
     }
     let cli = Cli::parse();
     let result = match cli.command {

@@ -1,6 +1,7 @@
 //! `tvm test --snapshots`: results and listings kept in files of insta's format under
 //! `snapshots/` beside the sources. A new or changed one is written as `.snap.new`,
-//! which `cargo insta review` shows and accepts; `--accept` writes the `.snap` itself.
+//! which `cargo insta review` shows and accepts in a Cargo project; how a changed one
+//! differs is printed, and `--accept` writes the `.snap` itself.
 //!
 //! The format: a YAML header between `---` lines (`source`, `expression`), then the
 //! text. As insta does, texts are compared with trailing whitespace and `\r\n`
@@ -64,11 +65,48 @@ impl Mode {
         }
         write(&pending)?;
         let what = if kept.is_some() { "changed" } else { "new" };
-        Ok(Some(format!(
-            "{expression} is {what}: {} written (review it with `cargo insta review --workspace-root .`, or run again with --accept)",
+        let mut problem = format!(
+            "{expression} is {what}: {} written (review it with `cargo insta review` in a Cargo project, or run again with --accept)",
             pending.display()
-        )))
+        );
+        if let Some(old) = kept.as_deref().and_then(body) {
+            problem.push('\n');
+            problem.push_str(&difference(&normalize(old), &normalize(text)));
+        }
+        Ok(Some(problem))
     }
+}
+
+/// The most lines of a changed snapshot's difference `tvm test` prints.
+const DIFF_LINES: usize = 40;
+
+/// How the kept text and the new one differ: the changed lines (`-` kept, `+` new) with
+/// one line of context around each change, at most [`DIFF_LINES`] of them, so a
+/// change can be judged without another tool.
+fn difference(old: &str, new: &str) -> String {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut lines: Vec<String> = Vec::new();
+    for (i, group) in diff.grouped_ops(1).iter().enumerate() {
+        if i > 0 {
+            lines.push("...".into());
+        }
+        for op in group {
+            for change in diff.iter_changes(op) {
+                let sign = match change.tag() {
+                    similar::ChangeTag::Delete => '-',
+                    similar::ChangeTag::Insert => '+',
+                    similar::ChangeTag::Equal => ' ',
+                };
+                lines.push(format!("{sign} {}", change.value().trim_end_matches('\n')));
+            }
+        }
+    }
+    if lines.len() > DIFF_LINES {
+        let more = lines.len() - DIFF_LINES;
+        lines.truncate(DIFF_LINES);
+        lines.push(format!("... and {more} more lines"));
+    }
+    lines.join("\n")
 }
 
 fn remove_stale(pending: &Path) -> Result<(), String> {
@@ -168,6 +206,20 @@ mod tests {
             "---\nsource: \"a \\\"b\\\".xml\"\nexpression: \"x\"\n---\nline 1\nline 2\n"
         );
         assert_eq!(body(&file), Some("line 1\nline 2\n"));
+    }
+
+    #[test]
+    fn a_changed_snapshot_shows_its_changed_lines_with_a_line_around_them() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh";
+        let new = "a\nB\nc\nd\ne\nf\ng\nH";
+        assert_eq!(
+            difference(old, new),
+            "  a\n- b\n+ B\n  c\n...\n  g\n- h\n+ H"
+        );
+        let long: String = (0..100).map(|i| format!("{i}\n")).collect();
+        let shown = difference("", &long);
+        assert_eq!(shown.lines().count(), DIFF_LINES + 1);
+        assert!(shown.ends_with("... and 60 more lines"), "{shown}");
     }
 
     #[test]
