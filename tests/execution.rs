@@ -375,6 +375,9 @@ fn the_loop_fails_at_max_iterations_or_stops_at_its_termination_condition() {
     assert_eq!(error["details"]["iterations"], 2);
     assert_eq!(error["details"]["lastDirectorResult"]["content"], "draft d");
     assert_eq!(error["details"]["lastEvaluation"]["feedback"], "again");
+    // Its notes say how far it went, as a loop's that succeeded do.
+    assert_eq!(r["notes"]["iterations"], 2);
+    assert_eq!(r["notes"]["evaluation"]["feedback"], "again");
     let mut host = scripted(not_yet);
     let r = run_with(&b, "until", json!({}), Limits::default(), &mut host);
     assert_eq!(host.requests.len(), 6);

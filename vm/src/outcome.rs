@@ -367,7 +367,11 @@ pub fn end_loop(mut result: Value, evaluation: Value, iterations: Value, mode: u
             format!("the loop ran its {n} iterations without the evaluator's success; `<on_max_iterations>accept</on_max_iterations>` keeps the last result instead"),
         )
         .with_details(json!({"iterations": iterations, "lastDirectorResult": result, "lastEvaluation": evaluation}));
-        return TaskResult::failed(error).into();
+        // A failed loop is a loop's result too: its notes say how far it went (§19).
+        let mut failed: Value = TaskResult::failed(error).into();
+        set_note(&mut failed, "iterations", iterations);
+        set_note(&mut failed, "evaluation", evaluation);
+        return failed;
     }
     set_note(&mut result, "iterations", iterations);
     set_note(&mut result, "evaluation", evaluation);
