@@ -178,6 +178,35 @@ fn snapshots_are_written_new_then_accepted_then_compared_and_a_change_is_shown()
 }
 
 #[test]
+fn two_tests_whose_snapshot_files_would_coincide_are_told_apart_not_overwritten() {
+    let dir = TempDir::new("tvm-test-same-file");
+    let twins = LIBRARY.replace(
+        "<test name=\"a wrong expectation fails\"",
+        "<test name=\"A clear title, is approved\"",
+    );
+    dir.write("judge.xml", twins);
+    dir.write("titles/vague.txt", "Do stuff");
+    let (code, stdout, _) = tvm_test(
+        dir.path(),
+        &["--filter", "lear title", "--snapshots", "--accept"],
+    );
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("the result of test `A clear title, is approved` would be kept in ./snapshots/judge__test_a_clear_title_is_approved.snap, as the result of test `a clear title is approved` is: rename one of them"),
+        "{stdout}"
+    );
+    let kept = std::fs::read_to_string(
+        dir.path()
+            .join("snapshots/judge__test_a_clear_title_is_approved.snap"),
+    )
+    .unwrap();
+    assert!(
+        kept.contains("\"clear\""),
+        "the first test's result was overwritten:\n{kept}"
+    );
+}
+
+#[test]
 fn templates_with_errors_stop_the_tests_before_any_runs() {
     let dir = TempDir::new("tvm-test-errors");
     dir.write(

@@ -7,7 +7,9 @@
 //! text. As insta does, texts are compared with trailing whitespace and `\r\n`
 //! normalized, and the header is not compared.
 
-use std::path::Path;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use tv_compiler::ast::Item;
 use tv_compiler::driver::Compilation;
 use tv_vm::bundle::Bundle;
@@ -15,11 +17,18 @@ use tv_vm::bundle::Bundle;
 pub struct Mode {
     on: bool,
     accept: bool,
+    /// The snapshot files compared so far (lowercased, as a file system that ignores
+    /// case sees them) and what each holds: two things never share one.
+    taken: RefCell<HashMap<PathBuf, String>>,
 }
 
 impl Mode {
     pub fn new(on: bool, accept: bool) -> Mode {
-        Mode { on, accept }
+        Mode {
+            on,
+            accept,
+            taken: RefCell::default(),
+        }
     }
 
     pub fn on(&self) -> bool {
@@ -42,6 +51,14 @@ impl Mode {
         }
         let folder = dir.join("snapshots");
         let snap = folder.join(format!("{name}.snap"));
+        let key = PathBuf::from(snap.to_string_lossy().to_lowercase());
+        if let Some(first) = self.taken.borrow().get(&key) {
+            return Ok(Some(format!(
+                "{expression} would be kept in {}, as {first} is: rename one of them",
+                snap.display()
+            )));
+        }
+        self.taken.borrow_mut().insert(key, expression.to_string());
         let pending = folder.join(format!("{name}.snap.new"));
         let kept = std::fs::read_to_string(&snap).ok();
         let same = kept
