@@ -189,6 +189,22 @@ fn a_full_disk_under_text_output_ends_the_run_with_a_message() {
 }
 
 #[test]
+fn a_stderr_that_cannot_be_written_loses_its_messages_not_the_run() {
+    let dir = TempDir::new("run-stderr-full");
+    // A warning at compile time and a failed run's message: both go to stderr.
+    dir.write("greet.xml", WORKFLOW.replace("<library>", "<library>\n  <task name=\"u\"><instructions>x</instructions><manual_xml>true</manual_xml></task>"));
+    let xml = dir.path().join("greet.xml").to_string_lossy().into_owned();
+    let cassette = dir.path().join("empty.jsonl");
+    std::fs::write(&cassette, "").unwrap();
+    let cassette = cassette.to_string_lossy().into_owned();
+    let args = shout(&xml, &["--provider", "replay", "--cassette", &cassette]);
+    let full = std::fs::File::create("/dev/full").expect("/dev/full");
+    let (code, stdout, _) = output(files::tvm(&args).stderr(full));
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("\"status\": \"FAILED\""), "{stdout}");
+}
+
+#[test]
 fn info_lists_entry_points_with_typed_documented_parameters_the_types_and_the_models_named() {
     let dir = TempDir::new("info");
     let bundle = files::compiled(dir.path(), WORKFLOW)
