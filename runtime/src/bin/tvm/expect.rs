@@ -28,28 +28,27 @@ pub fn check(check: &Check, result: &Value) -> Option<String> {
                 missing(result, path)
             )),
         },
-        Check::Equals { path, value } => match at(result, path) {
-            Some(v) if equals(v, value) => None,
-            Some(v) => Some(format!(
-                "expected {path} to equal {value}, got {}",
-                quote(v)
-            )),
-            None => Some(format!(
-                "expected {path} to equal {value}, {}",
-                missing(result, path)
-            )),
-        },
-        Check::Contains { path, value } => match at(result, path) {
-            Some(v) if contains(v, value) => None,
-            Some(v) => Some(format!(
-                "expected {path} to contain {value:?}, got {}",
-                quote(v)
-            )),
-            None => Some(format!(
-                "expected {path} to contain {value:?}, {}",
-                missing(result, path)
-            )),
-        },
+        Check::Equals { path, value } => holds(result, path, &format!("to equal {value}"), |v| {
+            equals(v, value)
+        }),
+        Check::Contains { path, value } => {
+            holds(result, path, &format!("to contain {value:?}"), |v| {
+                contains(v, value)
+            })
+        }
+    }
+}
+
+/// Whether the value at `path` is there and `ok` with it; else what is wrong, `wanted`
+/// saying what was expected of it.
+fn holds(result: &Value, path: &str, wanted: &str, ok: impl Fn(&Value) -> bool) -> Option<String> {
+    match at(result, path) {
+        Some(v) if ok(v) => None,
+        Some(v) => Some(format!("expected {path} {wanted}, got {}", quote(v))),
+        None => Some(format!(
+            "expected {path} {wanted}, {}",
+            missing(result, path)
+        )),
     }
 }
 
