@@ -109,16 +109,9 @@ fn task(t: &Task, evaluator: bool, found: &mut Found) {
     for step in t.steps.iter().flat_map(|s| s.node.iter()) {
         body(step, false, found);
     }
-    if let Some(d) = &t.director {
-        body(d, false, found);
-    }
-    if let Some(e) = &t.evaluator {
-        body(e, true, found);
-    }
-    for b in [&t.inner_task, &t.reduction_task, &t.map_body]
-        .into_iter()
-        .flatten()
-    {
-        body(b, false, found);
+    for (name, slot) in t.slots() {
+        if let Some(b) = slot {
+            body(b, name == "evaluator", found);
+        }
     }
 }

@@ -335,13 +335,7 @@ impl Dumper<'_> {
                 self.body(s, d + 1);
             }
         }
-        for (label, slot) in [
-            ("director", &t.director),
-            ("evaluator", &t.evaluator),
-            ("inner_task", &t.inner_task),
-            ("reduction_task", &t.reduction_task),
-            ("body", &t.map_body),
-        ] {
+        for (label, slot) in t.slots() {
             if let Some(b) = slot {
                 self.line(d, label, b.span());
                 self.body(b, d + 1);

@@ -371,6 +371,30 @@ impl Task {
         self.kind.node == TaskType::Reduce && self.over.is_none()
     }
 
+    /// The slots that hold one body each, by the name a listing gives them (`body` for
+    /// a map's). Walkers over a task's children go through this list, so none of them
+    /// can leave a slot out.
+    pub fn slots(&self) -> [(&'static str, Option<&Body>); 5] {
+        [
+            ("director", self.director.as_ref()),
+            ("evaluator", self.evaluator.as_ref()),
+            ("inner_task", self.inner_task.as_ref()),
+            ("reduction_task", self.reduction_task.as_ref()),
+            ("body", self.map_body.as_ref()),
+        ]
+    }
+
+    /// [`Task::slots`], to change their bodies.
+    pub fn slots_mut(&mut self) -> [Option<&mut Body>; 5] {
+        [
+            self.director.as_mut(),
+            self.evaluator.as_mut(),
+            self.inner_task.as_mut(),
+            self.reduction_task.as_mut(),
+            self.map_body.as_mut(),
+        ]
+    }
+
     pub fn new(span: Span) -> Self {
         Task {
             span,

@@ -276,9 +276,12 @@ impl Lowerer<'_> {
                 (params, None, body, t.task.span, m)
             }
         };
-        let yields = returns
-            .clone()
-            .or_else(|| self.symbols.returns.get(&name).cloned())
+        // The checker's table holds the declared type where there is one.
+        let yields = self
+            .symbols
+            .returns
+            .get(&name)
+            .cloned()
             .unwrap_or(Type::Any);
         ir::Function {
             docs: docs::param_docs(item),

@@ -269,15 +269,10 @@ fn task_types(task: &mut Task, f: &mut dyn FnMut(&mut Spanned<Type>)) {
             body_types(b, f);
         }
     }
-    let steps = task.steps.iter_mut().flat_map(|s| s.node.iter_mut());
-    let slots = [
-        &mut task.director,
-        &mut task.evaluator,
-        &mut task.inner_task,
-        &mut task.reduction_task,
-        &mut task.map_body,
-    ];
-    for b in steps.chain(slots.into_iter().flatten()) {
+    for b in task.steps.iter_mut().flat_map(|s| s.node.iter_mut()) {
+        body_types(b, f);
+    }
+    for b in task.slots_mut().into_iter().flatten() {
         body_types(b, f);
     }
 }
