@@ -234,9 +234,7 @@ impl Progress {
 
     /// Prints a line on stderr without garbling the progress line.
     pub fn say(&self, line: &str) {
-        // A closed or full stderr loses the line, never the run.
-        self.bar
-            .suspend(|| writeln!(std::io::stderr().lock(), "{line}").ok());
+        self.bar.suspend(|| say(line));
     }
 
     pub fn finish(&self) {
@@ -278,6 +276,12 @@ impl Default for Progress {
     fn default() -> Self {
         Progress::new()
     }
+}
+
+/// Prints a line on stderr. A closed or full stderr loses the line, never the run
+/// (`eprintln!` would panic): workers and long runs often have no stderr to speak to.
+pub fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 #[cfg(test)]

@@ -244,10 +244,7 @@ impl RunHost {
         let line = format!("tvm: warning: {text}");
         match &self.progress {
             Some(p) => p.say(&line),
-            None => {
-                use std::io::Write;
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
-            }
+            None => crate::observe::say(&line),
         }
     }
 

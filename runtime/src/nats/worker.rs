@@ -18,6 +18,7 @@ use crate::driver;
 use crate::host::AsyncHost;
 use crate::journal::{Journal, RemoteLog};
 use crate::ledger::Shared;
+use crate::observe::say;
 use async_nats::jetstream::consumer::pull;
 use async_nats::jetstream::consumer::{AckPolicy, PullConsumer};
 use async_nats::jetstream::kv;
@@ -419,11 +420,4 @@ async fn heartbeats(message: Message, lease: Duration) {
             continue;
         }
     }
-}
-
-/// A line on stderr. A worker often runs with its stderr closed or on a full disk:
-/// losing a line must not end it (`eprintln!` would panic).
-fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
