@@ -61,34 +61,31 @@ impl Mode {
         self.taken.borrow_mut().insert(key, expression.to_string());
         let pending = folder.join(format!("{name}.snap.new"));
         let kept = std::fs::read_to_string(&snap).ok();
-        let same = kept
-            .as_deref()
-            .and_then(body)
-            .is_some_and(|b| normalize(b) == normalize(text));
-        let file = format!("{}\n{}\n", header(source, expression), text.trim_end());
-        let write = |path: &Path| {
-            std::fs::create_dir_all(&folder)
-                .and_then(|()| std::fs::write(path, &file))
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))
-        };
-        if same {
+        let old = kept.as_deref().and_then(body).map(normalize);
+        let new = normalize(text);
+        if old.as_ref() == Some(&new) {
             remove_stale(&pending)?;
             return Ok(None);
         }
+        let file = format!("{}\n{new}\n", header(source, expression));
+        std::fs::create_dir_all(&folder)
+            .and_then(|()| std::fs::write(&pending, &file))
+            .map_err(|e| format!("cannot write {}: {e}", pending.display()))?;
         if self.accept {
-            write(&snap)?;
-            remove_stale(&pending)?;
+            // Written beside it, then renamed over it: a run killed while writing never
+            // leaves half a snapshot.
+            std::fs::rename(&pending, &snap)
+                .map_err(|e| format!("cannot write {}: {e}", snap.display()))?;
             return Ok(None);
         }
-        write(&pending)?;
         let what = if kept.is_some() { "changed" } else { "new" };
         let mut problem = format!(
             "{expression} is {what}: {} written (review it with `cargo insta review` in a Cargo project, or run again with --accept)",
             pending.display()
         );
-        if let Some(old) = kept.as_deref().and_then(body) {
+        if let Some(old) = &old {
             problem.push('\n');
-            problem.push_str(&difference(&normalize(old), &normalize(text)));
+            problem.push_str(&difference(old, &new));
         }
         Ok(Some(problem))
     }
