@@ -207,6 +207,26 @@ fn two_tests_whose_snapshot_files_would_coincide_are_told_apart_not_overwritten(
 }
 
 #[test]
+fn a_test_file_behind_a_link_out_of_the_folder_is_not_read() {
+    let dir = folder("tvm-test-link");
+    let outside = TempDir::new("tvm-test-link-target");
+    outside.write("secret.txt", "the secret of another folder");
+    std::fs::remove_file(dir.path().join("titles/vague.txt")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.txt"),
+        dir.path().join("titles/vague.txt"),
+    )
+    .unwrap();
+    let (code, stdout, _) = tvm_test(dir.path(), &["--filter", "read from a file"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("argument `title`: titles/vague.txt: leads out of the test's folder through a link, so it is not read"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("the secret"), "{stdout}");
+}
+
+#[test]
 fn templates_with_errors_stop_the_tests_before_any_runs() {
     let dir = TempDir::new("tvm-test-errors");
     dir.write(

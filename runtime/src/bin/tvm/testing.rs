@@ -133,7 +133,8 @@ async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, Stri
     for arg in &test.args {
         let raw = match &arg.value {
             TestValue::Text(t) => t.clone(),
-            TestValue::File(p) => crate::read_arg_file(&dir.join(&p.node))
+            TestValue::File(p) => inside(dir, &p.node)
+                .and_then(|path| crate::read_arg_file(&path))
                 .map_err(|e| format!("argument `{}`: {}: {e}", arg.name.node, p.node))?,
         };
         let ty = f
@@ -147,7 +148,8 @@ async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, Stri
     let values = tv_vm::args::bind(f, given)?;
     let mut cassettes = Vec::new();
     for c in &test.cassettes {
-        cassettes.push(Cassette::load(&dir.join(&c.node))?);
+        let path = inside(dir, &c.node).map_err(|e| format!("cassette {}: {e}", c.node))?;
+        cassettes.push(Cassette::load(&path)?);
     }
     let rules = test
         .replies
@@ -168,6 +170,21 @@ async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, Stri
         driver::run_journaled(bundle, entry.function, values, limits, &host, None).await;
     result.set_note("usage", usage.notes());
     serde_json::to_value(&result).map_err(|e| format!("the result is not JSON: {e}"))
+}
+
+/// The file `written` names in the test's folder `dir`, links followed: the compiler
+/// refuses `..` and absolute paths, and this refuses a link that leads out of the folder.
+fn inside(dir: &Path, written: &str) -> Result<PathBuf, String> {
+    let folder = dir.canonicalize().map_err(|e| e.to_string())?;
+    let real = folder
+        .join(written)
+        .canonicalize()
+        .map_err(|e| e.to_string())?;
+    if real.starts_with(&folder) {
+        Ok(real)
+    } else {
+        Err("leads out of the test's folder through a link, so it is not read".into())
+    }
 }
 
 /// What of the test's expectations the result does not meet. A test that states no
