@@ -1,14 +1,11 @@
 //! OpenAI's published API description as the judge of the request bodies the OpenAI
-//! adapter sends: `components.schemas.CreateChatCompletionRequest` of `openapi.yaml` in the
-//! `shared/` folder that sits beside the repository (as CI clones it).
+//! adapter sends: `components.schemas.CreateChatCompletionRequest` and the schemas it
+//! refers to, taken from OpenAI's published `openapi.yaml` into `tests/data/`.
 //!
-//! The document is read and its schema compiled once per test binary: it is about 3 MB of
-//! YAML, too slow to parse again in every test.
+//! The document is read and its schema compiled once per test binary.
 
 use jsonschema::{Draft, Registry, Validator};
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{json, Map, Value};
-use std::fmt;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -20,9 +17,10 @@ const BASE: &str = "urn:openai:openapi";
 /// The schema every chat-completion request body must conform to.
 const REQUEST: &str = "#/components/schemas/CreateChatCompletionRequest";
 
-/// Where the spec is: `shared/` beside the repository, which is two levels above this crate.
+/// Where the spec is: the part of it these tests read, carried in the repository
+/// (`runtime/tests/data/README.md` says where it was taken from and how to take it again).
 pub fn spec_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/openai-openapi/openapi.yaml")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/openai-chat-request.json")
 }
 
 /// The compiled request schema. Panics, naming the path, if the spec cannot be read: a
@@ -32,100 +30,17 @@ pub fn validator() -> &'static Validator {
     VALIDATOR.get_or_init(|| compile(read_spec(&spec_path()).unwrap_or_else(|e| panic!("{e}"))))
 }
 
-/// The spec at `path` as JSON, or why it cannot be had.
+/// The spec at `path` as JSON, or why it cannot be had. The `minimum` of `seed` is written
+/// -9223372036854776000, which is how a float prints -2^63 (`i64::MIN`); serde_json reads
+/// an integer beyond 64 bits as that float, which is exactly the bound meant.
 pub fn read_spec(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
-            "OpenAI's API spec cannot be read at {} ({e}); these tests need the `shared/` \
-             folder beside the repository, with openai-openapi/openapi.yaml in it",
+            "OpenAI's API spec cannot be read at {} ({e})",
             path.display()
         )
     })?;
-    yaml_serde::from_str(&text)
-        .map(|Json(spec)| spec)
-        .map_err(|e| format!("{} is not a YAML document ({e})", path.display()))
-}
-
-/// A YAML value as JSON. `serde_json::Value` refuses integers beyond 64 bits, and the spec
-/// has one: the minimum of `seed` is written -9223372036854776000, which is how a float
-/// prints -2^63 (`i64::MIN`), but read as an integer lies below `i64::MIN`. Read as a float
-/// it is exactly the bound meant.
-struct Json(Value);
-
-impl<'de> Deserialize<'de> for Json {
-    fn deserialize<D: Deserializer<'de>>(yaml: D) -> Result<Json, D::Error> {
-        yaml.deserialize_any(JsonVisitor).map(Json)
-    }
-}
-
-struct JsonVisitor;
-
-impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a value JSON can hold")
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, yaml: D) -> Result<Value, D::Error> {
-        yaml.deserialize_any(self)
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_i128<E>(self, v: i128) -> Result<Value, E> {
-        Ok((v as f64).into())
-    }
-
-    fn visit_u128<E>(self, v: u128) -> Result<Value, E> {
-        Ok((v as f64).into())
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(Json(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut members = Map::new();
-        while let Some((key, Json(value))) = map.next_entry::<String, Json>()? {
-            members.insert(key, value);
-        }
-        Ok(Value::Object(members))
-    }
+    serde_json::from_str(&text).map_err(|e| format!("{} is not JSON ({e})", path.display()))
 }
 
 /// The validator for the request schema, with the whole document registered so that every
