@@ -243,15 +243,29 @@ fn a_redirect_is_not_followed_so_neither_key_goes_to_another_host() {
     let server = rt.block_on(redirecting(format!("http://localhost:{port}")));
     let url = server.url();
     for (provider, env) in [
-        ("openai", [("OPENAI_API_KEY", SHELL_KEY), ("OPENAI_BASE_URL", "{url}/v1")]),
-        ("anthropic", [("ANTHROPIC_API_KEY", SHELL_KEY), ("ANTHROPIC_BASE_URL", "{url}")]),
+        (
+            "openai",
+            [
+                ("OPENAI_API_KEY", SHELL_KEY),
+                ("OPENAI_BASE_URL", "{url}/v1"),
+            ],
+        ),
+        (
+            "anthropic",
+            [
+                ("ANTHROPIC_API_KEY", SHELL_KEY),
+                ("ANTHROPIC_BASE_URL", "{url}"),
+            ],
+        ),
     ] {
         let dir = TempDir::new("redirect");
         let (code, result, stderr) = survey(&dir, &url, &env, &["--provider", provider]);
         assert_eq!(code, 1, "{provider}: {stderr}");
         let message = result["notes"]["error"]["message"].as_str().unwrap_or("");
         assert!(
-            message.contains("the server redirects the request to localhost; tvm does not follow redirects"),
+            message.contains(
+                "the server redirects the request to localhost; tvm does not follow redirects"
+            ),
             "{provider}: {message}"
         );
         assert!(!result.to_string().contains(SHELL_KEY), "{provider}");

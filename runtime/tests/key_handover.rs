@@ -87,7 +87,14 @@ fn a_script_of_tvm_run_finds_no_key_in_the_environment_of_tvm_or_any_process_abo
 fn a_script_of_tvm_batch_finds_no_key_either() {
     let dir = TempDir::new("handover-batch");
     dir.write("peek.xml", PEEK).write("rows.jsonl", "{}\n{}\n");
-    let args = ["batch", "peek.xml", "--inputs", "rows.jsonl", "--out", "out.jsonl"];
+    let args = [
+        "batch",
+        "peek.xml",
+        "--inputs",
+        "rows.jsonl",
+        "--out",
+        "out.jsonl",
+    ];
     let out = tvm(&dir, &args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -110,7 +117,10 @@ fn a_script_of_tvm_test_finds_no_key_either() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
-    assert!(stdout.starts_with("PASS  no process above a script holds a key"), "{stdout}");
+    assert!(
+        stdout.starts_with("PASS  no process above a script holds a key"),
+        "{stdout}"
+    );
     assert_no_key("test", &[&stdout, &stderr]);
 }
 

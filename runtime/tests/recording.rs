@@ -10,8 +10,20 @@ use crate::support::http::{Reply, Server};
 fn record(dir: &TempDir, url: &str, diff: &str, mode: &[&str]) -> (i32, String) {
     let bundle = files::golden("code_review");
     let diff = format!("diff={diff}");
-    let mut args = vec!["run", bundle.to_str().expect("path"), "--entry", "summarize_change"];
-    args.extend(["--arg", &diff, "--arg", "audience=ops", "--provider", "openai"]);
+    let mut args = vec![
+        "run",
+        bundle.to_str().expect("path"),
+        "--entry",
+        "summarize_change",
+    ];
+    args.extend([
+        "--arg",
+        &diff,
+        "--arg",
+        "audience=ops",
+        "--provider",
+        "openai",
+    ]);
     args.extend(["--record", "rec.jsonl"]);
     args.extend(mode);
     let out = files::tvm(&args)
@@ -55,7 +67,10 @@ fn an_existing_cassette_is_refused_unless_the_record_mode_says_append_or_overwri
          this run's replies to it, or --record-mode overwrite to replace it\n"
     );
     assert_eq!(server.hits(), 1, "a refused run asks nothing");
-    assert_eq!(std::fs::read(dir.path().join("rec.jsonl")).expect("cassette"), kept);
+    assert_eq!(
+        std::fs::read(dir.path().join("rec.jsonl")).expect("cassette"),
+        kept
+    );
 
     // A run killed while writing its last entry left it without its line end.
     std::fs::write(dir.path().join("rec.jsonl"), &kept[..kept.len() - 1]).expect("cut");
@@ -76,7 +91,12 @@ fn an_existing_cassette_is_refused_unless_the_record_mode_says_append_or_overwri
 fn a_record_mode_without_a_cassette_to_record_is_a_usage_error() {
     let dir = TempDir::new("record-mode");
     let bundle = files::golden("code_review");
-    let args = ["run", bundle.to_str().expect("path"), "--record-mode", "append"];
+    let args = [
+        "run",
+        bundle.to_str().expect("path"),
+        "--record-mode",
+        "append",
+    ];
     let out = files::tvm(&args)
         .current_dir(dir.path())
         .output()

@@ -308,3 +308,63 @@ fn system_parts(req: &LlmRequest) -> [Option<String>; 2] {
 fn estimated_tokens(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(list: &[(&str, &str, Source)]) -> Vars {
+        let mut vars = Vars::default();
+        for (name, value, source) in list {
+            vars.insert(name, value.to_string(), *source);
+        }
+        vars
+    }
+
+    #[test]
+    fn a_key_of_the_shell_may_go_to_its_providers_own_url_named_in_a_dotenv() {
+        let dotenv = Source::DotEnv { line: 1 };
+        for url in ["https://api.openai.com/v1", "https://API.openai.com/v1/"] {
+            let v = vars(&[
+                ("OPENAI_API_KEY", "sk-shell", Source::Environment),
+                ("OPENAI_BASE_URL", url, dotenv),
+            ]);
+            let s = Settings::openai_from(&v).expect("allowed").expect("set");
+            assert_eq!(s.api_key.as_deref(), Some("sk-shell"));
+        }
+        for url in [
+            "https://api.openai.com@evil.example/v1",
+            "https://api.openai.com.evil.example/v1",
+            "http://api.openai.com/v1",
+        ] {
+            let v = vars(&[
+                ("OPENAI_API_KEY", "sk-shell", Source::Environment),
+                ("OPENAI_BASE_URL", url, dotenv),
+            ]);
+            let e = Settings::openai_from(&v).expect_err(url);
+            assert!(
+                e.starts_with(
+                    "OPENAI_API_KEY is set in the environment but OPENAI_BASE_URL in .env:1"
+                ),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn neither_key_nor_base_url_means_no_settings_and_a_base_url_alone_means_no_key() {
+        assert!(Settings::anthropic_from(&Vars::default())
+            .expect("ok")
+            .is_none());
+        let v = vars(&[(
+            "ANTHROPIC_BASE_URL",
+            "http://127.0.0.1:8080",
+            Source::DotEnv { line: 3 },
+        )]);
+        let s = Settings::anthropic_from(&v).expect("ok").expect("set");
+        assert_eq!(
+            (s.base_url.as_str(), s.api_key),
+            ("http://127.0.0.1:8080", None)
+        );
+    }
+}

@@ -22,7 +22,8 @@ impl Source {
     pub fn same_place(self, other: Source) -> bool {
         matches!(
             (self, other),
-            (Source::Environment, Source::Environment) | (Source::DotEnv { .. }, Source::DotEnv { .. })
+            (Source::Environment, Source::Environment)
+                | (Source::DotEnv { .. }, Source::DotEnv { .. })
         )
     }
 }
@@ -135,7 +136,10 @@ mod tests {
         vars.insert("TVM_MODEL", "c".into(), Source::Environment);
         assert_eq!(vars.value("TVM_MODEL"), Some("c"));
         let dotenv = vars.from("TVM_MODEL", Source::DotEnv { line: 0 });
-        assert_eq!(dotenv.map(|v| (v.value.as_str(), v.source.to_string())), Some(("b", ".env:4".into())));
+        assert_eq!(
+            dotenv.map(|v| (v.value.as_str(), v.source.to_string())),
+            Some(("b", ".env:4".into()))
+        );
         vars.insert("OPENAI_API_KEY", "  ".into(), Source::Environment);
         assert!(vars.get("OPENAI_API_KEY").is_none());
     }
@@ -143,8 +147,15 @@ mod tests {
     #[test]
     fn a_value_is_never_in_the_debug_text() {
         let mut vars = Vars::default();
-        vars.insert("OPENAI_API_KEY", "sk-debug-0123".into(), Source::Environment);
+        vars.insert(
+            "OPENAI_API_KEY",
+            "sk-debug-0123".into(),
+            Source::Environment,
+        );
         let shown = format!("{vars:?} {vars:#?}");
-        assert!(!shown.contains("sk-debug") && shown.contains("Environment"), "{shown}");
+        assert!(
+            !shown.contains("sk-debug") && shown.contains("Environment"),
+            "{shown}"
+        );
     }
 }

@@ -46,7 +46,11 @@ pub fn vars() -> &'static Vars {
 /// (which were the environment's), then the `.env` at `path`. Gives the warnings to
 /// print; a missing file is no error.
 pub fn start(path: &Path, keys: Vec<(String, String)>) -> Result<Vec<String>, String> {
-    let names: Vec<&str> = vars::PROVIDER_VARS.iter().chain(SETTINGS).copied().collect();
+    let names: Vec<&str> = vars::PROVIDER_VARS
+        .iter()
+        .chain(SETTINGS)
+        .copied()
+        .collect();
     let mut found = Vars::from_env(&names);
     for (name, value) in keys {
         found.insert(&name, value, Source::Environment);
@@ -93,7 +97,7 @@ fn unread_environment() -> Vec<String> {
         .into_iter()
         .map(|name| {
             format!(
-                "`{name}` in the environment is not a setting of tvm, so it is not read (the settings: {}; other bounds are flags, see --help)",
+                "`{name}` in the environment is not a setting of tvm, so it is not read (the settings: {}; the others are flags)",
                 SETTINGS.join(", ")
             )
         })
@@ -217,24 +221,51 @@ mod tests {
         assert_eq!(parse("X=\"open").unwrap_err(), "1: a quote is not closed");
     }
 
+    /// Every `"TVM_...` name in the sources of `tvm` and of what it sets up providers
+    /// and scripts with is a setting, a name given to scripts, or the descriptor of the
+    /// keys handed over at start (a name `tvm` sets for itself).
     #[test]
-    fn every_setting_tvm_reads_from_its_environment_is_listed() {
+    fn every_tvm_name_the_sources_read_is_a_setting_or_given_to_scripts() {
         let sources = [
             include_str!("main.rs"),
             include_str!("options.rs"),
+            include_str!("batch.rs"),
+            include_str!("nats.rs"),
+            include_str!("keys.rs"),
+            include_str!("testing.rs"),
             include_str!("../../providers/mod.rs"),
+            include_str!("../../providers/vars.rs"),
+            include_str!("../../host/run.rs"),
+            include_str!("../../script.rs"),
         ];
+        let mut seen = Vec::new();
         for source in sources {
-            for (at, _) in source.match_indices("(\"TVM_") {
-                let name: String = source[at + 2..]
+            for (at, _) in source.match_indices("\"TVM_") {
+                let name: String = source[at + 1..]
                     .chars()
                     .take_while(|c| c.is_ascii_uppercase() || *c == '_')
                     .collect();
-                assert!(
-                    SETTINGS.contains(&name.as_str()),
-                    "{name} is not in SETTINGS"
-                );
+                let known = SETTINGS.contains(&name.as_str())
+                    || GIVEN_TO_SCRIPTS.contains(&name.as_str())
+                    || name == "TVM_KEYS_FD";
+                assert!(known, "{name} is not in SETTINGS");
+                seen.push(name);
             }
+        }
+        for name in ["TVM_PROVIDER", "TVM_MODEL", "TVM_MAX_COST", "TVM_KEYS_FD"] {
+            assert!(seen.iter().any(|s| s == name), "{name} was not found");
+        }
+    }
+
+    /// The README's table of settings has a row for every variable `tvm` reads.
+    #[test]
+    fn every_variable_tvm_reads_has_a_row_in_the_readme_table() {
+        let readme = include_str!("../../../../README.md");
+        for name in vars::PROVIDER_VARS.iter().chain(SETTINGS) {
+            assert!(
+                readme.contains(&format!("\n| `{name}` |")),
+                "README.md has no row `| `{name}` |` in its table of settings"
+            );
         }
     }
 

@@ -1,12 +1,12 @@
 //! The options `tvm run` and `tvm resume` share: who answers host calls, what is
 //! written down about them, the bounds they run within, and the host they make.
 
+use crate::{dotenv, output};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tv_runtime::cache::ReplyCache;
-use crate::{dotenv, output};
 use tv_runtime::cassette::{Cassette, RecordMode, Recorder};
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::journal::{self, Header};
@@ -174,9 +174,8 @@ impl HostArgs {
         }
         match dotenv::vars().get("TVM_JSON_MODE") {
             // The value is not quoted: a `.env`'s values are never printed.
-            Some(m) => JsonMode::parse(m.value.trim()).ok_or_else(|| {
-                format!("TVM_JSON_MODE (in {}) must be native or prompt", m.source)
-            }),
+            Some(m) => JsonMode::parse(m.value.trim())
+                .ok_or_else(|| format!("TVM_JSON_MODE (in {}) must be native or prompt", m.source)),
             None => Ok(JsonMode::Native),
         }
     }
@@ -310,9 +309,8 @@ impl<T: PartialOrd + Copy> Bound<T> {
             return Ok(given);
         };
         // The value is not quoted: a `.env`'s values are never printed.
-        let lower = parse(&var.value).map_err(|_| {
-            format!("{name} in {} is not a value {flag_name} takes", var.source)
-        })?;
+        let lower = parse(&var.value)
+            .map_err(|_| format!("{name} in {} is not a value {flag_name} takes", var.source))?;
         let from = if flag.is_some() { flag_name } else { name };
         match given.or(self.default) {
             Some(in_force) if lower > in_force => {
