@@ -311,21 +311,24 @@ impl<T: PartialOrd + Copy> Bound<T> {
         // The value is not quoted: a `.env`'s values are never printed.
         let lower = parse(&var.value)
             .map_err(|_| format!("{name} in {} is not a value {flag_name} takes", var.source))?;
-        let from = if flag.is_some() { flag_name } else { name };
+        let from = match (flag, env) {
+            (Some(_), _) => flag_name,
+            (None, Some(_)) => "the environment",
+            (None, None) => "the default",
+        };
         match given.or(self.default) {
             Some(in_force) if lower > in_force => {
                 output::say(&format!(
-                    "tvm: warning: {}: {name} is above the value in force (from {}), and a .env may \
-                     only lower it; it is not taken\n",
-                    var.source,
-                    if given.is_some() { from } else { "the default" }
+                    "tvm: warning: {}: {name} is above the value in force (from {from}), and a \
+                     .env may only lower it; it is not taken\n",
+                    var.source
                 ));
                 Ok(given)
             }
             _ => {
                 if given.is_some_and(|g| lower < g) {
                     output::say(&format!(
-                        "tvm: warning: {}: {name} lowers the {from} given; the lower applies\n",
+                        "tvm: warning: {}: {name} lowers the value of {from}; the lower applies\n",
                         var.source
                     ));
                 }
