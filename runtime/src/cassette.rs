@@ -84,10 +84,36 @@ pub struct Recorder {
     file: Mutex<std::fs::File>,
 }
 
+/// What recording does with a cassette file that exists already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordMode {
+    /// Refuse it: a cassette is a record of replies paid for, not to be lost to a typo.
+    New,
+    /// Keep its entries and add this run's after them.
+    Append,
+    /// Replace it.
+    Overwrite,
+}
+
 impl Recorder {
-    pub fn create(path: &Path) -> Result<Recorder, String> {
-        let file = std::fs::File::create(path)
-            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    pub fn create(path: &Path, mode: RecordMode) -> Result<Recorder, String> {
+        let mut options = std::fs::OpenOptions::new();
+        match mode {
+            RecordMode::New => options.write(true).create_new(true),
+            RecordMode::Append => options.read(true).append(true).create(true),
+            RecordMode::Overwrite => options.write(true).create(true).truncate(true),
+        };
+        let file = options.open(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => format!(
+                "--record {}: the file exists; pass --record-mode append to add this run's \
+                 replies to it, or --record-mode overwrite to replace it",
+                path.display()
+            ),
+            _ => format!("cannot create {}: {e}", path.display()),
+        })?;
+        if mode == RecordMode::Append {
+            end_line(&file).map_err(|e| format!("cannot append to {}: {e}", path.display()))?;
+        }
         Ok(Recorder {
             file: Mutex::new(file),
         })
@@ -118,10 +144,27 @@ impl Recorder {
             .file
             .lock()
             .map_err(|_| "the cassette writer failed earlier".to_string())?;
-        writeln!(f, "{line}")
+        // One write: a run killed in between leaves no entry without its line end.
+        f.write_all(format!("{line}\n").as_bytes())
             .and_then(|()| f.flush())
             .map_err(|e| format!("cannot write the cassette: {e}"))
     }
+}
+
+/// Ends the last line of a cassette opened for appending when a run killed while
+/// writing it left it without its line end, so that the next entry starts a line.
+fn end_line(mut file: &std::fs::File) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    if file.metadata()?.len() == 0 {
+        return Ok(());
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8];
+    file.read_exact(&mut last)?;
+    if last[0] != b'\n' {
+        file.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 /// Replies by request key; the same request asked twice gets its replies in order.
@@ -288,7 +331,7 @@ mod tests {
     #[test]
     fn a_miss_says_where_the_request_differs_from_the_nearest_recorded_one() {
         let path = std::env::temp_dir().join(format!("cassette-miss-{}.jsonl", std::process::id()));
-        let recorder = Recorder::create(&path).unwrap();
+        let recorder = Recorder::create(&path, RecordMode::Overwrite).unwrap();
         let reply = LlmReply {
             content: "ok".into(),
             ..LlmReply::default()

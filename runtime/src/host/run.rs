@@ -8,7 +8,8 @@ use crate::host::AsyncHost;
 use crate::ledger::{Ledger, BUDGET_MAX_TOKENS};
 use crate::observe::{Progress, Trace};
 use crate::offline::Offline;
-use crate::providers::{Anthropic, OpenAi, Settings};
+use crate::providers::vars::{ANTHROPIC_BASE_URL, OPENAI_BASE_URL};
+use crate::providers::{anthropic, openai, Anthropic, OpenAi, Settings, Vars};
 use crate::script::ScriptRunner;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -78,33 +79,29 @@ pub const NO_PROVIDER: &str = "no provider is configured: pass --provider openai
 or OPENAI_BASE_URL pointing at a local server), or --provider echo for a dry run; TVM_PROVIDER sets the default";
 
 impl RunHost {
-    /// Builds the adapters the run may need; `tune` adjusts their settings (model,
-    /// concurrency) after they were read from the environment. A provider without a key
-    /// is not an error yet: a run that makes no LLM call needs none.
+    /// Builds the adapters the run may need from `vars` (see [`Vars`]); `tune` adjusts
+    /// their settings (model, concurrency) after they were read. A provider without a key
+    /// is not an error yet: a run that makes no LLM call needs none. A key that would go
+    /// to a server named elsewhere than the key is an error now, before any call.
     pub fn new(
         default: Option<Choice>,
+        vars: &Vars,
         tune: impl Fn(&mut Settings),
         scripts: ScriptRunner,
         ledger: Option<Arc<Ledger>>,
     ) -> Result<RunHost, String> {
-        let openai = usable(
-            Settings::openai_from_env(),
-            "OPENAI_API_KEY",
-            "OPENAI_BASE_URL",
-            &tune,
-        )
-        .map(OpenAi::new)
-        .transpose()?
-        .map(|a| a.with_ledger(ledger.clone()));
-        let anthropic = usable(
-            Settings::anthropic_from_env(),
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_BASE_URL",
-            &tune,
-        )
-        .map(Anthropic::new)
-        .transpose()?
-        .map(|a| a.with_ledger(ledger.clone()));
+        let tuned = |mut s: Settings| {
+            tune(&mut s);
+            s
+        };
+        let openai = Settings::openai_from(vars)?
+            .map(|s| OpenAi::new(tuned(s)))
+            .transpose()?
+            .map(|a| a.with_ledger(ledger.clone()));
+        let anthropic = Settings::anthropic_from(vars)?
+            .map(|s| Anthropic::new(tuned(s)))
+            .transpose()?
+            .map(|a| a.with_ledger(ledger.clone()));
         let mut host = RunHost::with_adapters(Choice::Echo, openai, anthropic, scripts);
         host.default = default;
         host.ledger = ledger;
@@ -137,11 +134,12 @@ impl RunHost {
     }
 
     /// The provider when none is named: `TVM_PROVIDER` is read by the caller; else a
-    /// provider whose key is present.
-    pub fn default_from_keys() -> Option<Choice> {
-        if env_set("OPENAI_API_KEY") || env_set("OPENAI_BASE_URL") {
+    /// provider whose key (or base URL) is set.
+    pub fn default_from_keys(vars: &Vars) -> Option<Choice> {
+        let set = |k: &str| vars.get(k).is_some();
+        if set(openai::KEY_VAR) || set(OPENAI_BASE_URL) {
             Some(Choice::Remote(Provider::OpenAi))
-        } else if env_set("ANTHROPIC_API_KEY") || env_set("ANTHROPIC_BASE_URL") {
+        } else if set(anthropic::KEY_VAR) || set(ANTHROPIC_BASE_URL) {
             Some(Choice::Remote(Provider::Anthropic))
         } else {
             None
@@ -328,25 +326,6 @@ pub fn relevant_subset(context: &str, prompt: &str) -> String {
         .filter(|line| !words(line).is_disjoint(&wanted))
         .map(|l| format!("{l}\n"))
         .collect()
-}
-
-/// Whether an environment variable is set to something.
-fn env_set(k: &str) -> bool {
-    std::env::var(k).is_ok_and(|v| !v.is_empty())
-}
-
-/// Settings are usable when a key is present or a base URL was chosen (a local server).
-fn usable(
-    mut s: Settings,
-    key: &str,
-    url: &str,
-    tune: &impl Fn(&mut Settings),
-) -> Option<Settings> {
-    if !env_set(key) && !env_set(url) {
-        return None;
-    }
-    tune(&mut s);
-    Some(s)
 }
 
 impl AsyncHost for RunHost {

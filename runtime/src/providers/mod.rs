@@ -13,10 +13,12 @@ mod rate;
 mod retry;
 pub mod structured;
 mod transport;
+pub mod vars;
 
 pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 pub use structured::JsonMode;
+pub use vars::{Source, Var, Vars};
 
 pub use body::DEFAULT_MAX_REPLY_BYTES;
 use serde_json::{json, Value};
@@ -98,45 +100,23 @@ impl Settings {
     /// [`Settings::openai_from_env`] reading variables through `var` (tests avoid
     /// mutating the process environment, which other threads may be reading).
     pub fn openai_from_vars(var: impl Fn(&str) -> Option<String>) -> Settings {
-        Settings::from_vars(
-            &var,
-            "OPENAI_BASE_URL",
-            "https://api.openai.com/v1",
-            openai::KEY_VAR,
-            "gpt-4o-mini",
-        )
+        OPENAI.settings(&Vars::read(var, vars::PROVIDER_VARS, Source::Environment))
     }
 
     /// [`Settings::anthropic_from_env`] reading variables through `var`.
     pub fn anthropic_from_vars(var: impl Fn(&str) -> Option<String>) -> Settings {
-        Settings::from_vars(
-            &var,
-            "ANTHROPIC_BASE_URL",
-            "https://api.anthropic.com",
-            anthropic::KEY_VAR,
-            "claude-sonnet-4-5",
-        )
+        ANTHROPIC.settings(&Vars::read(var, vars::PROVIDER_VARS, Source::Environment))
     }
 
-    fn from_vars(
-        var: &dyn Fn(&str) -> Option<String>,
-        url_var: &str,
-        url: &str,
-        key_var: &str,
-        model: &str,
-    ) -> Settings {
-        // An exported but empty variable (`OPENAI_API_KEY=`) counts as unset.
-        let get = |k: &str| {
-            var(k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
-        let mut s = Settings::new(
-            get(url_var).unwrap_or_else(|| url.to_string()),
-            get("TVM_MODEL").unwrap_or_else(|| model.to_string()),
-        );
-        s.api_key = get(key_var);
-        s
+    /// OpenAI's settings from `vars`, or `None` when neither its key nor a base URL is
+    /// set; an error when the key would go to a server named elsewhere than the key.
+    pub fn openai_from(vars: &Vars) -> Result<Option<Settings>, String> {
+        OPENAI.checked(vars)
+    }
+
+    /// Anthropic's settings from `vars`, as [`Settings::openai_from`].
+    pub fn anthropic_from(vars: &Vars) -> Result<Option<Settings>, String> {
+        ANTHROPIC.checked(vars)
     }
 
     /// The model a request asks for, without a `provider:` prefix, else the default.
@@ -165,6 +145,71 @@ impl fmt::Debug for Settings {
             .field("json_mode", &self.json_mode)
             .finish()
     }
+}
+
+/// Where one provider's settings come from, and where its key may go without a base URL.
+struct Endpoint {
+    url_var: &'static str,
+    default_url: &'static str,
+    key_var: &'static str,
+    default_model: &'static str,
+}
+
+const OPENAI: Endpoint = Endpoint {
+    url_var: vars::OPENAI_BASE_URL,
+    default_url: "https://api.openai.com/v1",
+    key_var: openai::KEY_VAR,
+    default_model: "gpt-4o-mini",
+};
+
+const ANTHROPIC: Endpoint = Endpoint {
+    url_var: vars::ANTHROPIC_BASE_URL,
+    default_url: "https://api.anthropic.com",
+    key_var: anthropic::KEY_VAR,
+    default_model: "claude-sonnet-4-5",
+};
+
+impl Endpoint {
+    fn settings(&self, vars: &Vars) -> Settings {
+        let mut s = Settings::new(
+            vars.value(self.url_var).unwrap_or(self.default_url),
+            vars.value("TVM_MODEL").unwrap_or(self.default_model),
+        );
+        s.api_key = vars.value(self.key_var).map(str::to_string);
+        s
+    }
+
+    /// The settings when a key or a base URL is set, once the key is known to go where
+    /// it may: to a base URL set in the same place as the key, or to the provider's own
+    /// server. A base URL without a key (a local server) may come from anywhere.
+    fn checked(&self, vars: &Vars) -> Result<Option<Settings>, String> {
+        let (key, url) = (vars.get(self.key_var), vars.get(self.url_var));
+        if let (Some(key), Some(url)) = (key, url) {
+            if !key.source.same_place(url.source) && !same_url(&url.value, self.default_url) {
+                return Err(format!(
+                    "{} is set in {} but {} in {}: tvm sends a key only to a server named in \
+                     the same place as the key (both in the environment, or both in the .env) \
+                     or to the provider's own ({}); set {} where {} is, or remove it from {}",
+                    self.key_var,
+                    key.source,
+                    self.url_var,
+                    url.source,
+                    self.default_url,
+                    self.url_var,
+                    self.key_var,
+                    url.source
+                ));
+            }
+        }
+        Ok((key.is_some() || url.is_some()).then(|| self.settings(vars)))
+    }
+}
+
+/// Whether `given` is the URL `default`, once parsed: `https://API.openai.com/v1/` is,
+/// `https://api.openai.com@elsewhere/v1` is not.
+fn same_url(given: &str, default: &str) -> bool {
+    let parse = |u: &str| reqwest::Url::parse(u.trim().trim_end_matches('/')).ok();
+    parse(given).is_some_and(|g| Some(g) == parse(default))
 }
 
 /// The JSON schema of the seeds' SubtaskRequest, as the spawning tool's parameters.
@@ -262,4 +307,64 @@ fn system_parts(req: &LlmRequest) -> [Option<String>; 2] {
 /// (DESIGN §15): close enough for deciding what to ask a provider to cache.
 fn estimated_tokens(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(list: &[(&str, &str, Source)]) -> Vars {
+        let mut vars = Vars::default();
+        for (name, value, source) in list {
+            vars.insert(name, value.to_string(), *source);
+        }
+        vars
+    }
+
+    #[test]
+    fn a_key_of_the_shell_may_go_to_its_providers_own_url_named_in_a_dotenv() {
+        let dotenv = Source::DotEnv { line: 1 };
+        for url in ["https://api.openai.com/v1", "https://API.openai.com/v1/"] {
+            let v = vars(&[
+                ("OPENAI_API_KEY", "sk-shell", Source::Environment),
+                ("OPENAI_BASE_URL", url, dotenv),
+            ]);
+            let s = Settings::openai_from(&v).expect("allowed").expect("set");
+            assert_eq!(s.api_key.as_deref(), Some("sk-shell"));
+        }
+        for url in [
+            "https://api.openai.com@evil.example/v1",
+            "https://api.openai.com.evil.example/v1",
+            "http://api.openai.com/v1",
+        ] {
+            let v = vars(&[
+                ("OPENAI_API_KEY", "sk-shell", Source::Environment),
+                ("OPENAI_BASE_URL", url, dotenv),
+            ]);
+            let e = Settings::openai_from(&v).expect_err(url);
+            assert!(
+                e.starts_with(
+                    "OPENAI_API_KEY is set in the environment but OPENAI_BASE_URL in .env:1"
+                ),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn neither_key_nor_base_url_means_no_settings_and_a_base_url_alone_means_no_key() {
+        assert!(Settings::anthropic_from(&Vars::default())
+            .expect("ok")
+            .is_none());
+        let v = vars(&[(
+            "ANTHROPIC_BASE_URL",
+            "http://127.0.0.1:8080",
+            Source::DotEnv { line: 3 },
+        )]);
+        let s = Settings::anthropic_from(&v).expect("ok").expect("set");
+        assert_eq!(
+            (s.base_url.as_str(), s.api_key),
+            ("http://127.0.0.1:8080", None)
+        );
+    }
 }

@@ -48,12 +48,17 @@ impl Transport {
     ) -> Result<Transport, String> {
         // The field is public, so `Settings::new`'s trimming may have been bypassed.
         settings.base_url = settings.base_url.trim_end_matches('/').to_string();
-        let url = reqwest::Url::parse(&settings.base_url).map_err(|e| {
-            format!(
-                "{provider}: the base URL `{}` is not a URL: {e}",
-                settings.base_url
-            )
-        })?;
+        // The URL is not quoted: what is not a URL may hold a key pasted in by mistake.
+        let url = reqwest::Url::parse(&settings.base_url)
+            .map_err(|e| format!("{provider}: the base URL is not a URL: {e}"))?;
+        // A URL is shown in messages and traces, and reqwest would send its user name and
+        // password as Basic authentication: a credential goes in the key's variable only.
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(format!(
+                "{provider}: the base URL holds a user name or password (`user:secret@host`); \
+                 tvm sends credentials only in a header, from {key_var}: remove them from the URL"
+            ));
+        }
         let mut map = HeaderMap::new();
         for (name, value, sensitive) in headers {
             // The value is not quoted: it may be the key.
@@ -66,7 +71,10 @@ impl Transport {
         // reqwest finds no crypto provider on its own with `rustls-no-provider`; an error
         // here only means one is installed already, which reqwest then uses.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder();
+        // A redirect is not followed: reqwest would send the key on to the new address
+        // (it drops `authorization` across hosts, but not Anthropic's `x-api-key`), and a
+        // provider's API has no reason to move a POST. The 3xx fails the call instead.
+        let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
         // A local server (llama.cpp, vLLM, a test) must not be sent through a proxy
         // configured for the internet.
         let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
@@ -213,6 +221,7 @@ impl Transport {
             .map_err(|e| self.transport_failure(e))?;
         let status = response.status();
         let wait = retry::retry_after(response.headers());
+        let response_location = response.headers().get(reqwest::header::LOCATION).cloned();
         // An error reply is only excerpted, so little of it is read.
         let cap = if status.is_success() {
             self.settings.max_reply_bytes
@@ -260,6 +269,11 @@ impl Transport {
             });
         }
         let message = match code {
+            300..=399 => format!(
+                "the server redirects the request{}; tvm does not follow redirects, so that \
+                 the key goes nowhere else: set the base URL to the address meant ({what})",
+                redirect_target(&response_location)
+            ),
             401 if self.settings.api_key.is_none() => {
                 format!("the server wants an API key; set {} ({what})", self.key_var)
             }
@@ -342,6 +356,17 @@ impl fmt::Debug for Transport {
 fn out_of_quota(body: &[u8]) -> bool {
     let text = String::from_utf8_lossy(body);
     text.contains("insufficient_quota")
+}
+
+/// ` to HOST` for a redirect's `Location` that names a host (its path and query, which
+/// may carry tokens, left out), else nothing.
+fn redirect_target(location: &Option<reqwest::header::HeaderValue>) -> String {
+    location
+        .as_ref()
+        .and_then(|l| l.to_str().ok())
+        .and_then(|l| reqwest::Url::parse(l).ok())
+        .and_then(|u| u.host_str().map(|h| format!(" to {h}")))
+        .unwrap_or_default()
 }
 
 /// The model a request body names, for messages.

@@ -66,6 +66,8 @@ pub fn tvm(args: &[&str]) -> std::process::Command {
         "TVM_MODEL",
         "TVM_JSON_MODE",
         "TVM_CACHE",
+        "TVM_MAX_COST",
+        "TVM_CONCURRENCY",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
         "ANTHROPIC_API_KEY",

@@ -63,6 +63,7 @@ pub(super) fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> 
 }
 
 pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
+    args.host.settle_bounds()?;
     if args.nats.nats.is_some() {
         return super::nats::batch(args);
     }

@@ -1,32 +1,68 @@
 //! `.env` in the working directory: API keys and `TVM_*` settings, for users who keep
-//! them beside their templates rather than in their shell (DESIGN §17).
+//! them beside their templates rather than in their shell (DESIGN §17), and the
+//! variables of the run, each with where it was found ([`Vars`]).
 //!
 //! Only the names `tvm` reads are taken (provider keys and base URLs, and the `TVM_*`
-//! settings), so that a `.env` shared with other tools does not change what the scripts
-//! a run starts see; another `TVM_*` name is most likely a misspelt setting, and is
-//! named in a warning. A variable already in the environment wins. Values are never
-//! printed: an error names the line, not what is on it. Values are taken as written:
-//! no `$VAR` is expanded, so a key holding a `$` stays whole.
+//! settings), and none is put in the environment, so that a `.env` shared with other
+//! tools changes nothing the scripts a run starts see; another `TVM_*` name is most
+//! likely a misspelt setting, and is named in a warning. A variable set in the
+//! environment wins. A `.env` may come with a checkout, so it is trusted less than the
+//! shell: a key of the shell is never sent to a server it names (see
+//! `providers::vars`), and the settings that bound a run (`TVM_MAX_COST`,
+//! `TVM_CONCURRENCY`) it may lower, never raise (`HostArgs::settle_bounds`). Values
+//! are never printed: an error names the line, not what is on it. Values are taken as
+//! written: no `$VAR` is expanded, so a key holding a `$` stays whole.
 
 use std::path::Path;
+use std::sync::OnceLock;
+use tv_runtime::providers::vars::{self, Source, Vars};
 
 /// The most a `.env` may hold: a file of keys and settings is small.
 const MAX_BYTES: u64 = 1 << 20;
 
-/// Provider variables taken besides `TVM_*`.
-const PROVIDER_VARS: &[&str] = &[
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
+/// The `TVM_*` settings `tvm` reads from its environment (and a `.env`), each in the
+/// README's table of settings.
+pub const SETTINGS: &[&str] = &[
+    "TVM_CACHE",
+    "TVM_CONCURRENCY",
+    "TVM_JSON_MODE",
+    "TVM_MAX_COST",
+    "TVM_MODEL",
+    "TVM_PROVIDER",
 ];
 
-/// The `TVM_*` settings `tvm` reads from its environment.
-pub const SETTINGS: &[&str] = &["TVM_CACHE", "TVM_JSON_MODE", "TVM_MODEL", "TVM_PROVIDER"];
+/// `TVM_*` names `tvm` gives the scripts it runs (inputs, the marker of a script's
+/// processes): a `tvm` started by a script finds them, and they are not settings.
+const GIVEN_TO_SCRIPTS: &[&str] = &["TVM_INPUT_", "TVM_SCRIPT_RUN"];
 
-/// Sets the variables of `path` that are not set yet, and gives the warnings to print;
-/// a missing file is no error.
-pub fn load(path: &Path) -> Result<Vec<String>, String> {
+static VARS: OnceLock<Vars> = OnceLock::new();
+
+/// The run's variables, as [`start`] found them (none before).
+pub fn vars() -> &'static Vars {
+    VARS.get_or_init(Vars::default)
+}
+
+/// Reads the variables of the run: the environment's, the keys handed over at start
+/// (which were the environment's), then the `.env` at `path`. Gives the warnings to
+/// print; a missing file is no error.
+pub fn start(path: &Path, keys: Vec<(String, String)>) -> Result<Vec<String>, String> {
+    let names: Vec<&str> = vars::PROVIDER_VARS
+        .iter()
+        .chain(SETTINGS)
+        .copied()
+        .collect();
+    let mut found = Vars::from_env(&names);
+    for (name, value) in keys {
+        found.insert(&name, value, Source::Environment);
+    }
+    let mut warnings = load(path, &mut found)?;
+    warnings.extend(unread_environment());
+    let _ = VARS.set(found);
+    Ok(warnings)
+}
+
+/// Adds the variables of `path` to `found`, and gives the warnings to print.
+pub fn load(path: &Path, found: &mut Vars) -> Result<Vec<String>, String> {
     let text = match read(path) {
         Ok(Some(text)) => text,
         Ok(None) => return Ok(Vec::new()),
@@ -34,22 +70,38 @@ pub fn load(path: &Path) -> Result<Vec<String>, String> {
     };
     let mut warnings = Vec::new();
     for (line, name, value) in parse(&text).map_err(|e| format!("{}:{e}", path.display()))? {
-        if !taken(&name) {
-            if name.starts_with("TVM_") {
-                warnings.push(format!(
-                    "{}:{line}: `{name}` is not a setting of tvm, so it is not taken (the settings: {})",
-                    path.display(),
-                    SETTINGS.join(", ")
-                ));
-            }
-            continue;
-        }
-        if std::env::var_os(&name).is_none() {
-            // Still one thread: nothing reads the environment while it changes.
-            std::env::set_var(name, value);
+        if taken(&name) {
+            found.insert(&name, value, Source::DotEnv { line });
+        } else if name.starts_with("TVM_") {
+            warnings.push(format!(
+                "{}:{line}: `{name}` is not a setting of tvm, so it is not taken (the settings: {})",
+                path.display(),
+                SETTINGS.join(", ")
+            ));
         }
     }
     Ok(warnings)
+}
+
+/// Warnings for `TVM_*` names in the environment that no setting has: a misspelt or
+/// imagined setting (`TVM_MAX_MEMORY`; bounds without a variable are flags) would
+/// otherwise be ignored without a word.
+fn unread_environment() -> Vec<String> {
+    let mut names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("TVM_") && !SETTINGS.contains(&k.as_str()))
+        .filter(|k| !GIVEN_TO_SCRIPTS.iter().any(|g| k.starts_with(g)))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            format!(
+                "`{name}` in the environment is not a setting of tvm, so it is not read (the settings: {}; the others are flags)",
+                SETTINGS.join(", ")
+            )
+        })
+        .collect()
 }
 
 fn read(path: &Path) -> Result<Option<String>, String> {
@@ -59,8 +111,18 @@ fn read(path: &Path) -> Result<Option<String>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
         return Err("not a regular file, so it is not read".into());
+    }
+    // What any user may write may hold anyone's settings, as ssh reasons for its files.
+    let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+    if mode & 0o002 != 0 {
+        return Err(format!(
+            "every user may write it (mode {:o}), so it is not read; make it yours alone \
+             (chmod o-w)",
+            mode & 0o7777
+        ));
     }
     let mut text = String::new();
     file.take(MAX_BYTES + 1)
@@ -76,7 +138,7 @@ fn read(path: &Path) -> Result<Option<String>, String> {
 
 /// Whether `tvm` takes this variable from a `.env`.
 fn taken(name: &str) -> bool {
-    PROVIDER_VARS.contains(&name) || SETTINGS.contains(&name)
+    vars::PROVIDER_VARS.contains(&name) || SETTINGS.contains(&name)
 }
 
 /// `NAME=VALUE` lines, each with its line number: `export ` before the name, blank
@@ -159,24 +221,51 @@ mod tests {
         assert_eq!(parse("X=\"open").unwrap_err(), "1: a quote is not closed");
     }
 
+    /// Every `"TVM_...` name in the sources of `tvm` and of what it sets up providers
+    /// and scripts with is a setting, a name given to scripts, or the descriptor of the
+    /// keys handed over at start (a name `tvm` sets for itself).
     #[test]
-    fn every_setting_tvm_reads_from_its_environment_is_listed() {
+    fn every_tvm_name_the_sources_read_is_a_setting_or_given_to_scripts() {
         let sources = [
             include_str!("main.rs"),
             include_str!("options.rs"),
+            include_str!("batch.rs"),
+            include_str!("nats.rs"),
+            include_str!("keys.rs"),
+            include_str!("testing.rs"),
             include_str!("../../providers/mod.rs"),
+            include_str!("../../providers/vars.rs"),
+            include_str!("../../host/run.rs"),
+            include_str!("../../script.rs"),
         ];
+        let mut seen = Vec::new();
         for source in sources {
-            for (at, _) in source.match_indices("(\"TVM_") {
-                let name: String = source[at + 2..]
+            for (at, _) in source.match_indices("\"TVM_") {
+                let name: String = source[at + 1..]
                     .chars()
                     .take_while(|c| c.is_ascii_uppercase() || *c == '_')
                     .collect();
-                assert!(
-                    SETTINGS.contains(&name.as_str()),
-                    "{name} is not in SETTINGS"
-                );
+                let known = SETTINGS.contains(&name.as_str())
+                    || GIVEN_TO_SCRIPTS.contains(&name.as_str())
+                    || name == "TVM_KEYS_FD";
+                assert!(known, "{name} is not in SETTINGS");
+                seen.push(name);
             }
+        }
+        for name in ["TVM_PROVIDER", "TVM_MODEL", "TVM_MAX_COST", "TVM_KEYS_FD"] {
+            assert!(seen.iter().any(|s| s == name), "{name} was not found");
+        }
+    }
+
+    /// The README's table of settings has a row for every variable `tvm` reads.
+    #[test]
+    fn every_variable_tvm_reads_has_a_row_in_the_readme_table() {
+        let readme = include_str!("../../../../README.md");
+        for name in vars::PROVIDER_VARS.iter().chain(SETTINGS) {
+            assert!(
+                readme.contains(&format!("\n| `{name}` |")),
+                "README.md has no row `| `{name}` |` in its table of settings"
+            );
         }
     }
 

@@ -13,6 +13,7 @@ mod batch;
 mod dotenv;
 mod expect;
 mod info;
+mod keys;
 mod nats;
 mod options;
 mod output;
@@ -113,9 +114,16 @@ struct ResumeArgs {
 }
 
 fn main() -> ExitCode {
+    // First of all: with keys in the environment, this starts tvm again without them.
+    let keys = match keys::take() {
+        Ok(keys) => keys,
+        Err(e) => {
+            output::say(&format!("tvm: error: {e}\n"));
+            return ExitCode::from(2);
+        }
+    };
     protect_keys();
-    // Before the arguments are read: clap reads `TVM_*` settings from the environment.
-    match dotenv::load(Path::new(".env")) {
+    match dotenv::start(Path::new(".env"), keys) {
         Ok(warnings) => {
             for w in warnings {
                 output::say(&format!("tvm: warning: {w}\n"));
@@ -147,10 +155,11 @@ fn main() -> ExitCode {
     })
 }
 
-/// Puts the API keys in this process's environment out of reach of the scripts it runs:
-/// a process that is not dumpable has its `/proc/PID/environ` and `mem` readable by root
-/// (CAP_SYS_PTRACE) only, not by other processes of the same user. (Scripts are started
-/// without the keys; this closes the way back to them through the parent.)
+/// Puts this process's memory, where the API keys are, out of reach of the scripts it
+/// runs: a process that is not dumpable has its `/proc/PID/mem` (and `environ`)
+/// readable by root (CAP_SYS_PTRACE) only, not by other processes of the same user.
+/// (Scripts are started without the keys, and the keys left the environment block at
+/// start, see `keys`; this closes the way to the memory that holds them.)
 fn protect_keys() {
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
         output::say(&format!(
@@ -181,6 +190,7 @@ fn entry_name(bundle: &Bundle, entry: u32) -> String {
 fn run(mut args: RunArgs) -> Result<ExitCode, String> {
     let (bundle, hash) = load(&args.bundle)?;
     args.host.resolve_allow_read()?;
+    args.host.settle_bounds()?;
     let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
@@ -217,12 +227,12 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
 fn provider_choice(given: Option<&str>) -> Result<Option<Choice>, String> {
     let provider = given
         .map(str::to_string)
-        .or_else(|| std::env::var("TVM_PROVIDER").ok().filter(|p| !p.is_empty()));
+        .or_else(|| dotenv::vars().value("TVM_PROVIDER").map(str::to_string));
     match provider.as_deref() {
         Some(p) => Choice::parse(p).map(Some).ok_or_else(|| {
             format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)")
         }),
-        None => Ok(RunHost::default_from_keys()),
+        None => Ok(RunHost::default_from_keys(dotenv::vars())),
     }
 }
 

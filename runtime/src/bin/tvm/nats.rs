@@ -216,10 +216,15 @@ async fn collect(server: &Server, name: &str, args: &BatchArgs) -> Result<ExitCo
 
 pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
     args.host.resolve_allow_read()?;
+    args.host.settle_bounds()?;
     let choice = provider_choice(args.host.provider.as_deref())?;
     let concurrency = args.host.calls().0;
     // Settings are checked now, not when the first row comes.
     host(choice, &args.host)?;
+    // That made the cassette; each batch's host adds to it.
+    if args.host.record.is_some() {
+        args.host.record_mode = Some(super::options::Recording::Append);
+    }
     let options = WorkerOptions {
         concurrency,
         lease: Duration::from_secs(args.lease),

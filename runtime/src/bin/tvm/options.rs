@@ -1,18 +1,19 @@
 //! The options `tvm run` and `tvm resume` share: who answers host calls, what is
 //! written down about them, the bounds they run within, and the host they make.
 
+use crate::{dotenv, output};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tv_runtime::cache::ReplyCache;
-use tv_runtime::cassette::{Cassette, Recorder};
+use tv_runtime::cassette::{Cassette, RecordMode, Recorder};
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::journal::{self, Header};
 use tv_runtime::ledger::{CostBudget, Ledger, Shared};
 use tv_runtime::observe::{Progress, Trace};
 use tv_runtime::prices::{self, Prices};
-use tv_runtime::providers::{self, JsonMode, Settings};
+use tv_runtime::providers::{self, JsonMode, Settings, Source, Vars};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::ModelSettings;
 use tv_vm::limits::Limits;
@@ -42,12 +43,17 @@ pub struct HostArgs {
     /// Write one JSON line per host call: what was asked, how long, tokens, outcome.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// Write every LLM reply of this run to a cassette.
+    /// Write every LLM reply of this run to a cassette: a new file, unless
+    /// --record-mode says what to do with one that exists.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// What --record does with a cassette that exists: add this run's replies after its
+    /// entries, or replace it (without this, an existing file is refused).
+    #[arg(long, value_enum, value_name = "MODE", requires = "record")]
+    pub record_mode: Option<Recording>,
     /// LLM calls in flight at once, per provider, and bodies of a map running at once
-    /// where it states no `concurrency` [default: 16]. A resume keeps the run's map
-    /// setting whatever this says.
+    /// where it states no `concurrency` (default: $TVM_CONCURRENCY) [default: 16]. A
+    /// resume keeps the run's map setting whatever this says.
     #[arg(long, value_name = "N")]
     pub concurrency: Option<usize>,
     /// Retries of an LLM call that met a server error, a timeout or a dropped
@@ -93,7 +99,8 @@ pub struct HostArgs {
     pub prices: Option<PathBuf>,
     /// The most the run may spend on LLM calls, in US dollars: each call reserves its
     /// worst case before it is sent, and one that does not fit fails its task with
-    /// RESOURCE_EXHAUSTION `cost` instead. Every model the run may call needs a price.
+    /// RESOURCE_EXHAUSTION `cost` instead. Every model the run may call needs a price
+    /// (default: $TVM_MAX_COST).
     #[arg(long, value_name = "USD", value_parser = prices::parse_usd)]
     pub max_cost: Option<u64>,
     /// Keep every reply in this folder and answer a request asked before from it,
@@ -106,6 +113,22 @@ pub struct HostArgs {
     /// What the calls share with the other workers of a batch (`tvm worker`).
     #[arg(skip)]
     pub shared: Option<Arc<dyn Shared>>,
+}
+
+/// `--record-mode`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Recording {
+    Append,
+    Overwrite,
+}
+
+impl From<Recording> for RecordMode {
+    fn from(r: Recording) -> RecordMode {
+        match r {
+            Recording::Append => RecordMode::Append,
+            Recording::Overwrite => RecordMode::Overwrite,
+        }
+    }
 }
 
 fn temperature(s: &str) -> Result<f64, String> {
@@ -149,10 +172,11 @@ impl HostArgs {
         if let Some(m) = &self.json_mode {
             return JsonMode::parse(m).ok_or_else(|| format!("unknown --json-mode `{m}`"));
         }
-        match std::env::var("TVM_JSON_MODE") {
-            Ok(m) if !m.trim().is_empty() => JsonMode::parse(&m)
-                .ok_or_else(|| format!("TVM_JSON_MODE is `{m}`; it must be native or prompt")),
-            _ => Ok(JsonMode::Native),
+        match dotenv::vars().get("TVM_JSON_MODE") {
+            // The value is not quoted: a `.env`'s values are never printed.
+            Some(m) => JsonMode::parse(m.value.trim())
+                .ok_or_else(|| format!("TVM_JSON_MODE (in {}) must be native or prompt", m.source)),
+            None => Ok(JsonMode::Native),
         }
     }
 
@@ -161,11 +185,9 @@ impl HostArgs {
         if self.no_cache {
             return None;
         }
-        self.cache.clone().or_else(|| {
-            std::env::var_os("TVM_CACHE")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
+        self.cache
+            .clone()
+            .or_else(|| dotenv::vars().value("TVM_CACHE").map(PathBuf::from))
     }
 
     /// Prices, the budget and the cache the run's calls are counted against.
@@ -223,6 +245,32 @@ impl HostArgs {
         })
     }
 
+    /// `--max-cost` and `--concurrency` where the command line gives none: from
+    /// `TVM_MAX_COST` and `TVM_CONCURRENCY`, read as the flags are. A `.env` may lower
+    /// either, never raise it (a warning says when it tried to, or lowered a value given
+    /// on the command line or in the environment). Not for `tvm resume`, which keeps
+    /// the run's.
+    pub fn settle_bounds(&mut self) -> Result<(), String> {
+        let vars = dotenv::vars();
+        let cost = Bound {
+            name: "TVM_MAX_COST",
+            flag: "--max-cost",
+            default: None,
+        };
+        self.max_cost = cost.settle(self.max_cost, vars, prices::parse_usd)?;
+        let calls = Bound {
+            name: "TVM_CONCURRENCY",
+            flag: "--concurrency",
+            default: Some(providers::DEFAULT_CONCURRENCY),
+        };
+        self.concurrency = calls.settle(self.concurrency, vars, |s| {
+            s.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("`{s}` is not a whole number"))
+        })?;
+        Ok(())
+    }
+
     /// The LLM call settings: those given, else the defaults.
     pub fn calls(&self) -> (usize, u32, u64) {
         (
@@ -231,6 +279,62 @@ impl HostArgs {
             self.request_timeout
                 .unwrap_or(providers::DEFAULT_REQUEST_TIMEOUT_SECS),
         )
+    }
+}
+
+/// A setting that bounds a run, given by a flag or a `TVM_*` variable.
+struct Bound<T> {
+    name: &'static str,
+    flag: &'static str,
+    /// What is in force when neither gives one (`None`: no bound).
+    default: Option<T>,
+}
+
+impl<T: PartialOrd + Copy> Bound<T> {
+    /// The flag's value, else the environment's; lowered to the `.env`'s when that is
+    /// lower (no bound at all counts as the highest).
+    fn settle(
+        &self,
+        flag: Option<T>,
+        vars: &Vars,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, String> {
+        let (name, flag_name) = (self.name, self.flag);
+        let env = vars
+            .from(name, Source::Environment)
+            .map(|v| parse(&v.value).map_err(|e| format!("{name} in the environment: {e}")))
+            .transpose()?;
+        let given = flag.or(env);
+        let Some(var) = vars.from(name, Source::DotEnv { line: 0 }) else {
+            return Ok(given);
+        };
+        // The value is not quoted: a `.env`'s values are never printed.
+        let lower = parse(&var.value)
+            .map_err(|_| format!("{name} in {} is not a value {flag_name} takes", var.source))?;
+        let from = match (flag, env) {
+            (Some(_), _) => flag_name,
+            (None, Some(_)) => "the environment",
+            (None, None) => "the default",
+        };
+        match given.or(self.default) {
+            Some(in_force) if lower > in_force => {
+                output::say(&format!(
+                    "tvm: warning: {}: {name} is above the value in force (from {from}), and a \
+                     .env may only lower it; it is not taken\n",
+                    var.source
+                ));
+                Ok(given)
+            }
+            _ => {
+                if given.is_some_and(|g| lower < g) {
+                    output::say(&format!(
+                        "tvm: warning: {}: {name} lowers the value of {from}; the lower applies\n",
+                        var.source
+                    ));
+                }
+                Ok(Some(lower))
+            }
+        }
     }
 }
 
@@ -324,7 +428,8 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
         s.max_reply_bytes = max_reply_bytes;
     };
     let ledger = Some(Arc::new(a.ledger()?));
-    let mut host = RunHost::new(choice, tune, ScriptRunner::default(), ledger)?;
+    let vars = dotenv::vars();
+    let mut host = RunHost::new(choice, vars, tune, ScriptRunner::default(), ledger)?;
     host.defaults = a.sampling();
     if let Some(m) = &a.force_model {
         tv_stdlib::models::parse_model(m)
@@ -340,7 +445,8 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
         (None, _) => {}
     }
     if let Some(path) = &a.record {
-        host.recorder = Some(Recorder::create(path)?);
+        let mode = a.record_mode.map_or(RecordMode::New, RecordMode::from);
+        host.recorder = Some(Recorder::create(path, mode)?);
     }
     if let Some(path) = &a.trace {
         host.trace = Some(Trace::create(path)?);
