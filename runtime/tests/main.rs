@@ -23,3 +23,4 @@ mod scripts;
 mod secrets;
 mod test_command;
 mod workers;
+mod workers_untrusted;
