@@ -224,9 +224,11 @@ async fn fetch_bundle(server: &Server, batch: &str, sha: &str) -> Result<Vec<u8>
     let why = match server.bundle_bytes(sha).await {
         Ok(Some(bytes)) if crate::journal::sha256(&bytes) == sha => return Ok(bytes),
         Ok(Some(_)) => "does not have the SHA-256 it is named by".to_string(),
-        Ok(None) => return Err(Fetched::Refused(format!(
+        Ok(None) => {
+            return Err(Fetched::Refused(format!(
             "the server has no bundle {sha}; publish the batch again under a new name to store it"
-        ))),
+        )))
+        }
         Err(e) if e.kind() == ErrorKind::InvalidData => format!("is damaged: {e}"),
         Err(e) if e.kind() == ErrorKind::TimedOut => {
             return Err(Fetched::Refused(format!(

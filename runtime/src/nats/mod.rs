@@ -302,7 +302,8 @@ fn connect_failed(url: &str, to: &Connect, e: &async_nats::ConnectError) -> Stri
         Kind::AuthorizationViolation | Kind::Authentication => format!(
             "--nats {url}: the server refused to let us in (authorization violation): check --nats-creds, --nats-token, or --nats-user and --nats-password"
         ),
-        Kind::Tls => {
+        // A certificate the client does not trust comes as an I/O error.
+        _ if e.kind() == Kind::Tls || e.to_string().contains("certificate") => {
             let hint = if to.ca.is_none() {
                 "; a server whose certificate a private CA signed needs --nats-ca FILE"
             } else {

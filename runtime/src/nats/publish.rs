@@ -148,11 +148,13 @@ async fn stored_intact(server: &Server, sha256: &str) -> bool {
 async fn claim_name(server: &Server, record: &BatchRecord) -> Result<bool, String> {
     let name = &record.batch;
     let bytes = serde_json::to_vec(record).map_err(|e| e.to_string())?;
-    if server.batches.create(name, bytes.into()).await.is_ok() {
+    let Err(e) = server.batches.create(name, bytes.into()).await else {
         return Ok(false);
-    }
+    };
     let Some(earlier) = server.batch(name).await? else {
-        return Err(format!("cannot make the record of batch {name}"));
+        return Err(format!(
+            "cannot make the record of batch {name}: {e} (may this NATS user write the bucket tvm_batches?)"
+        ));
     };
     let same = earlier.header.bundle_sha256 == record.header.bundle_sha256
         && earlier.header.entry == record.header.entry
