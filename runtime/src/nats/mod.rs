@@ -316,7 +316,7 @@ fn connect_failed(url: &str, to: &Connect, e: &async_nats::ConnectError) -> Stri
 }
 
 fn jetstream_failed(url: &str, e: impl std::fmt::Display) -> String {
-    format!("--nats {url}: {e} (is JetStream on? start the server with `nats-server -js`)")
+    format!("--nats {url}: {e} (is JetStream on? start the server with `nats-server -js`; a user that may not make streams, as a worker in the README's layout, needs a batch published first)")
 }
 
 /// The key of row `index`'s result.
