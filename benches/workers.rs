@@ -245,7 +245,7 @@ impl Bench {
 
         // This process's own look at the server, opened before the clock starts.
         let watcher = rt
-            .block_on(nats::Server::connect(&url))
+            .block_on(nats::Server::connect(&nats::Connect::new(&url)))
             .expect("connect to the NATS server");
         let before = self.model.tally();
 

@@ -26,3 +26,5 @@ mod scripts;
 mod secrets;
 mod test_command;
 mod workers;
+mod workers_auth;
+mod workers_untrusted;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// A model server that echoes the prompt after `ms` milliseconds, so that the answer
 /// to a prompt can be found in a journal.
-async fn slow_echo(ms: u64) -> Server {
+pub(crate) async fn slow_echo(ms: u64) -> Server {
     Server::start(move |_, r| {
         Reply::completion(&format!("seen: {}", r.prompt()), 10, 2).after(Duration::from_millis(ms))
     })
@@ -24,7 +24,7 @@ async fn slow_echo(ms: u64) -> Server {
 
 /// [`PROGRAM`] compiled in `dir`, and `rows` rows of `notes` notes each (one call per
 /// note, and one to merge them), every prompt distinct.
-fn rows(dir: &Path, rows: usize, notes: usize) -> (PathBuf, PathBuf) {
+pub(crate) fn rows(dir: &Path, rows: usize, notes: usize) -> (PathBuf, PathBuf) {
     let bundle = files::compiled(dir, PROGRAM);
     let inputs = dir.join("rows.jsonl");
     let lines: Vec<String> = (0..rows)
@@ -40,12 +40,12 @@ fn rows(dir: &Path, rows: usize, notes: usize) -> (PathBuf, PathBuf) {
     (bundle, inputs)
 }
 
-fn path(p: &Path) -> &str {
+pub(crate) fn path(p: &Path) -> &str {
     p.to_str().expect("path")
 }
 
 /// `tvm batch --nats` publishing the rows: the batch's name, and stderr.
-fn publish(url: &str, bundle: &Path, inputs: &Path, flags: &[&str]) -> (String, String) {
+pub(crate) fn publish(url: &str, bundle: &Path, inputs: &Path, flags: &[&str]) -> (String, String) {
     let mut args = vec![
         "batch",
         path(bundle),
@@ -61,7 +61,7 @@ fn publish(url: &str, bundle: &Path, inputs: &Path, flags: &[&str]) -> (String, 
 }
 
 /// A `tvm worker` calling the model server at `model`, its stderr in `log`.
-fn worker(url: &str, model: &str, log: &Path, flags: &[&str]) -> Child {
+pub(crate) fn worker(url: &str, model: &str, log: &Path, flags: &[&str]) -> Child {
     let mut args = vec!["worker", "--nats", url, "--provider", "openai", "--verbose"];
     args.extend(flags);
     files::tvm(&args)
@@ -74,7 +74,7 @@ fn worker(url: &str, model: &str, log: &Path, flags: &[&str]) -> Child {
 }
 
 /// `--status` of the batch: its rows finished.
-fn finished(url: &str, batch: &str) -> u64 {
+pub(crate) fn finished(url: &str, batch: &str) -> u64 {
     let (code, stdout, stderr) =
         run_tvm(&["batch", "--nats", url, "--batch", batch, "--status"], &[]);
     assert_eq!(code, 0, "{stderr}");
@@ -87,7 +87,7 @@ fn finished(url: &str, batch: &str) -> u64 {
 }
 
 /// Waits until `n` rows of the batch are finished; fails after `secs` seconds.
-fn wait_finished(url: &str, batch: &str, n: u64, secs: u64) {
+pub(crate) fn wait_finished(url: &str, batch: &str, n: u64, secs: u64) {
     let started = Instant::now();
     while finished(url, batch) < n {
         assert!(
@@ -99,7 +99,7 @@ fn wait_finished(url: &str, batch: &str, n: u64, secs: u64) {
 }
 
 /// `--collect`: the result lines, in the order of the rows; the exit code and stderr.
-fn collect(url: &str, batch: &str, dir: &Path) -> (i32, Vec<Value>, String) {
+pub(crate) fn collect(url: &str, batch: &str, dir: &Path) -> (i32, Vec<Value>, String) {
     let out = dir.join("results.jsonl");
     let args = [
         "batch",
@@ -128,7 +128,7 @@ fn workers(url: &str, model: &str, dir: &Path, names: &[&str], flags: &[&str]) -
         .collect()
 }
 
-fn stop(mut child: Child) {
+pub(crate) fn stop(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -204,7 +204,9 @@ fn a_worker_killed_mid_row_has_its_row_finished_by_another_with_no_finished_call
     let first = worker(&url, &model.url(), &dir.join("first.log"), &lease);
     // Killed once a row has answers kept in the server, and before any row ended.
     let server = rt
-        .block_on(tv_runtime::nats::Server::connect(&url))
+        .block_on(tv_runtime::nats::Server::connect(
+            &tv_runtime::nats::Connect::new(&url),
+        ))
         .expect("connect");
     files::wait_for(|| !journal_texts(&rt, &server, &batch, 4).is_empty());
     std::thread::sleep(Duration::from_millis(100));

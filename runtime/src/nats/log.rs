@@ -3,20 +3,27 @@
 //! [`PART_BYTES`] (a message must fit in the server's `max_payload`), and a line that
 //! does not fit in the last part starts the next.
 //!
-//! Every write names the revision it follows (compare-and-set). A worker that lost the
-//! row (it stopped sending heartbeats long enough for the server to hand the row to
-//! another worker, which wrote since) has its next write refused, and stops the row
-//! rather than write beside the worker that took it over.
+//! Every write names the revision it follows (compare-and-set), and is made only while
+//! the worker holds the row's lease ([`Lease`]). A worker that lost the row (it stopped
+//! sending heartbeats long enough for the server to hand the row to another worker) has
+//! its next write refused, and stops the row rather than write beside the worker that
+//! took it over.
 
+use super::lease::{Lease, TAKEN};
 use super::patiently;
 use crate::journal::RemoteLog;
 use async_nats::jetstream::kv::{self, Operation};
 use futures::future::BoxFuture;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tokio::sync::Mutex;
 
 /// The most a part holds before a line starts the next.
 const PART_BYTES: usize = 256 * 1024;
+
+/// The most a journal read back may hold: the bucket is written by every worker, so
+/// what it holds is read with a bound.
+pub(super) const MAX_JOURNAL_BYTES: usize = 256 << 20;
 
 pub(super) struct KvLog {
     kv: kv::Store,
@@ -25,6 +32,7 @@ pub(super) struct KvLog {
     last: Mutex<Part>,
     /// A write was refused: another worker has the row.
     lost: AtomicBool,
+    lease: Arc<Lease>,
 }
 
 /// The last part: its number, its text and the revision it was read or written at
@@ -40,11 +48,13 @@ struct Part {
 
 impl KvLog {
     /// The journal of row `key` as the bucket holds it (its lines, empty for a new
-    /// row), and the log that appends to it; `header` starts a new one.
+    /// row), and the log that appends to it while this worker holds `lease`; `header`
+    /// starts a new one.
     pub(super) async fn open(
         kv: kv::Store,
         key: String,
         header: String,
+        lease: Arc<Lease>,
     ) -> Result<(String, KvLog), String> {
         let mut all = String::new();
         let mut last = Part {
@@ -54,6 +64,12 @@ impl KvLog {
             header: None,
         };
         for number in 0u32.. {
+            if all.len() > MAX_JOURNAL_BYTES {
+                return Err(format!(
+                    "the journal of row {key} in the server holds more than {} MiB; it is not read",
+                    MAX_JOURNAL_BYTES >> 20
+                ));
+            }
             let part = format!("{key}.{number}");
             let entry = patiently(|| kv.entry(part.clone()), |_| false)
                 .await
@@ -81,6 +97,7 @@ impl KvLog {
             key,
             last: Mutex::new(last),
             lost: AtomicBool::new(false),
+            lease,
         };
         Ok((all, log))
     }
@@ -98,8 +115,16 @@ impl KvLog {
         }
     }
 
+    fn taken(&self) -> String {
+        self.lost.store(true, Ordering::SeqCst);
+        format!("row {} {TAKEN}", self.key)
+    }
+
     async fn write(&self, line: String) -> Result<(), String> {
         let mut last = self.last.lock().await;
+        if !self.lease.hold().await? {
+            return Err(self.taken());
+        }
         let mut text = match last.header.take() {
             Some(h) => format!("{h}\n"),
             None => String::new(),
@@ -137,13 +162,7 @@ impl KvLog {
                 last.revision = revision;
                 Ok(())
             }
-            Err((true, _)) => {
-                self.lost.store(true, Ordering::SeqCst);
-                Err(format!(
-                    "row {} was taken over by another worker (this one stopped sending heartbeats for too long)",
-                    self.key
-                ))
-            }
+            Err((true, _)) => Err(self.taken()),
             Err((false, e)) => Err(format!(
                 "cannot write the journal of row {} in the server: {e}",
                 self.key

@@ -16,13 +16,17 @@
 //! - the buckets `tvm_shared` and `tvm_slots`: the batch's budget and its cap on calls
 //!   in flight ([`shared`]).
 
+mod admit;
 mod collect;
+mod connect;
+mod lease;
 mod log;
 mod publish;
 pub mod shared;
 mod worker;
 
 pub use collect::{collect, status, Status};
+pub use connect::Connect;
 pub use publish::{publish, Published};
 pub use worker::{work, WorkerOptions};
 
@@ -44,6 +48,9 @@ const SLOTS: &str = "tvm_slots";
 /// within it add nothing. Later, a row whose result is stored is not published again,
 /// and a row delivered again after its result was stored is acknowledged unrun.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
+/// How long reading a bundle from the server may take.
+const BUNDLE_READ: Duration = Duration::from_secs(120);
 
 /// A place among the calls in flight that its worker stopped refreshing is free again
 /// after this long.
@@ -107,18 +114,16 @@ pub fn valid_batch_name(name: &str) -> Result<(), String> {
 }
 
 impl Server {
-    /// Connects to `url` and opens (or makes) the stream, consumer and buckets.
-    pub async fn connect(url: &str) -> Result<Server, String> {
+    /// Connects as `to` says and opens (or makes) the stream, consumer and buckets.
+    pub async fn connect(to: &Connect) -> Result<Server, String> {
         // Once connected, a server restarted under a running worker is reconnected to
         // (the client does so by itself); one that is not there at the start is an
         // error at once.
-        let options = async_nats::ConnectOptions::new()
-            .name("tvm")
-            .connection_timeout(Duration::from_secs(5));
-        let client = tokio::time::timeout(Duration::from_secs(10), options.connect(url))
+        let (options, url) = to.options().await?;
+        let client = tokio::time::timeout(Duration::from_secs(10), options.connect(url.as_str()))
             .await
             .map_err(|_| format!("--nats {url}: no NATS server answered within 10 s"))?
-            .map_err(|e| format!("--nats {url}: cannot connect to a NATS server there: {e}"))?;
+            .map_err(|e| connect_failed(&url, to, &e))?;
         let js = jetstream::new(client.clone());
         let rows = js
             .get_or_create_stream(stream::Config {
@@ -130,7 +135,7 @@ impl Server {
                 ..Default::default()
             })
             .await
-            .map_err(|e| jetstream_failed(url, e))?;
+            .map_err(|e| jetstream_failed(&url, e))?;
         let bucket = |name: &'static str, max_age: Duration| {
             let js = js.clone();
             async move { open_bucket(&js, name, max_age).await }
@@ -144,7 +149,7 @@ impl Server {
                     ..Default::default()
                 })
                 .await
-                .map_err(|e| jetstream_failed(url, e))?,
+                .map_err(|e| jetstream_failed(&url, e))?,
         };
         Ok(Server {
             rows,
@@ -161,17 +166,32 @@ impl Server {
 
     /// The record of batch `name`, if it was published.
     pub async fn batch(&self, name: &str) -> Result<Option<BatchRecord>, String> {
-        let Some(bytes) = self
-            .batches
-            .get(name)
-            .await
-            .map_err(|e| format!("cannot read batch {name}: {e}"))?
-        else {
+        self.batch_record(name).await?.transpose()
+    }
+
+    /// The record of batch `name`, if it was published; an error inside when what the
+    /// server holds is not a batch's record.
+    pub(crate) async fn batch_record(
+        &self,
+        name: &str,
+    ) -> Result<Option<Result<BatchRecord, String>>, String> {
+        let got = patiently(|| self.batches.get(name), |_| false).await;
+        let Some(bytes) = got.map_err(|e| format!("cannot read batch {name}: {e}"))? else {
             return Ok(None);
         };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| format!("the record of batch {name} is damaged: {e}"))
+        let record = serde_json::from_slice::<BatchRecord>(&bytes)
+            .map_err(|e| format!("the record of batch {name} in the server is damaged: {e}"))
+            .and_then(|r| {
+                if r.batch == name {
+                    Ok(r)
+                } else {
+                    Err(format!(
+                        "the record of batch {name} in the server is damaged: it names batch `{}`",
+                        r.batch
+                    ))
+                }
+            });
+        Ok(Some(record))
     }
 
     /// The names of the batches the server holds, read from the bucket's subjects
@@ -196,6 +216,43 @@ impl Server {
             .map_err(|e| failed(&e))?;
         names.sort();
         Ok(names)
+    }
+
+    /// The bytes of the bundle object `name`; `Ok(None)` when there is none. An
+    /// object whose parts do not match its description (`InvalidData`) is an error of
+    /// its own; one that does not come whole within [`BUNDLE_READ`] is an error.
+    pub(crate) async fn bundle_bytes(&self, name: &str) -> Result<Option<Vec<u8>>, std::io::Error> {
+        use async_nats::jetstream::object_store::GetErrorKind;
+        use std::io::{Error, ErrorKind};
+        let store = self.bundles.clone();
+        let name = name.to_string();
+        // In a task of its own: the client library's reader panics when the server
+        // refuses to hand out an object's parts, and waits without end for parts that
+        // an object's description names but the store lacks.
+        let read = tokio::spawn(async move {
+            let mut object = match store.get(&name).await {
+                Ok(object) => object,
+                Err(e) if e.kind() == GetErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(Error::other(e)),
+            };
+            let mut bytes = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes).await?;
+            Ok(Some(bytes))
+        });
+        match tokio::time::timeout(BUNDLE_READ, read).await {
+            Ok(Ok(read)) => read,
+            Ok(Err(e)) => Err(Error::new(
+                ErrorKind::InvalidData,
+                format!("the object cannot be read ({e})"),
+            )),
+            Err(_) => Err(Error::new(
+                ErrorKind::TimedOut,
+                format!(
+                    "the object did not come whole within {} s",
+                    BUNDLE_READ.as_secs()
+                ),
+            )),
+        }
     }
 
     /// The largest message the server takes.
@@ -236,8 +293,30 @@ async fn open_bucket(
     })
 }
 
+/// Why connecting failed, in words that say what to do.
+fn connect_failed(url: &str, to: &Connect, e: &async_nats::ConnectError) -> String {
+    use async_nats::ConnectErrorKind as Kind;
+    use std::error::Error;
+    let cause = e.source().map(|s| format!(": {s}")).unwrap_or_default();
+    match e.kind() {
+        Kind::AuthorizationViolation | Kind::Authentication => format!(
+            "--nats {url}: the server refused to let us in (authorization violation): check --nats-creds, --nats-token, or --nats-user and --nats-password"
+        ),
+        // A certificate the client does not trust comes as an I/O error.
+        _ if e.kind() == Kind::Tls || e.to_string().contains("certificate") => {
+            let hint = if to.ca.is_none() {
+                "; a server whose certificate a private CA signed needs --nats-ca FILE"
+            } else {
+                ""
+            };
+            format!("--nats {url}: the TLS connection failed{cause}{hint}")
+        }
+        _ => format!("--nats {url}: cannot connect to a NATS server there: {e}"),
+    }
+}
+
 fn jetstream_failed(url: &str, e: impl std::fmt::Display) -> String {
-    format!("--nats {url}: {e} (is JetStream on? start the server with `nats-server -js`)")
+    format!("--nats {url}: {e} (is JetStream on? start the server with `nats-server -js`; a user that may not make streams, as a worker in the README's layout, needs a batch published first)")
 }
 
 /// The key of row `index`'s result.

@@ -121,9 +121,11 @@ fn count(
     Ok(())
 }
 
-/// Stores the bundle under its hash, unless the store holds it already.
+/// Stores the bundle under its hash, unless the store holds it already: an object of
+/// that name whose bytes have another hash (damaged, or stored by someone else) is
+/// replaced.
 async fn store_bundle(server: &Server, bytes: &[u8], sha256: &str) -> Result<(), String> {
-    if server.bundles.info(sha256).await.is_ok() {
+    if stored_intact(server, sha256).await {
         return Ok(());
     }
     let mut reader = bytes;
@@ -135,16 +137,24 @@ async fn store_bundle(server: &Server, bytes: &[u8], sha256: &str) -> Result<(),
         .map_err(|e| format!("cannot store the bundle in the server: {e}"))
 }
 
+/// Whether the object `sha256` holds bytes with that hash.
+async fn stored_intact(server: &Server, sha256: &str) -> bool {
+    let stored = server.bundle_bytes(sha256).await;
+    stored.is_ok_and(|b| b.is_some_and(|b| crate::journal::sha256(&b) == sha256))
+}
+
 /// Makes the batch's record; `true` when it was there already, for the same rows,
 /// bundle and entry (the batch is being published again).
 async fn claim_name(server: &Server, record: &BatchRecord) -> Result<bool, String> {
     let name = &record.batch;
     let bytes = serde_json::to_vec(record).map_err(|e| e.to_string())?;
-    if server.batches.create(name, bytes.into()).await.is_ok() {
+    let Err(e) = server.batches.create(name, bytes.into()).await else {
         return Ok(false);
-    }
+    };
     let Some(earlier) = server.batch(name).await? else {
-        return Err(format!("cannot make the record of batch {name}"));
+        return Err(format!(
+            "cannot make the record of batch {name}: {e} (may this NATS user write the bucket tvm_batches?)"
+        ));
     };
     let same = earlier.header.bundle_sha256 == record.header.bundle_sha256
         && earlier.header.entry == record.header.entry

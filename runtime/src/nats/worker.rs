@@ -9,8 +9,9 @@
 //! is done only if no result is there (create-if-absent): a row handed out twice has
 //! one result.
 
+use super::admit::{admit, Admitted, Batches, Running};
+use super::lease::{Lease, TAKEN};
 use super::log::KvLog;
-use super::shared::NatsShared;
 use super::{
     failed_key, patiently, publish, result_key, BatchRecord, RowMessage, Server, CONSUMER,
 };
@@ -28,7 +29,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tv_vm::args;
-use tv_vm::bundle::Bundle;
 use tv_vm::result::{Reason, Status, TaskError, TaskResult};
 
 /// How long one request for rows waits for them before it is asked again.
@@ -56,14 +56,8 @@ pub struct Worked {
     pub lost: u64,
     /// Rows delivered again whose result was already stored.
     pub already: u64,
-}
-
-/// A batch as a worker runs it: its bundle, and the host its rows call through.
-struct Running<H> {
-    record: BatchRecord,
-    bundle: Bundle,
-    function: u32,
-    host: H,
+    /// Messages that named no row of a published batch.
+    pub dropped: u64,
 }
 
 enum Ended {
@@ -87,7 +81,7 @@ where
 {
     let consumer = consumer(server, options.lease).await?;
     let concurrency = options.concurrency.max(1);
-    let mut batches: HashMap<String, Arc<Running<H>>> = HashMap::new();
+    let mut batches: Batches<H> = HashMap::new();
     let mut running = FuturesUnordered::new();
     let mut pulls = SelectAll::new();
     let mut asked: HashMap<u64, usize> = HashMap::new();
@@ -123,17 +117,22 @@ where
                         *n = n.saturating_sub(1);
                     }
                     last_busy = Instant::now();
-                    let batch = batch_of(&message);
-                    let run = match ready(server, &mut batches, &batch, options, &make_host).await {
-                        Ok(run) => run,
-                        Err(e) => {
+                    match admit(server, &mut batches, &message, &options.provider, &make_host).await {
+                        Admitted::Run(run, row_message) => {
+                            running.push(row(server, run, row_message, message, options));
+                        }
+                        Admitted::Failed => worked.failed += 1,
+                        Admitted::Dropped(why) => {
+                            worked.dropped += 1;
+                            say(&format!("tvm worker: warning: dropped a message: {why}"));
+                        }
+                        Admitted::Stop(e) => {
                             // Left for another worker, or for this one once the server
                             // answers again.
                             let _ = message.ack_with(AckKind::Nak(Some(options.lease))).await;
                             return Err(e);
                         }
-                    };
-                    running.push(row(server, run, message, options));
+                    }
                 }
                 Some(Err(_)) | None => {
                     asked.remove(&id);
@@ -195,93 +194,33 @@ async fn consumer(server: &Server, lease: Duration) -> Result<PullConsumer, Stri
     }
 }
 
-/// The batch a row's message belongs to: the last token of its subject.
-fn batch_of(message: &Message) -> String {
-    let subject = message.subject.as_str();
-    subject.rsplit('.').next().unwrap_or_default().to_string()
-}
-
-/// The batch `name`, loaded when its first row comes: its record and bundle from the
-/// server, the bundle checked against its hash and verified.
-async fn ready<H, F>(
-    server: &Server,
-    batches: &mut HashMap<String, Arc<Running<H>>>,
-    name: &str,
-    options: &WorkerOptions,
-    make_host: &F,
-) -> Result<Arc<Running<H>>, String>
-where
-    F: Fn(&BatchRecord, Arc<dyn Shared>) -> Result<H, String>,
-{
-    if let Some(run) = batches.get(name) {
-        return Ok(run.clone());
-    }
-    let mut record = server.batch(name).await?.ok_or_else(|| {
-        format!("a row of batch {name} came, but the server has no record of that batch")
-    })?;
-    record.header.provider = options.provider.clone();
-    let sha = &record.header.bundle_sha256;
-    let mut object = server
-        .bundles
-        .get(sha)
-        .await
-        .map_err(|e| format!("cannot fetch the bundle {sha} of batch {name}: {e}"))?;
-    let mut bytes = Vec::new();
-    tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
-        .await
-        .map_err(|e| format!("cannot fetch the bundle {sha} of batch {name}: {e}"))?;
-    if crate::journal::sha256(&bytes) != *sha {
-        return Err(format!(
-            "the bundle of batch {name} in the server does not have the SHA-256 its record names"
-        ));
-    }
-    let bundle =
-        Bundle::from_bytes(&bytes).map_err(|e| format!("the bundle of batch {name}: {e}"))?;
-    let function = bundle
-        .entry(&record.header.entry)
-        .map(|e| e.function)
-        .ok_or_else(|| {
-            format!(
-                "the bundle of batch {name} has no entry point `{}`",
-                record.header.entry
-            )
-        })?;
-    let shared: Arc<dyn Shared> = Arc::new(NatsShared::new(
-        server,
-        name,
-        record.header.max_cost,
-        record.calls,
-    ));
-    let host = make_host(&record, shared)?;
-    let run = Arc::new(Running {
-        record,
-        bundle,
-        function,
-        host,
-    });
-    batches.insert(name.to_string(), run.clone());
-    Ok(run)
-}
-
 /// Runs one row: unless its result is stored already, or it was handed out too often.
 async fn row<H: AsyncHost>(
     server: &Server,
     run: Arc<Running<H>>,
+    row: RowMessage,
     message: Message,
     options: &WorkerOptions,
 ) -> Ended {
-    let Ok(row) = serde_json::from_slice::<RowMessage>(&message.payload) else {
-        // Not a row: nothing can run it, now or later.
-        let _ = message.ack_with(AckKind::Term).await;
-        return Ended::Failed;
-    };
     let batch = &run.record.batch;
     let key = result_key(batch, row.index);
     if let Ok(Some(_)) = patiently(|| server.results.get(key.clone()), |_| false).await {
         let _ = message.double_ack().await;
         return Ended::Already;
     }
-    let delivered = message.info().map_or(1, |i| i.delivered.max(1) as u64);
+    let (seq, delivered) = message
+        .info()
+        .map_or((0, 1), |i| (i.stream_sequence, i.delivered.max(1) as u64));
+    let row_key = format!("{batch}.{}", row.index);
+    let lease = match Lease::take(server.journals.clone(), &row_key, seq, delivered).await {
+        Ok(Some(lease)) => Arc::new(lease),
+        // A later delivery of this message has the row.
+        Ok(None) => return Ended::Lost,
+        Err(e) => {
+            say(&format!("tvm worker: batch {batch} row {}: {e}", row.index));
+            return Ended::Lost;
+        }
+    };
     let (result, log) = if delivered > run.record.max_deliveries {
         let tries = delivered - 1;
         let e = TaskError::failure(
@@ -295,7 +234,7 @@ async fn row<H: AsyncHost>(
         (TaskResult::failed(e), None)
     } else {
         let heartbeat = tokio::spawn(heartbeats(message.clone(), options.lease));
-        let ran = run_row(server, &run, &row).await;
+        let ran = run_row(server, &run, &row, lease.clone()).await;
         heartbeat.abort();
         match ran {
             // Another worker has the row now; its result is that worker's to store.
@@ -307,7 +246,7 @@ async fn row<H: AsyncHost>(
             }
         }
     };
-    finish(server, &run, &row, &message, result, log, options).await
+    finish(server, &run, &row, &message, result, (log, lease), options).await
 }
 
 /// Runs the row with its journal in the server.
@@ -315,12 +254,13 @@ async fn run_row<H: AsyncHost>(
     server: &Server,
     run: &Running<H>,
     row: &RowMessage,
+    lease: Arc<Lease>,
 ) -> Result<(TaskResult, Arc<KvLog>), String> {
     let mut header = run.record.header.clone();
     header.args = row.args.clone();
     let header_line = serde_json::to_string(&header).map_err(|e| e.to_string())?;
     let key = format!("{}.{}", run.record.batch, row.index);
-    let (lines, log) = KvLog::open(server.journals.clone(), key, header_line).await?;
+    let (lines, log) = KvLog::open(server.journals.clone(), key, header_line, lease).await?;
     let log = Arc::new(log);
     let journal = Journal::remote(&header, &lines, log.clone() as Arc<dyn RemoteLog>)?;
     let f = run
@@ -349,19 +289,30 @@ async fn run_row<H: AsyncHost>(
     Ok((result, log))
 }
 
-/// Stores the row's result (unless one is there), then acknowledges the row and
-/// removes its journal.
+/// Stores the row's result (unless one is there) while this worker holds the row's
+/// lease, then acknowledges the row and removes its journal and lease.
 async fn finish<H>(
     server: &Server,
     run: &Running<H>,
     row: &RowMessage,
     message: &Message,
     result: TaskResult,
-    log: Option<Arc<KvLog>>,
+    (log, lease): (Option<Arc<KvLog>>, Arc<Lease>),
     options: &WorkerOptions,
 ) -> Ended {
     let completed = result.status == Status::Complete;
     let batch = &run.record.batch;
+    match lease.hold().await {
+        Ok(true) => {}
+        held => {
+            let why = held.err().unwrap_or_else(|| TAKEN.to_string());
+            say(&format!(
+                "tvm worker: batch {batch} row {}: {why}; its result is not stored",
+                row.index
+            ));
+            return Ended::Lost;
+        }
+    }
     if let Err(e) = store_result(server, batch, row.index, &row.id, &result).await {
         // Not stored, so not acknowledged: the row comes again.
         say(&format!("tvm worker: batch {batch} row {}: {e}", row.index));
@@ -371,6 +322,7 @@ async fn finish<H>(
     if let Some(log) = log {
         log.remove().await;
     }
+    lease.remove().await;
     if options.verbose {
         let status = if completed { "COMPLETE" } else { "FAILED" };
         say(&format!(

@@ -10,6 +10,8 @@ pub struct NatsServer {
     child: Child,
     port: u16,
     store: PathBuf,
+    /// The configuration file it was started with, if any.
+    config: Option<PathBuf>,
 }
 
 /// A port nothing listens on now.
@@ -18,8 +20,12 @@ fn free_port() -> u16 {
     listener.local_addr().expect("local address").port()
 }
 
-fn spawn(port: u16, store: &std::path::Path) -> Child {
-    let child = Command::new("nats-server")
+fn spawn(port: u16, store: &std::path::Path, config: Option<&std::path::Path>) -> Child {
+    let mut command = Command::new("nats-server");
+    if let Some(config) = config {
+        command.arg("-c").arg(config);
+    }
+    let child = command
         .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
         .arg(store)
         .stdout(Stdio::null())
@@ -46,10 +52,31 @@ impl NatsServer {
         std::fs::create_dir_all(&store).expect("the server's store");
         let port = free_port();
         NatsServer {
-            child: spawn(port, &store),
+            child: spawn(port, &store, None),
             port,
             store,
+            config: None,
         }
+    }
+
+    /// Starts a server with `config` (nats-server's configuration format) written to
+    /// `dir/nats.conf`; the address, port and store are given on its command line.
+    pub fn with_config(dir: &std::path::Path, config: &str) -> NatsServer {
+        let store = dir.join("nats");
+        std::fs::create_dir_all(&store).expect("the server's store");
+        let path = dir.join("nats.conf");
+        std::fs::write(&path, config).expect("write the server's configuration");
+        let port = free_port();
+        NatsServer {
+            child: spawn(port, &store, Some(&path)),
+            port,
+            store,
+            config: Some(path),
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     pub fn url(&self) -> String {
@@ -60,7 +87,7 @@ impl NatsServer {
     pub fn restart(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self.child = spawn(self.port, &self.store);
+        self.child = spawn(self.port, &self.store, self.config.as_deref());
     }
 }
 

@@ -10,7 +10,7 @@ use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use tv_runtime::nats::{self, BatchRecord, Server, WorkerOptions};
+use tv_runtime::nats::{self, BatchRecord, Connect, Server, WorkerOptions};
 
 #[derive(Args)]
 pub struct NatsArgs {
@@ -35,6 +35,56 @@ pub struct NatsArgs {
     /// silent while running it) ends as a failed row (default 3).
     #[arg(long, value_name = "N", requires = "nats", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_deliveries: Option<u64>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// How to sign in to the NATS server and check who it is: `tvm batch --nats` and
+/// `tvm worker` take the same flags, and the environment variables the `nats` tool reads.
+#[derive(Args, Clone)]
+pub struct ConnectArgs {
+    /// A NATS credentials file (a user JWT and its seed, as `nsc` writes them).
+    #[arg(long, value_name = "FILE", env = "NATS_CREDS")]
+    nats_creds: Option<PathBuf>,
+    /// The token the server asks for (better in $NATS_TOKEN: a flag shows in `ps`).
+    #[arg(long, value_name = "TOKEN", env = "NATS_TOKEN", hide_env_values = true)]
+    nats_token: Option<String>,
+    /// The user to sign in as (or `nats://USER:PASSWORD@HOST` in the URL).
+    #[arg(long, value_name = "USER", env = "NATS_USER")]
+    nats_user: Option<String>,
+    /// The user's password (better in $NATS_PASSWORD: a flag shows in `ps`).
+    #[arg(
+        long,
+        value_name = "PASSWORD",
+        env = "NATS_PASSWORD",
+        hide_env_values = true
+    )]
+    nats_password: Option<String>,
+    /// The CA certificate (PEM) that signed the server's, for TLS with a private CA;
+    /// with it (or a tls:// URL) the connection must be TLS.
+    #[arg(long, value_name = "FILE", env = "NATS_CA")]
+    nats_ca: Option<PathBuf>,
+    /// A client certificate (PEM), for a server that verifies its clients; with --nats-key.
+    #[arg(long, value_name = "FILE", env = "NATS_CERT")]
+    nats_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", env = "NATS_KEY")]
+    nats_key: Option<PathBuf>,
+}
+
+impl ConnectArgs {
+    fn to(&self, url: &str) -> Connect {
+        Connect {
+            url: url.to_string(),
+            creds: self.nats_creds.clone(),
+            token: self.nats_token.clone(),
+            user: self.nats_user.clone(),
+            password: self.nats_password.clone(),
+            ca: self.nats_ca.clone(),
+            cert: self.nats_cert.clone(),
+            key: self.nats_key.clone(),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -55,6 +105,8 @@ pub struct WorkerArgs {
     /// Rows run at once (and calls in flight on this worker) come from --concurrency.
     #[command(flatten)]
     host: HostArgs,
+    #[command(flatten)]
+    connect: ConnectArgs,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -65,9 +117,13 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 pub fn batch(args: BatchArgs) -> Result<ExitCode, String> {
-    let url = args.nats.nats.clone().unwrap_or_default();
+    let to = args
+        .nats
+        .connect
+        .to(args.nats.nats.as_deref().unwrap_or_default());
+    let url = to.shown();
     runtime()?.block_on(async {
-        let server = Server::connect(&url).await?;
+        let server = Server::connect(&to).await?;
         if args.nats.status || args.nats.collect {
             let name = match &args.nats.name {
                 Some(n) => n.clone(),
@@ -240,17 +296,25 @@ pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
         Ok(h)
     };
     let worked = runtime()?.block_on(async {
-        let server = Server::connect(&args.nats).await?;
+        let to = args.connect.to(&args.nats);
+        let server = Server::connect(&to).await?;
         output::say(&format!(
             "tvm worker: taking rows from {} ({concurrency} at once)\n",
-            args.nats
+            to.shown()
         ));
         nats::work(&server, &options, make_host).await
     })?;
-    output::say(&format!(
-        "tvm worker: no row for a while; stopping. {} rows completed, {} failed, {} given up to other workers\n",
+    let mut line = format!(
+        "tvm worker: no row for a while; stopping. {} rows completed, {} failed, {} given up to other workers",
         worked.completed, worked.failed, worked.lost
-    ));
+    );
+    if worked.dropped > 0 {
+        line.push_str(&format!(
+            ", {} messages dropped as they named no row of a published batch",
+            worked.dropped
+        ));
+    }
+    output::say(&format!("{line}\n"));
     Ok(ExitCode::SUCCESS)
 }
 
