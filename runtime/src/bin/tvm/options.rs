@@ -48,7 +48,7 @@ pub struct HostArgs {
     /// LLM calls in flight at once, per provider, and bodies of a map running at once
     /// where it states no `concurrency` [default: 16]. A resume keeps the run's map
     /// setting whatever this says.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub concurrency: Option<usize>,
     /// Retries of an LLM call that met a server error, a timeout or a dropped
     /// connection, before its task fails [default: 4]. Rate limits count apart (--rate-wait).
@@ -60,7 +60,7 @@ pub struct HostArgs {
     #[arg(long, value_name = "SECS")]
     pub rate_wait: Option<u64>,
     /// Seconds one attempt of an LLM call may take, reply included [default: 120].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout: Option<u64>,
     /// Bytes one LLM reply may have; reading stops there and the call fails, without a
     /// retry, so that an endless or huge reply cannot fill the memory [default: 8388608].
@@ -106,6 +106,15 @@ pub struct HostArgs {
     /// What the calls share with the other workers of a batch (`tvm worker`).
     #[arg(skip)]
     pub shared: Option<Arc<dyn Shared>>,
+}
+
+/// A count of 1 or more: with 0 nothing could run (no call in flight, no frame, ...),
+/// so 0 is a usage error rather than a run that fails or hangs.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number of 1 or more")),
+    }
 }
 
 fn temperature(s: &str) -> Result<f64, String> {
@@ -237,8 +246,8 @@ impl HostArgs {
 /// Limits; defaults are those of `Limits::default()`.
 #[derive(Args)]
 pub struct LimitArgs {
-    /// Nested template calls.
-    #[arg(long, default_value_t = Limits::default().call_depth)]
+    /// Nested template calls (the entry point is the first).
+    #[arg(long, default_value_t = Limits::default().call_depth, value_parser = at_least_one)]
     pub max_call_depth: usize,
     /// Nested subtasks.
     #[arg(long, default_value_t = Limits::default().subtask_depth)]
@@ -253,10 +262,10 @@ pub struct LimitArgs {
     #[arg(long, default_value_t = Limits::default().tokens)]
     pub max_tokens: u64,
     /// Wall-clock seconds for the run.
-    #[arg(long, default_value_t = Limits::default().wall_time.as_secs())]
+    #[arg(long, default_value_t = Limits::default().wall_time.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Instructions executed.
-    #[arg(long, default_value_t = Limits::default().instructions)]
+    #[arg(long, default_value_t = Limits::default().instructions, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_instructions: u64,
     /// Memory the run's values may take: bytes, or with a unit (KiB, MiB, GiB).
     #[arg(long, value_name = "SIZE", default_value = "512MiB", value_parser = size)]
