@@ -223,6 +223,10 @@ impl Processes {
         };
         let (inputs, out) = (path("rows.jsonl"), path("results.jsonl"));
         std::fs::write(&inputs, rows).expect("write the rows");
+        // A batch run again over its results would find every row done: each
+        // measurement starts a new one.
+        let _ = std::fs::remove_file(&out);
+        let _ = std::fs::remove_dir_all(format!("{out}.state"));
         let mut spec = vec![
             self.tvm.as_str(),
             "batch",

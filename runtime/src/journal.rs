@@ -36,6 +36,7 @@ use writer::{create_locked, Output};
 
 use crate::host::AsyncHost;
 use lock::lock_exclusive;
+pub(crate) use lock::{lock, Refused};
 use nix::fcntl::Flock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -268,6 +269,15 @@ impl Journal {
         match self.out {
             Sink::File(out) => out.into_file(),
             Sink::Remote(_) => None,
+        }
+    }
+
+    /// Syncs the journal's file and closes it, kept for a later run to resume: a batch
+    /// row that failed keeps its answers for `--retry-failed`. (A write still under way
+    /// is left to finish unsynced.)
+    pub fn close_synced(self) {
+        if let Some(file) = self.into_file() {
+            let _ = file.sync_data();
         }
     }
 

@@ -234,27 +234,85 @@ fn the_shipped_tickets_triage_from_their_cassette() {
 }
 
 #[test]
-fn results_written_over_the_inputs_are_refused_before_anything_runs() {
+fn results_written_over_the_inputs_by_any_name_are_refused_before_anything_is_touched() {
     let dir = scratch("batch", "same");
     let bundle = files::compiled(&dir, PROGRAM);
     let inputs = dir.join("rows.jsonl");
     let row = r#"{"notes": ["a"]}"#;
     std::fs::write(&inputs, row).expect("write the rows");
-    let path = inputs.to_str().expect("path");
+    let (linked, hard) = (dir.join("linked.jsonl"), dir.join("hard.jsonl"));
+    std::os::unix::fs::symlink(&inputs, &linked).expect("symlink");
+    std::fs::hard_link(&inputs, &hard).expect("hard link");
+    let dotted = dir.join(".").join("rows.jsonl");
+    for out in [&inputs, &linked, &hard, &dotted] {
+        let (code, _, stderr) = run_tvm(
+            &[
+                "batch",
+                bundle.to_str().expect("path"),
+                "--inputs",
+                inputs.to_str().expect("path"),
+                "--out",
+                out.to_str().expect("path"),
+                "--provider",
+                "echo",
+            ],
+            &[],
+        );
+        assert_eq!(code, 2, "{}: {stderr}", out.display());
+        assert!(stderr.contains("is the inputs file"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&inputs).expect("rows"), row);
+        let mut state = out.clone().into_os_string();
+        state.push(".state");
+        assert!(!Path::new(&state).exists(), "{state:?} was made");
+    }
+}
+
+/// An entry point with a parameter named `id`.
+const LOOKUP: &str = r#"<library>
+  <task name="lookup">
+    <inputs><input name="id" type="number">Record</input><input name="name" type="string">Its name</input></inputs>
+    <instructions>Look up record {{id}} named {{name}}</instructions>
+  </task>
+</library>"#;
+
+#[test]
+fn a_rows_own_id_labels_its_line_and_is_an_argument_only_of_an_entry_that_takes_one() {
+    let dir = scratch("batch", "ids");
+    let rows = [
+        r#"{"id": "T-1", "notes": ["a"]}"#,
+        r#"{"id": "T-2", "args": {"notes": ["b"]}}"#,
+    ];
+    let (code, lines, stderr) = batch(&dir, &rows, &["--provider", "echo"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    for (i, id) in [(0, "T-1"), (1, "T-2")] {
+        let row = by_index(&lines, i);
+        assert_eq!(
+            (&row["id"], &row["status"]),
+            (&json!(id), &json!("COMPLETE"))
+        );
+    }
+
+    let dir = scratch("batch", "id-parameter");
+    let bundle = files::compiled(&dir, LOOKUP);
+    let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
+    std::fs::write(&inputs, r#"{"id": 42, "name": "ada"}"#).expect("write the rows");
     let (code, _, stderr) = run_tvm(
         &[
             "batch",
             bundle.to_str().expect("path"),
             "--inputs",
-            path,
+            inputs.to_str().expect("path"),
             "--out",
-            path,
+            out.to_str().expect("path"),
             "--provider",
             "echo",
         ],
         &[],
     );
-    assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("is the inputs file"), "{stderr}");
-    assert_eq!(std::fs::read_to_string(&inputs).expect("rows"), row);
+    assert_eq!(code, 0, "{stderr}");
+    let line: Value =
+        serde_json::from_str(std::fs::read_to_string(&out).expect("results").trim()).expect("JSON");
+    assert_eq!(line["id"], json!(42), "{line}");
+    let content = line["result"]["content"].as_str().unwrap_or_default();
+    assert!(content.contains("Look up record 42 named ada"), "{line}");
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A server that echoes the prompt after `ms` milliseconds, so what it answered can be
 /// found in a journal.
-async fn slow_echo(ms: u64) -> Server {
+pub(crate) async fn slow_echo(ms: u64) -> Server {
     Server::start(move |_, r| {
         Reply::completion(&format!("seen: {}", r.prompt()), 10, 2).after(Duration::from_millis(ms))
     })
@@ -62,9 +62,10 @@ fn a_killed_batch_run_again_skips_finished_rows_and_repeats_no_finished_call() {
             "`{p}` was answered before the kill and asked again"
         );
     }
-    assert!(
-        !dir.join("results.jsonl.state").exists(),
-        "a batch that finished leaves no state behind"
+    assert_eq!(
+        state_files(&dir),
+        ["batch.json"],
+        "a batch that finished keeps only its batch.json"
     );
     assert!(
         stderr.contains("12 rows: 12 completed, 0 failed"),
@@ -110,7 +111,7 @@ fn a_stopped_batch_over_rows_since_edited_is_refused_rather_than_resumed() {
 
 /// The arguments of `tvm batch` over `rows` rows of [`PROGRAM`] in `dir`, three at once
 /// through the OpenAI adapter, and its results file.
-fn openai_batch(dir: &Path, rows: usize) -> (Vec<String>, PathBuf) {
+pub(crate) fn openai_batch(dir: &Path, rows: usize) -> (Vec<String>, PathBuf) {
     let bundle = files::compiled(dir, PROGRAM);
     let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
     let lines: Vec<String> = (0..rows)
@@ -135,7 +136,7 @@ fn openai_batch(dir: &Path, rows: usize) -> (Vec<String>, PathBuf) {
 
 /// The prompts among `asked` whose answers a stopped batch kept: in a row's journal, or
 /// in a finished row (whose result holds both its calls' prompts).
-fn kept(dir: &Path, out: &Path, asked: &[Request]) -> Vec<String> {
+pub(crate) fn kept(dir: &Path, out: &Path, asked: &[Request]) -> Vec<String> {
     let journals: String = std::fs::read_dir(dir.join("results.jsonl.state"))
         .into_iter()
         .flatten()
@@ -222,16 +223,6 @@ fn a_batch_killed_at_random_points_until_it_ends_repeats_no_call_whose_answer_it
         }
         child.kill().expect("SIGKILL");
         let _ = child.wait();
-        // Killed after it had ended (its state removed, every line written) but before
-        // it exited: run again, it would start a new batch, so the batch is over.
-        let ended = !dir.join("results.jsonl.state").exists()
-            && whole_lines(std::fs::read_to_string(&out).unwrap_or_default())
-                .lines()
-                .count()
-                == ROWS;
-        if ended {
-            break 0;
-        }
         let asked = server.requests();
         kills.push((asked.len(), kept(&dir, &out, &asked)));
     };
@@ -260,5 +251,15 @@ fn a_batch_killed_at_random_points_until_it_ends_repeats_no_call_whose_answer_it
             );
         }
     }
-    assert!(!dir.join("results.jsonl.state").exists(), "{why}");
+    assert_eq!(state_files(&dir), ["batch.json"], "{why}");
+}
+
+/// The names in the default state folder of the batch in `dir`, sorted.
+pub(crate) fn state_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("results.jsonl.state"))
+        .expect("the state folder")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }

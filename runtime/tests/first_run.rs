@@ -145,11 +145,43 @@ fn a_range_the_flags_cannot_take_is_refused() {
         ("--max-output-tokens", "0"),
         ("--max-memory", "12XB"),
         ("--max-memory", "0"),
+        ("--concurrency", "0"),
+        ("--request-timeout", "0"),
+        ("--timeout", "0"),
+        ("--max-instructions", "0"),
+        ("--max-call-depth", "0"),
     ] {
         let (code, _, stderr) = run(&["run", &bundle, "--arg", "who=a", flag, value], &[]);
         assert_eq!(code, 2, "{flag}: {stderr}");
         assert!(stderr.contains(flag), "{stderr}");
     }
+}
+
+/// `--concurrency 0` was taken as 1 by `tvm run`, `resume` and `batch`; it is refused by
+/// each, as are the other counts with which nothing could run.
+#[test]
+fn a_count_of_zero_is_refused_by_run_resume_and_batch_before_anything_is_read() {
+    let bundle = path("scripts_only");
+    let dir = files::scratch("first-run", "zero");
+    let missing = dir.join("nothing-here");
+    let missing = missing.to_str().expect("path");
+    let commands: [&[&str]; 3] = [
+        &["run", &bundle, "--arg", "who=a"],
+        &["resume", missing],
+        &["batch", &bundle, "--inputs", missing, "--out", missing],
+    ];
+    for command in commands {
+        for flag in ["--concurrency", "--request-timeout"] {
+            let args: Vec<&str> = command.iter().copied().chain([flag, "0"]).collect();
+            let (code, _, stderr) = run(&args, &[]);
+            assert_eq!(code, 2, "{args:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!("invalid value '0' for '{flag}")),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+    assert!(!std::path::Path::new(missing).exists());
 }
 
 /// `tvm run` of the code-review bundle's `summarize_change`, with the echo provider, on a

@@ -4,7 +4,9 @@
 mod support;
 
 mod batch;
+mod batch_continue;
 mod batch_resume;
+mod batch_state;
 mod cache;
 mod cli;
 mod cli_bounds;

@@ -8,11 +8,13 @@
 //! object, arguments of the wrong type) is a failed row naming its line, never a
 //! stopped batch.
 
+mod folder;
 mod lines;
+mod results;
 mod state;
 
 pub use lines::{Lines, MAX_ROW_BYTES};
-pub use state::State;
+pub use state::{Start, State};
 
 use crate::driver;
 use crate::host::AsyncHost;
@@ -41,6 +43,8 @@ pub struct Summary {
     pub failed: u64,
     /// The LLM calls of every row, by model.
     pub spending: Spending,
+    /// The batch was stopped (Ctrl-C) with rows still to run.
+    pub interrupted: bool,
 }
 
 impl Summary {
@@ -80,6 +84,19 @@ pub async fn run<H: AsyncHost>(
     inputs: impl BufRead,
     out: &mut impl Write,
 ) -> Result<Summary, String> {
+    run_until(b, inputs, out, std::future::pending()).await
+}
+
+/// [`run`], stopped when `stop` is ready (Ctrl-C): rows in flight are dropped where they
+/// are, their journals keeping what they had received, and the summary says
+/// `interrupted`.
+pub async fn run_until<H: AsyncHost>(
+    b: &Batch<'_, H>,
+    inputs: impl BufRead,
+    out: &mut impl Write,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<Summary, String> {
+    let mut stop = std::pin::pin!(stop);
     let Batch {
         bundle,
         function,
@@ -166,7 +183,15 @@ pub async fn run<H: AsyncHost>(
                 }
             }
         }
-        let Some((i, id, result, spent, journal)) = running.next().await else {
+        let next = tokio::select! {
+            biased;
+            () = &mut stop => {
+                summary.interrupted = true;
+                break;
+            }
+            next = running.next() => next,
+        };
+        let Some((i, id, result, spent, journal)) = next else {
             break;
         };
         summary.spending.add(&spent);
@@ -177,7 +202,7 @@ pub async fn run<H: AsyncHost>(
         }
         // Only now that its line is written may the row's journal go.
         if let (Some(s), Some(j)) = (state, journal) {
-            s.ended(j);
+            s.ended(j, completed);
         }
     }
     Ok(summary)
@@ -197,10 +222,19 @@ pub(crate) fn named(bundle: &Bundle, function: u32, values: &[Value]) -> Map<Str
         .collect()
 }
 
-/// Row `index`, from line `line` of the inputs: an arguments object, or
-/// `{"id": ..., "args": {...}}` (an object whose only keys are `args`, itself an
-/// object, and `id`).
+/// Row `index`, from line `line` of the inputs: `{"id": ..., "args": {...}}` (an
+/// object whose only keys are `args`, itself an object, and `id`), or an object of
+/// arguments. In the latter an `id` is the row's id, and an argument too only when the
+/// entry point has a parameter `id`.
 pub(crate) fn read_row(bundle: &Bundle, function: u32, index: u64, line: u64, text: &str) -> Row {
+    let Some(f) = bundle.functions.get(function as usize) else {
+        let why = "the entry point has no function".to_string();
+        return Row {
+            index,
+            id: Value::Null,
+            args: Err(why),
+        };
+    };
     let mut id = Value::Null;
     let args = match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(mut m)) => {
@@ -213,6 +247,12 @@ pub(crate) fn read_row(bundle: &Bundle, function: u32, index: u64, line: u64, te
                     _ => Ok(Map::new()),
                 }
             } else {
+                let takes_id = f.params.iter().any(|p| p.name == "id");
+                id = match takes_id {
+                    true => m.get("id").cloned(),
+                    false => m.remove("id"),
+                }
+                .unwrap_or(Value::Null);
                 Ok(m)
             }
         }
@@ -228,13 +268,7 @@ pub(crate) fn read_row(bundle: &Bundle, function: u32, index: u64, line: u64, te
         )),
         Err(e) => Err(format!("line {line}: not JSON: {e}")),
     };
-    let args = args.and_then(|given| {
-        let f = bundle
-            .functions
-            .get(function as usize)
-            .ok_or_else(|| "the entry point has no function".to_string())?;
-        args::bind(f, given).map_err(|e| format!("line {line}: {e}"))
-    });
+    let args = args.and_then(|given| args::bind(f, given).map_err(|e| format!("line {line}: {e}")));
     Row { index, id, args }
 }
 

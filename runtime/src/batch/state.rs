@@ -1,25 +1,28 @@
 //! A batch's state folder (`--state DIR`, by default `results.jsonl.state/`): what lets
-//! the same command, run again after a crash or Ctrl-C, skip the rows that finished and
+//! the same command, run again after a crash or Ctrl-C, skip the rows that are done and
 //! resume the others without repeating an LLM call they had finished.
 //!
-//! A row is finished once its line is in the results file; the results file is the
-//! record of that. A row in flight has a journal of its own, `DIR/ROW.journal`, made
-//! and read as `tvm run --journal` makes and `tvm resume` reads one, once the row has a
-//! call to keep; once the row's line is written it is emptied and kept as a spare
-//! (`DIR/N.spare`) for a later row's journal, as making files costs more than renaming
-//! them. `DIR/batch.json` names the bundle, the entry point and a
-//! hash of the rows, so a folder left by another batch, or by this one over rows since
-//! edited, is refused rather than resumed.
+//! A row is done once its line is in the results file; the results file is the record
+//! of that ([`results`]). A row in flight has a journal of its own, `DIR/ROW.journal`,
+//! made and read as `tvm run --journal` makes and `tvm resume` reads one, once the row
+//! has a call to keep. Once a completed row's line is written its journal is emptied and
+//! kept as a spare (`DIR/N.spare`) for a later row's journal, as making files costs more
+//! than renaming them; a failed row's journal is kept, so that `--retry-failed` pays only
+//! for the calls it lacks. `DIR/batch.json` names the bundle, the entry point and a hash
+//! of the rows, so a folder left by another batch, or by this one over rows since
+//! edited, is refused rather than resumed; it stays when the batch ends, so that the
+//! same command run again knows the results are this batch's and done. What folders a
+//! batch takes, and what it removes from them, is [`folder`]'s.
 
+use super::folder::{self, Found};
+use super::results;
 use crate::journal::{Header, Journal, Spares};
-use serde::Deserialize;
+use nix::fcntl::Flock;
 use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom};
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, OnceLock};
-use tv_vm::result::Status;
 
 pub struct State {
     dir: PathBuf,
@@ -37,6 +40,10 @@ pub struct State {
     /// Started with the first journal that ended; `None` if no thread could be started,
     /// and journals are then put away where their rows end.
     retirer: OnceLock<Option<Retirer>>,
+    /// `batch.json`, locked while the batch runs: a second batch on the folder is refused.
+    _marker: Flock<File>,
+    /// Where `--rerun` kept the earlier results.
+    previous: Option<PathBuf>,
 }
 
 /// The thread that puts away the journals of rows that ended. A row's journal is no
@@ -46,13 +53,14 @@ pub struct State {
 /// spare and its lock released take a hundred microseconds or more on a busy disk, and
 /// on the thread that drives the rows they would hold up every row.
 struct Retirer {
-    send: mpsc::Sender<Journal>,
+    /// Journals of rows that ended, and whether each row completed.
+    send: mpsc::Sender<(Journal, bool)>,
     thread: std::thread::JoinHandle<()>,
 }
 
 impl Retirer {
     fn start(results: File, spares: Arc<Spares>) -> Option<Retirer> {
-        let (send, receive) = mpsc::channel::<Journal>();
+        let (send, receive) = mpsc::channel::<(Journal, bool)>();
         let work = move || {
             while let Ok(first) = receive.recv() {
                 let ended = std::iter::once(first).chain(receive.try_iter()).collect();
@@ -67,61 +75,61 @@ impl Retirer {
     }
 }
 
-/// Puts away the journals of rows whose lines `results` holds: kept as spares once the
-/// lines are on the disk; if they cannot be put there, the journals stay for a resume.
-fn retire(results: &File, spares: &Spares, ended: Vec<Journal>) {
+/// Puts away the journals of rows whose lines `results` holds, once the lines are on the
+/// disk: a completed row's is kept as a spare, a failed row's is synced and kept for
+/// `--retry-failed`. If the lines cannot be put there, the journals stay for a resume.
+fn retire(results: &File, spares: &Spares, ended: Vec<(Journal, bool)>) {
     if results.sync_data().is_ok() {
-        ended.into_iter().for_each(|j| spares.keep(j));
+        for (journal, completed) in ended {
+            match completed {
+                true => spares.keep(journal),
+                false => journal.close_synced(),
+            }
+        }
     }
 }
 
+/// How a batch treats the rows an earlier run of it finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Rows whose lines the results file holds are done; the others run (or resume).
+    Continue,
+    /// As [`Start::Continue`], and the rows that failed run again: their lines are taken
+    /// out of the results file, and they resume from the journals they kept.
+    RetryFailed,
+    /// Every row runs again: the earlier results are kept as `OUT.previous`, the
+    /// folder's journals are removed.
+    Rerun,
+}
+
 impl State {
-    /// Opens the state folder for a batch run with `header` (no arguments), and the
-    /// results file `out` to append to: when the folder holds this batch's state, the
-    /// rows already in `out` are finished (a line cut short by the crash is dropped);
-    /// otherwise the batch starts afresh and `out` is emptied.
+    /// Opens the state folder `dir` for a batch run with `header` (no arguments) over
+    /// rows hashing to `rows_sha256`, and the results file `out` to append to. Every
+    /// refusal comes before anything is written, moved or removed: a folder that is not
+    /// this batch's state, one another batch holds, and a results file that no state
+    /// says is this batch's, unless `start` is [`Start::Rerun`].
     pub fn open(
         dir: &Path,
         header: Header,
         rows_sha256: &str,
         out: &Path,
+        start: Start,
     ) -> Result<(State, File), String> {
-        let marker = dir.join("batch.json");
         let this = json!({"bundle_sha256": header.bundle_sha256, "entry": header.entry, "rows_sha256": rows_sha256});
-        let resuming = match std::fs::read_to_string(&marker) {
-            Ok(text) => {
-                let earlier: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                if earlier != this {
-                    return Err(format!(
-                        "the state folder {} belongs to a batch of another bundle, entry point or \
-                         inputs; remove it to start afresh, or choose another with --state DIR",
-                        dir.display()
-                    ));
-                }
-                true
+        let found = folder::inspect(dir)?;
+        let resuming = resumes(&found, &this, start, dir, out)?;
+        // Results no state says are this batch's: only --rerun goes on, moving them aside.
+        let aside = !resuming && results::size(out)? > 0;
+        if aside {
+            match start {
+                Start::Rerun => results::check_previous_free(out)?,
+                _ => return Err(unclaimed(dir, out)),
             }
-            Err(_) => false,
-        };
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create the state folder {}: {e}", dir.display()))?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(out)
-            .map_err(|e| format!("--out {}: {e}", out.display()))?;
-        let finished = if resuming {
-            finished_rows(&mut file, out)?
-        } else {
-            file.set_len(0)
-                .map_err(|e| format!("--out {}: {e}", out.display()))?;
-            std::fs::write(&marker, this.to_string())
-                .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
-            HashMap::new()
-        };
-        file.seek(SeekFrom::End(0))
-            .map_err(|e| format!("--out {}: {e}", out.display()))?;
+        }
+        // Nothing was touched until here.
+        let marker = folder::claim(dir, &this, found, start == Start::Rerun)?;
+        let previous = aside.then(|| results::move_aside(out)).transpose()?;
+        let (file, finished) = done_rows(out, resuming, start, previous.is_some())?;
         let state = State {
             dir: dir.to_path_buf(),
             header,
@@ -132,16 +140,27 @@ impl State {
                 .map_err(|e| format!("--out {}: {e}", out.display()))?,
             spares: Arc::new(Spares::new(dir)),
             retirer: OnceLock::new(),
+            _marker: marker,
+            previous,
         };
-        // A row whose line was written just before the crash may still have a journal,
-        // and the spares of the stopped run hold nothing.
-        for &row in state.finished.keys() {
-            let _ = std::fs::remove_file(state.journal_path(row));
+        // A row whose line was written just before the crash may still have a journal;
+        // a failed row's is kept for --retry-failed; the spares of the stopped run hold
+        // nothing.
+        for (&row, &completed) in &state.finished {
+            let path = state.journal_path(row);
+            if completed && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(path);
+            }
         }
         if resuming {
             Spares::clear(dir);
         }
         Ok((state, file))
+    }
+
+    /// Where `--rerun` kept the earlier results, if it moved any.
+    pub fn previous(&self) -> Option<&Path> {
+        self.previous.as_deref()
     }
 
     /// Whether row `index` finished in an earlier run, and if so whether it completed.
@@ -165,7 +184,19 @@ impl State {
         args: serde_json::Map<String, Value>,
     ) -> Result<Journal, String> {
         let path = self.journal_path(index);
-        let held = self.resuming && std::fs::metadata(&path).is_ok_and(|m| m.len() > 0);
+        // What a stopped run of this batch left: a plain file, never one through a link.
+        let left = match self.resuming {
+            true => std::fs::symlink_metadata(&path).ok(),
+            false => None,
+        };
+        if left.as_ref().is_some_and(|m| !m.is_file()) {
+            return Err(format!(
+                "{} is not a journal tvm wrote (a link or a special file); tvm neither reads \
+                 nor removes it: remove it, then run the batch again",
+                path.display()
+            ));
+        }
+        let held = left.is_some_and(|m| m.len() > 0);
         if held {
             let (header, journal) = Journal::open(&path)?;
             if header.args == args {
@@ -184,8 +215,9 @@ impl State {
     }
 
     /// A row's line is written to the results file: its journal, if it made a file, is
-    /// put away on a thread of the state's own once the line is on the disk.
-    pub fn ended(&self, journal: Journal) {
+    /// put away on a thread of the state's own once the line is on the disk, as a spare
+    /// if the row `completed`, else kept for `--retry-failed`.
+    pub fn ended(&self, journal: Journal, completed: bool) {
         if !journal.on_disk() {
             return;
         }
@@ -194,37 +226,27 @@ impl State {
             Retirer::start(results, self.spares.clone())
         });
         let unsent = match retirer {
-            Some(r) => r.send.send(journal).err().map(|mpsc::SendError(j)| j),
-            None => Some(journal),
+            Some(r) => r
+                .send
+                .send((journal, completed))
+                .err()
+                .map(|mpsc::SendError(j)| j),
+            None => Some((journal, completed)),
         };
-        if let Some(journal) = unsent {
-            retire(&self.results, &self.spares, vec![journal]);
+        if let Some(ended) = unsent {
+            retire(&self.results, &self.spares, vec![ended]);
         }
     }
 
-    /// Every row finished: the state is no longer needed, and the same command run
-    /// again starts the batch afresh.
-    pub fn finish(self) {
+    /// The batch ended, or was stopped: the journals of rows that ended are put away
+    /// and the spares removed. The folder keeps `batch.json` and the journals of rows
+    /// that failed or were stopped in flight; the lock goes with this process.
+    pub fn close(self) {
         if let Some(Some(r)) = self.retirer.into_inner() {
             drop(r.send);
             let _ = r.thread.join();
         }
-        drop(self.spares);
-        // Renamed away first, in one step: a batch killed while the folder was being
-        // emptied would otherwise leave one without `batch.json`, and the same command
-        // would take it for a new batch and empty the finished results.
-        let mut ended = self.dir.clone().into_os_string();
-        ended.push(".ended");
-        let ended = PathBuf::from(ended);
-        let _ = std::fs::remove_dir_all(&ended);
-        match std::fs::rename(&self.dir, &ended) {
-            Ok(()) => {
-                let _ = std::fs::remove_dir_all(&ended);
-            }
-            Err(_) => {
-                let _ = std::fs::remove_dir_all(&self.dir);
-            }
-        }
+        self.spares.remove_all();
     }
 
     fn journal_path(&self, index: u64) -> PathBuf {
@@ -232,25 +254,66 @@ impl State {
     }
 }
 
-/// The rows the results file holds whole, and whether each completed; a last line cut
-/// short is cut off the file.
-fn finished_rows(file: &mut File, out: &Path) -> Result<HashMap<u64, bool>, String> {
-    let mut text = Vec::new();
-    file.read_to_end(&mut text)
-        .map_err(|e| format!("cannot read {}: {e}", out.display()))?;
-    let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    file.set_len(whole as u64)
-        .map_err(|e| format!("--out {}: {e}", out.display()))?;
-    let mut finished = HashMap::new();
-    for line in String::from_utf8_lossy(&text[..whole]).lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if let Some(i) = v.get("index").and_then(Value::as_u64) {
-            let completed =
-                v.get("status").and_then(|s| Status::deserialize(s).ok()) == Some(Status::Complete);
-            finished.insert(i, completed);
-        }
+/// Whether the batch `this` goes on from the state `found` in `dir`: it does when the
+/// folder names it, unless it starts over; a folder naming another batch is refused but
+/// for `--rerun`.
+fn resumes(
+    found: &Found,
+    this: &Value,
+    start: Start,
+    dir: &Path,
+    out: &Path,
+) -> Result<bool, String> {
+    let rerun = start == Start::Rerun;
+    match found {
+        Found::Batch { record, .. } if record == this => Ok(!rerun),
+        Found::Batch { .. } if rerun => Ok(false),
+        Found::Batch { .. } => Err(format!(
+            "the state folder {} belongs to a batch of another bundle, entry point or \
+             inputs: --rerun starts this batch over (keeping earlier results in {} as {}), \
+             or choose another --state and --out",
+            dir.display(),
+            out.display(),
+            results::previous(out).display()
+        )),
+        Found::Empty { .. } => Ok(false),
     }
-    Ok(finished)
+}
+
+/// The refusal of results at `out` that no state in `dir` says are this batch's.
+fn unclaimed(dir: &Path, out: &Path) -> String {
+    format!(
+        "--out {} holds results, and no state folder ({}) says they are this batch's: \
+         --rerun runs every row again (the earlier results are kept as {}), or choose \
+         another --out",
+        out.display(),
+        dir.join(folder::MARKER).display(),
+        results::previous(out).display()
+    )
+}
+
+/// The results file at `out` (`new`: it was moved aside, and is made again), open at its
+/// end, and the rows it holds when the batch is `resuming`; with `--retry-failed` the
+/// failed rows' lines are taken out, and they are no longer done.
+fn done_rows(
+    out: &Path,
+    resuming: bool,
+    start: Start,
+    new: bool,
+) -> Result<(File, HashMap<u64, bool>), String> {
+    let mut file = results::open(out, new)?;
+    if !resuming {
+        return Ok((file, HashMap::new()));
+    }
+    let mut finished = results::finished(&mut file, out)?;
+    let failed: HashSet<u64> = finished
+        .iter()
+        .filter(|(_, completed)| !**completed)
+        .map(|(i, _)| *i)
+        .collect();
+    if start == Start::RetryFailed && !failed.is_empty() {
+        file = results::without(out, &failed)?;
+        finished.retain(|_, completed| *completed);
+    }
+    Ok((file, finished))
 }

@@ -1,4 +1,5 @@
-//! The journal's lock: one process at a time writes a journal.
+//! The journal's lock: one process at a time writes a journal (and one batch at a time
+//! uses a state folder).
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -18,8 +19,28 @@ use std::path::Path;
 /// is written. Who holds it is read from `/proc/locks`, where the kernel lists each
 /// lock with the holder's pid and the file's device and inode: always the true holder,
 /// never a stale record.
-pub(super) fn lock_exclusive(path: &Path, mut file: File) -> Result<Flock<File>, String> {
+pub(super) fn lock_exclusive(path: &Path, file: File) -> Result<Flock<File>, String> {
     let shown = path.display();
+    lock(file).map_err(|refused| match refused {
+        Refused::Held(holder) => format!(
+            "the journal {shown} is in use by {holder}: a second run on it would repeat its \
+             calls and scripts; wait for that run to end, or stop it, then resume"
+        ),
+        Refused::Failed(errno) => format!("cannot lock the journal {shown}: {errno}"),
+    })
+}
+
+/// Why a file could not be locked.
+pub(crate) enum Refused {
+    /// Another process holds the lock: `another process (pid N)`, or without the pid
+    /// when it cannot be told.
+    Held(String),
+    Failed(Errno),
+}
+
+/// Locks `file` for this process (the journal's lock, above; a batch's state folder's
+/// lock on its `batch.json` too), or says who holds it.
+pub(crate) fn lock(mut file: File) -> Result<Flock<File>, Refused> {
     // A killed run's lock can outlive it by a moment: a script it was starting holds
     // the file until its `exec` closes it. So a busy lock is tried again for a second
     // before it is taken to be another run's.
@@ -36,7 +57,7 @@ pub(super) fn lock_exclusive(path: &Path, mut file: File) -> Result<Flock<File>,
         }
     };
     if errno != Errno::EWOULDBLOCK {
-        return Err(format!("cannot lock the journal {shown}: {errno}"));
+        return Err(Refused::Failed(errno));
     }
     let holder = file
         .metadata()
@@ -46,10 +67,7 @@ pub(super) fn lock_exclusive(path: &Path, mut file: File) -> Result<Flock<File>,
             || "another process".to_owned(),
             |pid| format!("another process (pid {pid})"),
         );
-    Err(format!(
-        "the journal {shown} is in use by {holder}: a second run on it would repeat its \
-         calls and scripts; wait for that run to end, or stop it, then resume"
-    ))
+    Err(Refused::Held(holder))
 }
 
 /// The pid that holds a `flock` on the file with device `dev` and inode `ino`.

@@ -41,15 +41,27 @@ impl Spares {
         }
     }
 
-    /// Removes the spares a stopped run left in `dir`.
+    /// Removes the spares a stopped run left in `dir` (plain files only: a link of
+    /// that name is not one).
     pub fn clear(dir: &Path) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
         for e in entries.flatten() {
-            if e.path().extension().is_some_and(|x| x == "spare") {
+            let plain = e.file_type().is_ok_and(|t| t.is_file());
+            if plain && e.path().extension().is_some_and(|x| x == "spare") {
                 let _ = std::fs::remove_file(e.path());
             }
+        }
+    }
+
+    /// Removes the spares kept so far: the batch that kept them has ended.
+    pub fn remove_all(&self) {
+        let Ok(mut free) = self.free.lock() else {
+            return;
+        };
+        for spare in free.drain(..) {
+            let _ = std::fs::remove_file(&spare.path);
         }
     }
 

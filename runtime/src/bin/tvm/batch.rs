@@ -5,9 +5,10 @@ use super::{entry_name, load, output, pick_entry, priced, provider_choice};
 use clap::Args;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tv_runtime::batch::{Batch, Lines, State, MAX_ROW_BYTES};
+use tv_runtime::batch::{Batch, Lines, Start, State, Summary, MAX_ROW_BYTES};
 
 #[derive(Args)]
 pub struct BatchArgs {
@@ -27,6 +28,14 @@ pub struct BatchArgs {
     /// Ctrl-C, skip the rows that finished and resume the others (default: OUT.state/).
     #[arg(long, value_name = "DIR", conflicts_with = "nats")]
     state: Option<PathBuf>,
+    /// Run again the rows whose lines in --out say they failed (their lines are
+    /// replaced); the calls they had finished are answered from their journals.
+    #[arg(long, conflicts_with_all = ["nats", "rerun"])]
+    retry_failed: bool,
+    /// Run every row again, though --out holds their results; the earlier results are
+    /// kept as OUT.previous.
+    #[arg(long, conflicts_with = "nats")]
+    rerun: bool,
     #[command(flatten)]
     pub(super) nats: super::nats::NatsArgs,
     #[command(flatten)]
@@ -62,6 +71,21 @@ pub(super) fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> 
     Ok((rows, hex))
 }
 
+/// Refuses `--out` naming the inputs, by any path (a link, a hard link: the same file
+/// by device and inode), before either is touched: opening the results would empty them.
+fn distinct(inputs: &Path, out: &Path) -> Result<(), String> {
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    match id(out) {
+        Some(o) if id(inputs) == Some(o) => Err(format!(
+            "--out {} is the inputs file {} (the same file by another name): the results \
+             would overwrite the rows",
+            out.display(),
+            inputs.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
     args.host.settle_bounds()?;
     if args.nats.nats.is_some() {
@@ -76,18 +100,7 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let inputs =
         File::open(&inputs_path).map_err(|e| format!("--inputs {}: {e}", inputs_path.display()))?;
-    // Opening the results empties them: the inputs would be gone before they were read.
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        std::fs::canonicalize(a)
-            .ok()
-            .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
-    };
-    if same(&inputs_path, &out_path) {
-        return Err(format!(
-            "--out {} is the inputs file: the results would overwrite the rows",
-            out_path.display()
-        ));
-    }
+    distinct(&inputs_path, &out_path)?;
     let host = host(choice, &args.host)?;
     priced(&host, &bundle)?;
     // Rows run as many at once as the provider takes calls; a map inside a row runs
@@ -105,9 +118,29 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         PathBuf::from(d)
     });
     let (rows, rows_sha256) = survey(&inputs_path)?;
-    let (state, out) = State::open(&dir, header, &rows_sha256, &out_path)?;
+    let start = match (args.retry_failed, args.rerun) {
+        (true, _) => Start::RetryFailed,
+        (_, true) => Start::Rerun,
+        _ => Start::Continue,
+    };
+    let (state, out) = State::open(&dir, header, &rows_sha256, &out_path, start)?;
+    if let Some(kept) = state.previous() {
+        output::say(&format!(
+            "tvm: batch: --rerun: the earlier results are kept as {}\n",
+            kept.display()
+        ));
+    }
+    let (completed, failed) = state.earlier();
+    if completed + failed >= rows {
+        output::say(&format!(
+            "tvm: batch: all {rows} rows are done ({completed} completed, {failed} failed) in \
+             {}; nothing was run (--retry-failed runs the failed rows again, --rerun every \
+             row)\n",
+            out_path.display()
+        ));
+        return Ok(exit_code(failed));
+    }
     if let Some(p) = &host.progress {
-        let (completed, failed) = state.earlier();
         p.batch(rows, completed + failed, failed);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -124,23 +157,52 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         state: Some(&state),
         progress: host.progress.as_ref(),
     };
-    let summary = runtime.block_on(tv_runtime::batch::run(
+    // Ctrl-C stops the batch where it is, saying what is done; if the handler cannot
+    // be set, Ctrl-C ends the process as it would anyway.
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let summary = runtime.block_on(tv_runtime::batch::run_until(
         &batch,
         BufReader::new(inputs),
         &mut out,
+        interrupt,
     ));
     if let Some(p) = &host.progress {
         p.finish();
     }
+    drop(out);
+    state.close();
     if let Some(problem) = host.unconfigured() {
         return Err(problem);
     }
     let summary = summary?;
-    state.finish();
+    // Stopped as the last row ended: the batch is over.
+    if summary.interrupted && summary.rows < rows {
+        say_interrupted(&summary, rows);
+        return Ok(ExitCode::from(130));
+    }
     output::say(&format!("tvm: batch: {}\n", summary.line()));
-    Ok(if summary.failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(exit_code(summary.failed))
+}
+
+/// 0 when every row completed, 1 when some failed.
+fn exit_code(failed: u64) -> ExitCode {
+    match failed {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    }
+}
+
+/// What a batch stopped by Ctrl-C did, and how to go on.
+fn say_interrupted(summary: &Summary, rows: u64) {
+    let left = rows.saturating_sub(summary.rows);
+    output::say(&format!(
+        "tvm: batch: interrupted: {} of {rows} rows are done ({} completed, {} failed); \
+         run the same command again to resume the other {left}, without paying again for \
+         the calls they finished\n",
+        summary.rows, summary.completed, summary.failed
+    ));
 }

@@ -54,7 +54,7 @@ pub struct HostArgs {
     /// LLM calls in flight at once, per provider, and bodies of a map running at once
     /// where it states no `concurrency` (default: $TVM_CONCURRENCY) [default: 16]. A
     /// resume keeps the run's map setting whatever this says.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub concurrency: Option<usize>,
     /// Retries of an LLM call that met a server error, a timeout or a dropped
     /// connection, before its task fails [default: 4]. Rate limits count apart (--rate-wait).
@@ -66,7 +66,7 @@ pub struct HostArgs {
     #[arg(long, value_name = "SECS")]
     pub rate_wait: Option<u64>,
     /// Seconds one attempt of an LLM call may take, reply included [default: 120].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout: Option<u64>,
     /// Bytes one LLM reply may have; reading stops there and the call fails, without a
     /// retry, so that an endless or huge reply cannot fill the memory [default: 8388608].
@@ -128,6 +128,15 @@ impl From<Recording> for RecordMode {
             Recording::Append => RecordMode::Append,
             Recording::Overwrite => RecordMode::Overwrite,
         }
+    }
+}
+
+/// A count of 1 or more: with 0 nothing could run (no call in flight, no frame, ...),
+/// so 0 is a usage error rather than a run that fails or hangs.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number of 1 or more")),
     }
 }
 
@@ -263,11 +272,7 @@ impl HostArgs {
             flag: "--concurrency",
             default: Some(providers::DEFAULT_CONCURRENCY),
         };
-        self.concurrency = calls.settle(self.concurrency, vars, |s| {
-            s.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("`{s}` is not a whole number"))
-        })?;
+        self.concurrency = calls.settle(self.concurrency, vars, |s| at_least_one(s.trim()))?;
         Ok(())
     }
 
@@ -341,8 +346,8 @@ impl<T: PartialOrd + Copy> Bound<T> {
 /// Limits; defaults are those of `Limits::default()`.
 #[derive(Args)]
 pub struct LimitArgs {
-    /// Nested template calls.
-    #[arg(long, default_value_t = Limits::default().call_depth)]
+    /// Nested template calls (the entry point is the first).
+    #[arg(long, default_value_t = Limits::default().call_depth, value_parser = at_least_one)]
     pub max_call_depth: usize,
     /// Nested subtasks.
     #[arg(long, default_value_t = Limits::default().subtask_depth)]
@@ -357,10 +362,10 @@ pub struct LimitArgs {
     #[arg(long, default_value_t = Limits::default().tokens)]
     pub max_tokens: u64,
     /// Wall-clock seconds for the run.
-    #[arg(long, default_value_t = Limits::default().wall_time.as_secs())]
+    #[arg(long, default_value_t = Limits::default().wall_time.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Instructions executed.
-    #[arg(long, default_value_t = Limits::default().instructions)]
+    #[arg(long, default_value_t = Limits::default().instructions, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_instructions: u64,
     /// Memory the run's values may take: bytes, or with a unit (KiB, MiB, GiB).
     #[arg(long, value_name = "SIZE", default_value = "512MiB", value_parser = size)]
