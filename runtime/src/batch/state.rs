@@ -11,6 +11,7 @@
 //! hash of the rows, so a folder left by another batch, or by this one over rows since
 //! edited, is refused rather than resumed.
 
+use crate::files;
 use crate::journal::{Header, Journal, Spares};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -88,9 +89,9 @@ impl State {
     ) -> Result<(State, File), String> {
         let marker = dir.join("batch.json");
         let this = json!({"bundle_sha256": header.bundle_sha256, "entry": header.entry, "rows_sha256": rows_sha256});
-        let resuming = match std::fs::read_to_string(&marker) {
+        let resuming = match files::read(&marker, files::BATCH_RECORD) {
             Ok(text) => {
-                let earlier: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                let earlier: Value = serde_json::from_slice(&text).unwrap_or(Value::Null);
                 if earlier != this {
                     return Err(format!(
                         "the state folder {} belongs to a batch of another bundle, entry point or \
@@ -100,17 +101,16 @@ impl State {
                 }
                 true
             }
-            Err(_) => false,
+            Err(files::FileError::Missing) => false,
+            Err(e) => return Err(format!("{} {e}", marker.display())),
         };
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create the state folder {}: {e}", dir.display()))?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(out)
-            .map_err(|e| format!("--out {}: {e}", out.display()))?;
+        // A FIFO or device would never end the read of the rows it holds.
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        let mut file = files::open_with(out, &mut options)
+            .map_err(|e| format!("--out {} {e}", out.display()))?;
         let finished = if resuming {
             finished_rows(&mut file, out)?
         } else {

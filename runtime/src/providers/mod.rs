@@ -18,7 +18,7 @@ pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 pub use structured::JsonMode;
 
-pub use body::DEFAULT_MAX_REPLY_BYTES;
+pub use body::{too_large, DEFAULT_MAX_REPLY_BYTES};
 use serde_json::{json, Value};
 use std::fmt;
 

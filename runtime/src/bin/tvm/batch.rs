@@ -8,6 +8,7 @@ use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tv_runtime::batch::{Batch, Lines, State, MAX_ROW_BYTES};
+use tv_runtime::files;
 
 #[derive(Args)]
 pub struct BatchArgs {
@@ -42,12 +43,18 @@ pub(super) fn needed<'a>(given: &'a Option<PathBuf>, what: &str) -> Result<&'a P
         .ok_or_else(|| format!("tvm batch needs {what}"))
 }
 
+/// The inputs of a batch: a regular file (`/dev/zero` has no end, a FIFO may never
+/// give one), read line by line, each line within [`MAX_ROW_BYTES`].
+pub(super) fn open_inputs(inputs: &std::path::Path) -> Result<File, String> {
+    files::open(inputs).map_err(|e| format!("--inputs {} {e}", inputs.display()))
+}
+
 /// The rows of the inputs (lines that are not blank), for the progress line, and a hash
 /// of them, so that a batch is resumed only over the rows it began with; read through
 /// once, line by line, as the batch reads them.
 pub(super) fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> {
     use sha2::{Digest, Sha256};
-    let file = File::open(inputs).map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
+    let file = open_inputs(inputs)?;
     let (mut rows, mut hash) = (0, Sha256::new());
     for line in Lines::new(BufReader::new(file), MAX_ROW_BYTES) {
         let (_, line) = line.map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
@@ -73,8 +80,7 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
     args.host.resolve_allow_read()?;
     let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
-    let inputs =
-        File::open(&inputs_path).map_err(|e| format!("--inputs {}: {e}", inputs_path.display()))?;
+    let inputs = open_inputs(&inputs_path)?;
     // Opening the results empties them: the inputs would be gone before they were read.
     let same = |a: &std::path::Path, b: &std::path::Path| {
         std::fs::canonicalize(a)
@@ -87,7 +93,7 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
             out_path.display()
         ));
     }
-    let host = host(choice, &args.host)?;
+    let mut host = host(choice, &args.host)?;
     priced(&host, &bundle)?;
     // Rows run as many at once as the provider takes calls; a map inside a row runs
     // its bodies within the same cap.
@@ -103,6 +109,9 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         d.push(".state");
         PathBuf::from(d)
     });
+    host.context
+        .own_files
+        .extend([out_path.clone(), dir.clone()]);
     let (rows, rows_sha256) = survey(&inputs_path)?;
     let (state, out) = State::open(&dir, header, &rows_sha256, &out_path)?;
     if let Some(p) = &host.progress {

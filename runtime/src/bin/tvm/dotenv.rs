@@ -9,9 +9,7 @@
 //! no `$VAR` is expanded, so a key holding a `$` stays whole.
 
 use std::path::Path;
-
-/// The most a `.env` may hold: a file of keys and settings is small.
-const MAX_BYTES: u64 = 1 << 20;
+use tv_runtime::files::{self, FileError};
 
 /// Provider variables taken besides `TVM_*`.
 const PROVIDER_VARS: &[&str] = &[
@@ -30,7 +28,7 @@ pub fn load(path: &Path) -> Result<Vec<String>, String> {
     let text = match read(path) {
         Ok(Some(text)) => text,
         Ok(None) => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(format!("{} {e}", path.display())),
     };
     let mut warnings = Vec::new();
     for (line, name, value) in parse(&text).map_err(|e| format!("{}:{e}", path.display()))? {
@@ -53,25 +51,14 @@ pub fn load(path: &Path) -> Result<Vec<String>, String> {
 }
 
 fn read(path: &Path) -> Result<Option<String>, String> {
-    use std::io::Read;
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    let bytes = match files::read(path, files::DOTENV) {
+        Ok(bytes) => bytes,
+        Err(FileError::Missing) => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
-        return Err("not a regular file, so it is not read".into());
-    }
-    let mut text = String::new();
-    file.take(MAX_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read it as text: {e}"))?;
-    if text.len() as u64 > MAX_BYTES {
-        return Err(format!(
-            "larger than {MAX_BYTES} bytes, which no file of settings is"
-        ));
-    }
-    Ok(Some(text))
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| "is not UTF-8 text".to_string())
 }
 
 /// Whether `tvm` takes this variable from a `.env`.
