@@ -408,11 +408,8 @@ impl Assembler {
 /// its author chose it; one that only leads to one through a link is not.
 fn secret(source: Source, scope: &Scope, written: &str, real: &Path) -> Option<&'static str> {
     let as_written = written_form(written).trim_start_matches('/');
-    let found = scope.relative_name(real);
-    let found = match &found {
-        Some(rel) => rel.as_str(),
-        None => real.to_str().unwrap_or_default().trim_start_matches('/'),
-    };
+    let found = scope.name_in_root(real);
+    let found = found.as_deref().unwrap_or_default();
     if source == Source::Literal && secrets::rule(as_written).is_some() {
         return None;
     }

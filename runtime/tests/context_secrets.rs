@@ -304,3 +304,27 @@ async fn a_path_holding_a_nul_byte_is_skipped_whole_not_read_up_to_the_nul() {
         ["file_paths: `src/login.rs\0.env` holds a NUL byte, which no path can; skipped"]
     );
 }
+
+#[tokio::test]
+async fn only_the_path_below_the_folder_a_file_is_read_from_is_matched_against_the_rules() {
+    let ws = TempDir::new("rules-below");
+    let outside = TempDir::new("rules-above");
+    outside.write("secrets.d/notes.md", "plain notes\n");
+    let allowed = outside.path().join("secrets.d");
+    std::os::unix::fs::symlink(allowed.join("notes.md"), ws.path().join("notes.md")).expect("link");
+    let assembler = Assembler {
+        workspace: Some(ws.path().to_path_buf()),
+        allow_read: vec![allowed.canonicalize().expect("resolved")],
+        ..Assembler::default()
+    };
+    let req = request(
+        FilePaths::Literal(vec!["notes.md".into()]),
+        false,
+        "hi",
+        &[],
+    );
+    let out = assembler.assemble(&req).await;
+    // `secrets.d` names the granted folder, not the file: the file is read.
+    assert_eq!(out.files, ["notes.md"], "{:?}", out.warnings);
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+}

@@ -81,6 +81,21 @@ impl Scope {
         (!rel.is_empty()).then(|| rel.to_owned())
     }
 
+    /// A resolved path relative to the folder it is read from (the workspace, the current
+    /// directory or an `--allow-read` folder; an allowed file by its name): the part of
+    /// it that says what the file is, whatever the folders above are called.
+    pub(super) fn name_in_root(&self, real: &Path) -> Option<String> {
+        let roots = (self.workspace.iter().chain(self.current.iter())).map(|r| r.real.as_path());
+        let root = roots
+            .chain(self.allowed.iter().map(PathBuf::as_path))
+            .find(|root| real.starts_with(root))?;
+        let rel = match real.strip_prefix(root).ok()? {
+            rel if rel.as_os_str().is_empty() => Path::new(real.file_name()?),
+            rel => rel,
+        };
+        rel.to_str().map(str::to_owned)
+    }
+
     /// The path to read for `written`, or why it is not read.
     pub(super) fn resolve(&self, written: &str, source: Source) -> Result<PathBuf, String> {
         if written.contains('\0') {
