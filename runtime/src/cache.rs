@@ -9,12 +9,13 @@
 //! them without re-encoding the reply, and an entry changed after it was written (by hand,
 //! by a flipped bit, by a torn write) is reported rather than replayed.
 
+use crate::files::{self, FileError};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -22,7 +23,7 @@ use std::sync::Mutex;
 /// The largest entry read or written. Replies are capped at 8 MiB by default while they
 /// stream in (`--max-reply-bytes`); this leaves room for a raised cap and stops a stray
 /// huge file from being read into memory.
-pub const MAX_ENTRY_BYTES: u64 = 16 << 20;
+pub const MAX_ENTRY_BYTES: u64 = files::CACHE_ENTRY.max;
 
 /// The layout's folder: a later layout gets a folder of its own instead of misreading
 /// this one's entries.
@@ -144,29 +145,14 @@ impl ReplyCache {
         let damaged = |why: String| {
             Lookup::Damaged(format!("the reply cache entry {name} is damaged: {why}"))
         };
-        let file = match File::open(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Lookup::Miss,
-            Err(e) => return damaged(format!("it cannot be opened ({e})")),
+        let bytes = match files::read(&path, files::CACHE_ENTRY) {
+            Ok(bytes) => bytes,
+            Err(FileError::Missing) => return Lookup::Miss,
+            Err(FileError::TooLarge(_)) => {
+                return damaged("it is larger than the 16 MiB an entry may have".into())
+            }
+            Err(e) => return damaged(format!("it {e}")),
         };
-        // The size is known before anything is read: a huge file costs no memory.
-        let size = match file.metadata() {
-            Ok(meta) if !meta.is_file() => return damaged("it is not a file".into()),
-            Ok(meta) => meta.len(),
-            Err(e) => return damaged(format!("it cannot be read ({e})")),
-        };
-        let too_large = || damaged("it is larger than the 16 MiB an entry may have".into());
-        if size > MAX_ENTRY_BYTES {
-            return too_large();
-        }
-        let mut bytes = Vec::with_capacity(size as usize + 1);
-        if let Err(e) = file.take(MAX_ENTRY_BYTES + 1).read_to_end(&mut bytes) {
-            return damaged(format!("it cannot be read ({e})"));
-        }
-        if bytes.len() as u64 > MAX_ENTRY_BYTES {
-            // It grew after its size was taken.
-            return too_large();
-        }
         match decode(key, &bytes) {
             Ok(reply) => Lookup::Hit(reply),
             Err(why) => damaged(why),
@@ -449,7 +435,7 @@ mod tests {
         assert_damaged(&cache, &key, &path, "larger than the 16 MiB");
         fs::remove_file(&path).unwrap();
         fs::create_dir(&path).unwrap();
-        assert_damaged(&cache, &key, &path, "not a file");
+        assert_damaged(&cache, &key, &path, "it is a directory, not a regular file");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! lines), keyed by a hash of the normalized request, and a later run can be answered
 //! from it with no network at all. A request the cassette lacks fails loudly.
 
+use crate::files;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -173,12 +174,21 @@ pub struct Cassette {
     /// Every recorded request (task name, normalized request when kept, prompt), in
     /// order, to explain a miss.
     recorded: Vec<(String, Option<Value>, String)>,
+    /// `--max-reply-bytes`: a recorded reply larger than this fails its call, as the
+    /// provider's reply would have.
+    max_reply_bytes: usize,
 }
 
 impl Cassette {
+    /// The cassette at `path`: a regular file within [`files::CASSETTE`].
     pub fn load(path: &Path) -> Result<Cassette, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read cassette {}: {e}", path.display()))?;
+        let text =
+            files::read_text(path, files::CASSETTE).map_err(|e| format!("the cassette {e}"))?;
+        Cassette::parse(&text, &path.display().to_string())
+    }
+
+    /// The cassette `text` holds; errors name it `shown` with the line.
+    pub fn parse(text: &str, shown: &str) -> Result<Cassette, String> {
         let mut replies: HashMap<String, VecDeque<LlmReply>> = HashMap::new();
         let mut recorded = Vec::new();
         for (i, line) in text
@@ -186,9 +196,8 @@ impl Cassette {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
         {
-            let e: Entry = serde_json::from_str(line).map_err(|err| {
-                format!("{}:{}: not a cassette entry: {err}", path.display(), i + 1)
-            })?;
+            let e: Entry = serde_json::from_str(line)
+                .map_err(|err| format!("{shown}:{}: not a cassette entry: {err}", i + 1))?;
             recorded.push((e.task, e.request, e.prompt));
             replies.entry(e.key).or_default().push_back(LlmReply {
                 content: e.reply.content,
@@ -204,7 +213,14 @@ impl Cassette {
         Ok(Cassette {
             replies: Mutex::new(replies),
             recorded,
+            max_reply_bytes: crate::providers::DEFAULT_MAX_REPLY_BYTES,
         })
+    }
+
+    /// The cassette with replies capped at `cap` bytes (`--max-reply-bytes`).
+    pub fn with_max_reply_bytes(mut self, cap: usize) -> Cassette {
+        self.max_reply_bytes = cap;
+        self
     }
 
     pub fn answer(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
@@ -214,6 +230,17 @@ impl Cassette {
             .lock()
             .ok()
             .and_then(|mut m| m.get_mut(&k).and_then(VecDeque::pop_front));
+        if let Some(reply) = &found {
+            if reply.content.len() > self.max_reply_bytes {
+                return Err(HostError::new(
+                    Reason::UnexpectedError,
+                    format!(
+                        "replay: {}",
+                        crate::providers::too_large(self.max_reply_bytes)
+                    ),
+                ));
+            }
+        }
         found.ok_or_else(|| {
             let prompt: String = r.messages.last().map_or("", |m| m.content.as_str()).chars().take(80).collect();
             HostError::new(

@@ -12,15 +12,19 @@
 //! every source (see [`assembly`]).
 
 mod assembly;
+mod builder;
+mod own;
+mod scope;
 mod search;
+pub mod secrets;
 
 use crate::script::ScriptRunner;
 use assembly::{written_form, Globs};
+use builder::{canonical, section, Builder};
+use scope::{Scope, Source};
 use search::{excerpt, rank, walk, Hit, Query, MAX_CANDIDATES};
 use std::collections::HashSet;
-use std::fs::File;
-use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tv_vm::bundle::{Assembly, FilePaths, TaskMeta};
 use tv_vm::host::{LlmRequest, ScriptRequest};
@@ -56,8 +60,11 @@ pub struct Assembler {
     /// The folder the user named; fresh context and descriptions search only here.
     pub workspace: Option<PathBuf>,
     /// Folders outside the workspace (or the current directory) whose files a task may
-    /// name literally (`tvm run --allow-read PATH`); see [`Scope`].
+    /// name literally (`tvm run --allow-read PATH`); see [`scope`].
     pub allow_read: Vec<PathBuf>,
+    /// The run's own files and folders (its journal, trace, cassettes, cache): never
+    /// searched, even when they lie in the workspace (see [`own`]).
+    pub own_files: Vec<PathBuf>,
     pub limits: Limits,
 }
 
@@ -285,7 +292,14 @@ impl Assembler {
                     )),
                     None => Ok(path),
                 })
-                .and_then(|path| Ok((read_text(&path, self.limits.max_file_bytes)?, path)));
+                .and_then(|path| match secret(source, scope, written, &path) {
+                    Some(rule) => Err(format!(
+                        "matches the secret-file rule `{rule}`; skipped (only a literal \
+                         <path> of the template reads such a file)"
+                    )),
+                    None => Ok(path),
+                })
+                .and_then(|path| Ok((scope.read(&path, self.limits.max_file_bytes)?, path)));
             let (text, path) = match text {
                 Ok(read) => read,
                 Err(why) => {
@@ -304,7 +318,8 @@ impl Assembler {
 
     /// The files a workspace search finds, in order: those matching a primary glob (in
     /// path order), the ranked ones, then those matching a secondary glob that were not
-    /// ranked in; all within the limits, excluded files never.
+    /// ranked in; all within the limits. Excluded files, secret files and tvm's own
+    /// files never.
     fn add_found(
         &self,
         ws: &Path,
@@ -321,16 +336,25 @@ impl Assembler {
                 return;
             }
         }
-        if !ws.is_dir() {
+        let (true, Some(ws_real)) = (ws.is_dir(), scope.workspace()) else {
             let ws = ws.display();
             return b.warn(format!("{label}: the workspace `{ws}` is not a directory"));
-        }
+        };
+        // Read beneath the workspace; what turns out to be tvm's own is not context.
+        let read = |display: &str, cap: usize| {
+            let text = scope.read(&ws_real.join(display), cap).ok()?;
+            own::kind(&text).is_none().then_some(text)
+        };
+        let own = own::inside(ws_real, &self.own_files);
         let cap = self.limits.max_file_bytes.saturating_mul(4);
-        let mut walked = walk(ws, query.as_ref(), cap, globs);
+        let mut walked = walk(ws, query.as_ref(), cap, globs, &own, &read);
         if walked.capped {
             b.warn(format!(
                 "{label}: only the first {MAX_CANDIDATES} files were searched"
             ));
+        }
+        if !walked.secrets.is_empty() {
+            b.warn(secrets::passed_over(label, &walked.secrets));
         }
         let idf = match &query {
             Some(q) => rank(&mut walked.hits, walked.total, q.index.len()),
@@ -352,13 +376,9 @@ impl Assembler {
         let best = top.first().map_or(1.0, |h| h.score);
         for (i, pick) in picks.iter().enumerate() {
             let (path, display) = pick.file();
-            // The walk follows no link, but a folder on the way may have become one.
-            let Ok(real) = scope.resolve(display, Source::Matched) else {
-                continue;
-            };
             let section = match (pick, &query) {
                 (Pick::Ranked(hit), Some(q)) => {
-                    let Ok(text) = read_text(&real, cap) else {
+                    let Some(text) = read(display, cap) else {
                         continue;
                     };
                     let header = format!("{display} (relevance {:.2})", hit.score / best);
@@ -369,7 +389,7 @@ impl Assembler {
                     )
                 }
                 _ => {
-                    let Ok(text) = read_text(&real, self.limits.max_file_bytes) else {
+                    let Some(text) = read(display, self.limits.max_file_bytes) else {
                         continue;
                     };
                     let header = format!("{display} ({})", pick.kind());
@@ -381,6 +401,19 @@ impl Assembler {
             }
         }
     }
+}
+
+/// The secret-file rule a named file falls under, as written or as found (links
+/// followed). A literal path of the template that itself names a secret file is read:
+/// its author chose it; one that only leads to one through a link is not.
+fn secret(source: Source, scope: &Scope, written: &str, real: &Path) -> Option<&'static str> {
+    let as_written = written_form(written).trim_start_matches('/');
+    let found = scope.name_in_root(real);
+    let found = found.as_deref().unwrap_or_default();
+    if source == Source::Literal && secrets::rule(as_written).is_some() {
+        return None;
+    }
+    secrets::rule_of(&[as_written, found])
 }
 
 /// A file a workspace search adds, and why.
@@ -441,95 +474,6 @@ fn fresh_query(req: &LlmRequest) -> String {
     text
 }
 
-/// The context so far, within the limits.
-struct Builder<'a> {
-    limits: &'a Limits,
-    out: Assembled,
-    /// Canonical paths already included, so that no file appears twice.
-    seen: HashSet<PathBuf>,
-}
-
-impl Builder<'_> {
-    fn warn(&mut self, warning: String) {
-        self.out.warnings.push(warning);
-    }
-
-    /// Adds a section unless its file is in already; says why not when a limit is reached.
-    fn add(&mut self, path: &Path, display: String, section: String) -> Option<String> {
-        let (l, key) = (self.limits, canonical(path));
-        if self.out.files.len() >= l.max_files && !self.seen.contains(&key) {
-            return Some(format!("the limit of {} files was reached", l.max_files));
-        }
-        if self.out.text.len() + section.len() > l.max_total_bytes && !self.seen.contains(&key) {
-            return Some(format!(
-                "the limit of {} bytes was reached",
-                l.max_total_bytes
-            ));
-        }
-        if self.seen.insert(key) {
-            self.out.files.push(display);
-            self.out.text.push_str(&section);
-        }
-        None
-    }
-
-    /// Stops adding: this file and the rest, `left` in all, do not fit.
-    fn left_out(&mut self, label: &str, left: usize, reason: &str) {
-        let files = if left == 1 { "file" } else { "files" };
-        self.warn(format!("{label}: {left} {files} left out: {reason}"));
-    }
-}
-
-/// `--- header ---` and the text, cut at `max` bytes on a character boundary.
-fn section(header: &str, text: &str, max: usize) -> String {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let kept = &text[..end];
-    let mut s = format!("--- {header} ---\n{kept}");
-    if !kept.ends_with('\n') {
-        s.push('\n');
-    }
-    if end < text.len() {
-        s.push_str(&format!("[... cut at {end} bytes]\n"));
-    }
-    s
-}
-
-/// The text of a file, read only a little past `cap` bytes (longer means more than `cap`);
-/// the error says why the file cannot be used.
-fn read_text(path: &Path, cap: usize) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "does not exist".to_owned(),
-        _ => format!("cannot be read: {e}"),
-    })?;
-    if !meta.is_file() {
-        return Err("is not a regular file".into());
-    }
-    let limit = cap.saturating_add(4);
-    let mut buf = Vec::new();
-    File::open(path)
-        .and_then(|f| f.take(limit as u64).read_to_end(&mut buf))
-        .map_err(|e| format!("cannot be read: {e}"))?;
-    let binary = || "is not a text file (binary or not UTF-8); skipped".to_owned();
-    if buf.contains(&0) {
-        return Err(binary());
-    }
-    match std::str::from_utf8(&buf) {
-        Ok(s) => Ok(s.to_owned()),
-        // A character split by the read limit is no sign of binary data.
-        Err(e) if e.error_len().is_none() && buf.len() == limit => {
-            Ok(String::from_utf8_lossy(&buf[..e.valid_up_to()]).into_owned())
-        }
-        Err(_) => Err(binary()),
-    }
-}
-
-fn canonical(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
-}
-
 /// `path` relative to `ws`, as written or once both are canonical; None when outside it.
 fn relative(ws: &Path, path: &Path) -> Option<String> {
     let (ws_c, path_c) = (canonical(ws), canonical(path));
@@ -538,99 +482,4 @@ fn relative(ws: &Path, path: &Path) -> Option<String> {
         .or_else(|_| path_c.strip_prefix(&ws_c))
         .ok()?;
     rel.to_str().filter(|s| !s.is_empty()).map(str::to_owned)
-}
-
-/// Where a `file_paths` entry came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Source {
-    Literal,
-    Command,
-    Matched,
-}
-
-/// The folders reads may happen in, each resolved once per look-up.
-///
-/// Which files `file_paths` may read (DESIGN §18). A bundle is untrusted code: its
-/// `file_paths` (or a command it runs, or a link someone left in a folder) must not carry
-/// `/etc/passwd` or `~/.ssh/id_rsa` to a model. A path is read only once resolved, links
-/// followed, and found inside a folder the user named:
-/// - with `--workspace DIR`, every entry (literal, command-listed or matched) must stay
-///   inside DIR; a literal one may also lie inside an `--allow-read PATH`;
-/// - without a workspace, only literal entries are read: a relative one must stay inside
-///   the current directory, and one that is absolute, uses `..` or leads out through a
-///   link must lie inside an `--allow-read PATH`.
-///
-/// The file read is the resolved path, not the written one, so that a link swapped in
-/// after the check does not change what is read.
-struct Scope {
-    /// The workspace as given (relative entries are joined to it) and resolved.
-    workspace: Option<(PathBuf, PathBuf)>,
-    /// The resolved current directory, when there is no workspace.
-    current: Option<PathBuf>,
-    allowed: Vec<PathBuf>,
-}
-
-impl Scope {
-    fn new(workspace: Option<&Path>, allow_read: &[PathBuf]) -> Scope {
-        let workspace = workspace.map(|w| (w.to_path_buf(), resolved(w)));
-        let current = match workspace {
-            Some(_) => None,
-            None => std::env::current_dir().ok().map(|d| resolved(&d)),
-        };
-        Scope {
-            workspace,
-            current,
-            allowed: allow_read.iter().map(|p| resolved(p)).collect(),
-        }
-    }
-
-    /// A resolved path relative to the workspace, else to the current directory.
-    fn relative_name(&self, real: &Path) -> Option<String> {
-        let base = match &self.workspace {
-            Some((_, ws_real)) => ws_real,
-            None => self.current.as_ref()?,
-        };
-        let rel = real.strip_prefix(base).ok()?.to_str()?;
-        (!rel.is_empty()).then(|| rel.to_owned())
-    }
-
-    /// The path to read for `written`, or why it is not read.
-    fn resolve(&self, written: &str, source: Source) -> Result<PathBuf, String> {
-        let given = Path::new(written);
-        let (path, inside) = match (&self.workspace, source) {
-            (Some((ws, ws_real)), _) => (ws.join(given), Some(ws_real)),
-            (None, Source::Literal) => (given.to_path_buf(), None),
-            (None, _) => return Err("is read only with --workspace DIR".into()),
-        };
-        let real = path.canonicalize().map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => "does not exist".to_owned(),
-            _ => format!("cannot be read: {e}"),
-        })?;
-        if inside.is_some_and(|ws| real.starts_with(ws)) {
-            return Ok(real);
-        }
-        let granted = source == Source::Literal && self.allowed.iter().any(|a| real.starts_with(a));
-        if granted {
-            return Ok(real);
-        }
-        if inside.is_some() {
-            return Err("leads outside the workspace; skipped".into());
-        }
-        let escapes = given.is_absolute() || given.components().any(|c| c == Component::ParentDir);
-        let here = self.current.as_ref().is_some_and(|d| real.starts_with(d));
-        if here && !escapes {
-            return Ok(real);
-        }
-        Err(
-            "is outside the current directory (absolute, `..` or a link); \
-             skipped: pass --allow-read PATH to let it be read"
-                .into(),
-        )
-    }
-}
-
-/// `path` with links and `..` resolved; as given when it cannot be (it then matches
-/// nothing it should not: a resolved path never contains `..`).
-fn resolved(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }

@@ -34,6 +34,7 @@ use remote::Sink;
 pub use spare::Spares;
 use writer::{create_locked, Output};
 
+use crate::files;
 use crate::host::AsyncHost;
 use lock::lock_exclusive;
 pub(crate) use lock::{lock, Refused};
@@ -43,7 +44,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -285,16 +286,12 @@ impl Journal {
     /// holds. A last line cut short by the crash is dropped; any other damage is refused.
     pub fn open(path: &Path) -> Result<(Header, Journal), String> {
         let shown = path.display();
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| format!("cannot open the journal {shown}: {e}"))?;
+        let file = files::open_with(path, OpenOptions::new().read(true).append(true))
+            .map_err(|e| format!("the journal {shown} {e}"))?;
         // Locked before it is read, so that what it holds cannot change underneath.
         let mut file = lock_exclusive(path, file)?;
-        let mut text = Vec::new();
-        file.read_to_end(&mut text)
-            .map_err(|e| format!("cannot read the journal {shown}: {e}"))?;
+        let text = files::read_open(&file, files::JOURNAL)
+            .map_err(|e| format!("the journal {shown} {e}"))?;
         let complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let lines = std::str::from_utf8(&text[..complete])
             .map_err(|_| format!("the journal {shown} is damaged: it is not UTF-8"))?;

@@ -12,6 +12,7 @@ pub mod cache;
 pub mod cassette;
 pub mod context;
 pub mod driver;
+pub mod files;
 pub mod host;
 pub mod journal;
 pub mod ledger;

@@ -7,15 +7,11 @@ use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 use tv_stdlib::models::Provider;
 
 /// The table as the providers published it on the date it names.
 const BUILTIN: &str = include_str!("../prices.json");
-
-/// A price table is a few kilobytes; a larger file is the wrong file.
-pub const MAX_PRICE_FILE_BYTES: u64 = 1 << 20;
 
 /// No model costs anywhere near this per million tokens: a larger figure is a typo
 /// (per thousand tokens, or cents), and it would make every worst case absurd.
@@ -179,22 +175,9 @@ fn is_date(digits: &str) -> bool {
         )
 }
 
-/// Reads a price file of at most `MAX_PRICE_FILE_BYTES`: the size is checked first, and
-/// the read stops after the limit for files of no known size (a pipe).
+/// Reads a price file: a regular file within [`files::PRICES`].
 fn read_limited(path: &Path) -> Result<String, String> {
-    let name = path.display();
-    let cannot = |e: std::io::Error| format!("cannot read the price file {name}: {e}");
-    let too_large = format!("the price file {name} is larger than 1 MiB (a table is a few KB)");
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    if file.metadata().map_or(0, |m| m.len()) > MAX_PRICE_FILE_BYTES {
-        return Err(too_large);
-    }
-    let (mut text, limit) = (String::new(), MAX_PRICE_FILE_BYTES + 1);
-    file.take(limit).read_to_string(&mut text).map_err(cannot)?;
-    match text.len() as u64 >= limit {
-        true => Err(too_large),
-        false => Ok(text),
-    }
+    crate::files::read_text(path, crate::files::PRICES).map_err(|e| format!("the price file {e}"))
 }
 
 /// Parses and checks a table; errors start with `name` and, for what the JSON reader

@@ -185,3 +185,52 @@ fn a_second_process_on_a_journal_in_use_exits_2_naming_the_holder_and_makes_no_c
     assert_eq!(server.hits(), calls);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_recorded_reply_larger_than_max_reply_bytes_fails_its_replayed_call_as_the_provider_would() {
+    let rt = runtime();
+    let long = "x".repeat(6000);
+    let server = rt.block_on(Server::scripted(vec![Reply::completion(&long, 3, 2)]));
+    let dir = scratch("cli_bounds", "replay");
+    let cassette = dir.join("replies.jsonl");
+    let bundle = golden("incident_digest");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            bundle.to_str().expect("path"),
+            "--arg",
+            "service=payments",
+        ];
+        args.extend_from_slice(extra);
+        finish(&mut tvm(&args, &server))
+    };
+    let (code, _, err) = run(&[
+        "--provider",
+        "openai",
+        "--record",
+        cassette.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let cap = ["--max-reply-bytes", "4096"];
+    let (code, out, err) = run(&[&["--provider", "openai"][..], &cap].concat());
+    assert_eq!(code, 1, "{err}");
+    let sent = error_message(&out);
+    let replay = [
+        "--provider",
+        "replay",
+        "--cassette",
+        cassette.to_str().expect("path"),
+    ];
+    let (code, out, err) = run(&[&replay[..], &cap].concat());
+    assert_eq!(code, 1, "{err}");
+    let replayed = error_message(&out);
+    let words = "the reply is larger than the limit of 4096 bytes (--max-reply-bytes); \
+                 reading stopped there";
+    assert!(sent.ends_with(&format!("openai: {words}")), "{sent}");
+    assert_eq!(replayed, sent.replace("openai: ", "replay: "));
+    // Within the cap, the same cassette replays.
+    let (code, out, err) = run(&replay);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&long), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -42,6 +42,7 @@ fn in_workspace(dir: &TempDir) -> Assembler {
         workspace: Some(dir.path().to_path_buf()),
         limits: Limits::default(),
         allow_read: Vec::new(),
+        own_files: Vec::new(),
     }
 }
 

@@ -56,6 +56,7 @@ async fn assemble(
     let assembler = Assembler {
         workspace: workspace.map(Path::to_path_buf),
         allow_read: allow_read.to_vec(),
+        own_files: Vec::new(),
         ..Assembler::default()
     };
     let request = LlmRequest {

@@ -310,6 +310,6 @@ fn a_malformed_dotenv_is_named_by_its_line_and_its_values_never_printed() {
     assert_eq!(code, 2);
     assert_eq!(
         stderr,
-        "tvm: error: .env: larger than 1048576 bytes, which no file of settings is\n"
+        "tvm: error: .env is larger than 1 MiB, the most a .env file may have\n"
     );
 }

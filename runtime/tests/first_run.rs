@@ -55,7 +55,7 @@ fn arguments_and_the_workspace_are_checked_before_anything_runs() {
         (
             &scripts,
             &["--arg", "who=@/dev/zero"],
-            "--arg who=@/dev/zero: not a regular file",
+            "--arg who=@/dev/zero: is a device, not a regular file",
         ),
         (
             &scripts,

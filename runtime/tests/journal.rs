@@ -302,13 +302,17 @@ fn a_torn_last_line_is_dropped_and_the_run_finishes() {
 }
 
 #[test]
-fn an_unwritable_journal_or_a_full_disk_stops_the_run_before_any_call() {
+fn an_unwritable_journal_or_a_device_stops_the_run_before_any_call() {
     let rt = runtime();
     let server = rt.block_on(model_server(Duration::ZERO, Arc::default()));
     let bundle = golden("incident_digest");
     for (path, expected) in [
         ("/nonexistent-folder/run.jsonl", "cannot create the journal"),
-        ("/dev/full", "No space left on device"),
+        // Not a file a journal can be kept in: refused before anything is written.
+        (
+            "/dev/full",
+            "the journal /dev/full is a device, not a regular file",
+        ),
     ] {
         let mut args = vec!["run", bundle.to_str().expect("path")];
         args.extend(DIGEST);
@@ -379,5 +383,43 @@ fn a_resumed_run_makes_its_calls_as_the_run_did_unless_told_otherwise() {
     let (code, out, err) = finish(&mut tvm(&["resume", path, "--retries", "1"], &server));
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(server.max_in_flight(), 1, "the run's concurrency");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_journal_whose_bundle_hash_holds_multibyte_characters_is_refused_with_a_message_not_a_panic() {
+    let dir = scratch("journal", "multibyte");
+    let journal = dir.join("run.jsonl");
+    let path = journal.to_str().expect("path");
+    let bundle = golden("incident_digest");
+    let run = [
+        "run",
+        bundle.to_str().expect("path"),
+        "--arg",
+        "service=payments",
+        "--provider",
+        "echo",
+        "--journal",
+        path,
+    ];
+    let (code, _, err) = finish(&mut files::tvm(&run));
+    assert_eq!(code, 0, "{err}");
+    // Byte 16 of this hash falls inside an `é`: a cut by bytes there would panic.
+    let forged = format!("a{}", "é".repeat(20));
+    let text = std::fs::read_to_string(&journal).expect("journal");
+    let (header, rest) = text.split_once('\n').expect("a header line");
+    let mut header: Value = serde_json::from_str(header).expect("JSON");
+    header["bundle_sha256"] = json!(forged);
+    std::fs::write(&journal, format!("{header}\n{rest}")).expect("write");
+    let (code, out, err) = finish(&mut files::tvm(&["resume", path]));
+    assert_eq!(code, 2, "{out}\n{err}");
+    let shown: String = forged.chars().take(16).collect();
+    assert!(
+        err.contains(&format!(
+            "was written for a bundle with SHA-256 {shown}, but"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -54,6 +54,7 @@ impl<'p> Checker<'p, '_, '_> {
         self.check_files(task);
         if let Some(cm) = &task.context {
             self.check_context(cm);
+            self.check_unstated_search(task, cm);
         }
         self.check_provider(task);
         self.check_compile_only(task);
@@ -273,6 +274,32 @@ impl<'p> Checker<'p, '_, '_> {
                 .with_help("fresh_context=enabled requires inherit_context=none; set one of them the other way, or leave one out to take the compatible default"),
             );
         }
+    }
+
+    /// An atomic task that states `inherit_context=none` and nothing about fresh context
+    /// gets the operator's default, fresh context on (DESIGN §3: the defaults conflicted
+    /// only while the context was inherited): with `--workspace`, its prompt searches the
+    /// workspace. A setting that turns on a search no one asked for is pointed out.
+    fn check_unstated_search(&mut self, task: &Task, cm: &ContextManagement) {
+        let Some(inherit) = &cm.inherit_context else {
+            return;
+        };
+        let atomic = task.kind.node == TaskType::Atomic;
+        // A task's own file_paths take precedence: then nothing is searched unless stated.
+        if !atomic || inherit.node != InheritContext::None || cm.fresh_context.is_some() {
+            return;
+        }
+        if task.file_paths.is_some() {
+            return;
+        }
+        self.diags.push(
+            Diagnostic::warning(
+                inherit.span,
+                "inherit_context=none turns fresh context on for this task (the atomic default)",
+            )
+            .with_label("with --workspace DIR, the workspace is searched for files matching this prompt")
+            .with_help("state <fresh_context>enabled</fresh_context> if the search is meant, or <fresh_context>disabled</fresh_context> to send no workspace file"),
+        );
     }
 
     /// Fields that only some task types use.

@@ -3,7 +3,7 @@
 //! an excerpt of the best files around their matching lines.
 
 use super::assembly::Globs;
-use super::read_text;
+use super::{own, secrets};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -124,11 +124,25 @@ pub(super) struct Walked {
     /// primary one), in path order, whatever their text.
     pub(super) primary: Vec<Found>,
     pub(super) secondary: Vec<Found>,
+    /// The files passed over as secrets, with the rule each matched.
+    pub(super) secrets: Vec<(String, &'static str)>,
 }
 
+/// Reads a workspace file (its path relative to the workspace) within a cap: its text,
+/// or None when it cannot or may not be used.
+pub(super) type Read<'a> = &'a dyn Fn(&str, usize) -> Option<String>;
+
 /// Walks the workspace: with a query, the matching text files; with `context_assembly`
-/// globs, the primary and secondary files. Excluded files are passed over unread.
-pub(super) fn walk(ws: &Path, q: Option<&Query>, cap: usize, globs: &Globs) -> Walked {
+/// globs, the primary and secondary files. Excluded files, secret files and the run's
+/// `own` files (relative to the workspace) are passed over unread.
+pub(super) fn walk(
+    ws: &Path,
+    q: Option<&Query>,
+    cap: usize,
+    globs: &Globs,
+    own: &[String],
+    read: Read,
+) -> Walked {
     // By default hidden files are skipped and .gitignore, .ignore and
     // .git/info/exclude are honoured.
     let walk = ignore::WalkBuilder::new(ws)
@@ -146,6 +160,7 @@ pub(super) fn walk(ws: &Path, q: Option<&Query>, cap: usize, globs: &Globs) -> W
         capped: false,
         primary: Vec::new(),
         secondary: Vec::new(),
+        secrets: Vec::new(),
     };
     for entry in walk.flatten() {
         let regular = entry.file_type().is_some_and(|t| t.is_file());
@@ -153,7 +168,11 @@ pub(super) fn walk(ws: &Path, q: Option<&Query>, cap: usize, globs: &Globs) -> W
         let (true, Some(display)) = (regular, display) else {
             continue;
         };
-        if globs.excluded.matches(&[display]) {
+        if globs.excluded.matches(&[display]) || own::listed(own, display) {
+            continue;
+        }
+        if let Some(rule) = secrets::rule(display) {
+            out.secrets.push((display.to_owned(), rule));
             continue;
         }
         let ordered = if globs.primary.matches(&[display]) {
@@ -175,7 +194,7 @@ pub(super) fn walk(ws: &Path, q: Option<&Query>, cap: usize, globs: &Globs) -> W
         if !entry.metadata().is_ok_and(|m| m.len() <= cap as u64) {
             continue;
         }
-        let Some(text) = read_text(entry.path(), cap).ok().filter(|t| t.len() <= cap) else {
+        let Some(text) = read(display, cap).filter(|t| t.len() <= cap) else {
             continue;
         };
         if out.total == MAX_CANDIDATES {

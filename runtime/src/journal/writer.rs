@@ -205,10 +205,13 @@ pub(super) fn create_locked(path: &Path) -> Result<Flock<File>, String> {
     options.read(true).append(true);
     // create-new: two runs starting at once cannot both create it.
     let file = match options.clone().create_new(true).open(path) {
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => options.open(path),
-        opened => opened,
+        // One that exists must be a regular file: a FIFO would take the records away.
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            crate::files::open_with(path, &mut options)
+                .map_err(|e| format!("the journal {shown} {e}"))?
+        }
+        opened => opened.map_err(|e| format!("cannot create the journal {shown}: {e}"))?,
     };
-    let file = file.map_err(|e| format!("cannot create the journal {shown}: {e}"))?;
     let file = lock_exclusive(path, file)?;
     // Checked under the lock: a run that held it may have written its header since.
     if file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {

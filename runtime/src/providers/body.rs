@@ -4,6 +4,12 @@
 
 /// Bytes a reply may have, unless told otherwise (`tvm run --max-reply-bytes`).
 pub const DEFAULT_MAX_REPLY_BYTES: usize = 8 << 20;
+/// What a call whose reply passed the cap fails with; a cassette's reply over the cap
+/// fails its call with the same words, so a replay is no way around the cap.
+pub fn too_large(cap: usize) -> String {
+    format!("the reply is larger than the limit of {cap} bytes (--max-reply-bytes); reading stopped there")
+}
+
 /// Bytes read of an error reply: its excerpt shows 200 characters, the rest is noise.
 pub(super) const ERROR_BODY_BYTES: usize = 64 << 10;
 

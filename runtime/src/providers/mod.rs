@@ -20,7 +20,7 @@ pub use openai::OpenAi;
 pub use structured::JsonMode;
 pub use vars::{Source, Var, Vars};
 
-pub use body::DEFAULT_MAX_REPLY_BYTES;
+pub use body::{too_large, DEFAULT_MAX_REPLY_BYTES};
 use serde_json::{json, Value};
 use std::fmt;
 

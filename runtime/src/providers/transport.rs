@@ -238,11 +238,7 @@ impl Transport {
             Body::Cut(_) => {
                 return Err(Failure::Fatal(self.error(
                     Reason::UnexpectedError,
-                    format!(
-                        "the reply is larger than the limit of {} bytes (--max-reply-bytes); \
-                         reading stopped there",
-                        self.settings.max_reply_bytes
-                    ),
+                    super::too_large(self.settings.max_reply_bytes),
                 )))
             }
         };

@@ -136,6 +136,10 @@ pub fn overrides(req: &Value) -> Result<Overrides, String> {
             }
             for p in paths {
                 match p.as_str() {
+                    // No path holds a NUL; a reader that stopped at it would read another.
+                    Some(s) if s.contains('\0') => {
+                        return Err("file_paths: a path holds a NUL byte".into())
+                    }
                     Some(s) if s.len() <= MAX_PATH_BYTES => o.files.push(s.to_string()),
                     Some(_) => {
                         return Err(format!(
@@ -356,6 +360,8 @@ mod tests {
         assert!(e.contains("unknown setting `inherit`"), "{e}");
         let e = overrides(&json!({"file_paths": "a.rs"})).unwrap_err();
         assert!(e.contains("array of strings"), "{e}");
+        let e = overrides(&json!({"file_paths": ["notes.md\0.env"]})).unwrap_err();
+        assert_eq!(e, "file_paths: a path holds a NUL byte");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tv_runtime::batch::{Batch, Lines, Start, State, Summary, MAX_ROW_BYTES};
+use tv_runtime::files;
 
 #[derive(Args)]
 pub struct BatchArgs {
@@ -51,12 +52,18 @@ pub(super) fn needed<'a>(given: &'a Option<PathBuf>, what: &str) -> Result<&'a P
         .ok_or_else(|| format!("tvm batch needs {what}"))
 }
 
+/// The inputs of a batch: a regular file (`/dev/zero` has no end, a FIFO may never
+/// give one), read line by line, each line within [`MAX_ROW_BYTES`].
+pub(super) fn open_inputs(inputs: &std::path::Path) -> Result<File, String> {
+    files::open(inputs).map_err(|e| format!("--inputs {} {e}", inputs.display()))
+}
+
 /// The rows of the inputs (lines that are not blank), for the progress line, and a hash
 /// of them, so that a batch is resumed only over the rows it began with; read through
 /// once, line by line, as the batch reads them.
 pub(super) fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> {
     use sha2::{Digest, Sha256};
-    let file = File::open(inputs).map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
+    let file = open_inputs(inputs)?;
     let (mut rows, mut hash) = (0, Sha256::new());
     for line in Lines::new(BufReader::new(file), MAX_ROW_BYTES) {
         let (_, line) = line.map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
@@ -98,10 +105,9 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
     args.host.resolve_allow_read()?;
     let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
-    let inputs =
-        File::open(&inputs_path).map_err(|e| format!("--inputs {}: {e}", inputs_path.display()))?;
+    let inputs = open_inputs(&inputs_path)?;
     distinct(&inputs_path, &out_path)?;
-    let host = host(choice, &args.host)?;
+    let mut host = host(choice, &args.host)?;
     priced(&host, &bundle)?;
     // Rows run as many at once as the provider takes calls; a map inside a row runs
     // its bodies within the same cap.
@@ -117,6 +123,9 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         d.push(".state");
         PathBuf::from(d)
     });
+    host.context
+        .own_files
+        .extend([out_path.clone(), dir.clone()]);
     let (rows, rows_sha256) = survey(&inputs_path)?;
     let start = match (args.retry_failed, args.rerun) {
         (true, _) => Start::RetryFailed,

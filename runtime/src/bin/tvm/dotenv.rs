@@ -15,10 +15,8 @@
 
 use std::path::Path;
 use std::sync::OnceLock;
+use tv_runtime::files::{self, FileError};
 use tv_runtime::providers::vars::{self, Source, Vars};
-
-/// The most a `.env` may hold: a file of keys and settings is small.
-const MAX_BYTES: u64 = 1 << 20;
 
 /// The `TVM_*` settings `tvm` reads from its environment (and a `.env`), each in the
 /// README's table of settings.
@@ -66,7 +64,7 @@ pub fn load(path: &Path, found: &mut Vars) -> Result<Vec<String>, String> {
     let text = match read(path) {
         Ok(Some(text)) => text,
         Ok(None) => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(format!("{} {e}", path.display())),
     };
     let mut warnings = Vec::new();
     for (line, name, value) in parse(&text).map_err(|e| format!("{}:{e}", path.display()))? {
@@ -105,16 +103,12 @@ fn unread_environment() -> Vec<String> {
 }
 
 fn read(path: &Path) -> Result<Option<String>, String> {
-    use std::io::Read;
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    let file = match files::open(path) {
+        Ok(file) => file,
+        Err(FileError::Missing) => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
     let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("not a regular file, so it is not read".into());
-    }
     // What any user may write may hold anyone's settings, as ssh reasons for its files.
     let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
     if mode & 0o002 != 0 {
@@ -124,16 +118,10 @@ fn read(path: &Path) -> Result<Option<String>, String> {
             mode & 0o7777
         ));
     }
-    let mut text = String::new();
-    file.take(MAX_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read it as text: {e}"))?;
-    if text.len() as u64 > MAX_BYTES {
-        return Err(format!(
-            "larger than {MAX_BYTES} bytes, which no file of settings is"
-        ));
-    }
-    Ok(Some(text))
+    let bytes = files::read_open(&file, files::DOTENV).map_err(|e| e.to_string())?;
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| "is not UTF-8 text".to_string())
 }
 
 /// Whether `tvm` takes this variable from a `.env`.

@@ -106,7 +106,7 @@ fn listing(bundle: &Bundle, path: &str, hash: &str) -> String {
     let mut out = format!(
         "{path}: compiled by tvc {}, sha256 {}\n",
         bundle.compiler_version,
-        &hash[..16.min(hash.len())]
+        crate::short(hash)
     );
     for (name, f) in entries(bundle) {
         let sig: Vec<String> = params(f).map(|p| format!("{}: {}", p.name, p.ty)).collect();

@@ -22,6 +22,7 @@ mod source;
 mod testing;
 
 use tv_runtime::driver;
+use tv_runtime::files;
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::journal::Journal;
 use tv_vm::args;
@@ -194,7 +195,8 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
     let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
-    let host = host(choice, &args.host)?;
+    let mut host = host(choice, &args.host)?;
+    host.context.own_files.extend(args.journal.clone());
     priced(&host, &bundle)?;
     let mut limits = args.limits.limits();
     // A map runs as many bodies at once as the provider takes calls, unless it says.
@@ -236,6 +238,12 @@ fn provider_choice(given: Option<&str>) -> Result<Option<Choice>, String> {
     }
 }
 
+/// The first 16 characters of a hash, for messages; a journal's is untrusted text, so
+/// the cut is by characters, never inside one.
+fn short(hash: &str) -> String {
+    hash.chars().take(16).collect()
+}
+
 fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     let (header, journal) = Journal::open(&args.journal)?;
     let path = args.bundle.clone().unwrap_or_else(|| header.bundle.clone());
@@ -245,9 +253,9 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
             "the journal {} was written for a bundle with SHA-256 {}, but {} has {}: it was recompiled or replaced; \
              resume with the bundle the run used (--bundle FILE)",
             args.journal.display(),
-            &header.bundle_sha256[..16.min(header.bundle_sha256.len())],
+            short(&header.bundle_sha256),
             path.display(),
-            &hash[..16]
+            short(&hash)
         ));
     }
     if let Some(s) = journal
@@ -297,7 +305,8 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     if !args.host.no_cache {
         args.host.cache = args.host.cache.take().or(header.cache);
     }
-    let host = host(choice, &args.host)?;
+    let mut host = host(choice, &args.host)?;
+    host.context.own_files.push(args.journal.clone());
     priced(&host, &bundle)?;
     let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
     let code = print_result(code, Output::Json)?;
@@ -411,25 +420,11 @@ fn pick_entry(bundle: &Bundle, name: Option<&str>) -> Result<u32, String> {
     }
 }
 
-/// The most an `--arg NAME=@FILE` may read: the size `tvc` reads a template to.
-const MAX_ARG_FILE: u64 = 64 << 20;
-
-/// The text of `--arg NAME=@FILE`: a regular file of at most [`MAX_ARG_FILE`] bytes,
-/// so `@/dev/zero` or a FIFO is refused instead of read without end.
+/// The text of `--arg NAME=@FILE`: a regular file within [`files::ARGUMENT`], so
+/// `@/dev/zero` or a FIFO is refused instead of read without end.
 fn read_arg_file(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
-        return Err("not a regular file (a device, FIFO or directory), so it is not read".into());
-    }
-    let mut text = String::new();
-    file.take(MAX_ARG_FILE + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
-    if text.len() as u64 > MAX_ARG_FILE {
-        return Err(format!("larger than {MAX_ARG_FILE} bytes"));
-    }
-    Ok(text)
+    let bytes = files::read(path, files::ARGUMENT).map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_string())
 }
 
 /// Arguments by parameter name, in parameter order, each checked against its

@@ -203,8 +203,7 @@ async fn publish(server: &Server, url: &str, mut args: BatchArgs) -> Result<Exit
             tv_runtime::journal::sha256(text.as_bytes())[..12].to_string()
         }
     };
-    let inputs =
-        File::open(&inputs_path).map_err(|e| format!("--inputs {}: {e}", inputs_path.display()))?;
+    let inputs = super::batch::open_inputs(&inputs_path)?;
     let done = nats::publish(
         server,
         &bytes,

@@ -442,7 +442,9 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
         host.force_model = Some(m.clone());
     }
     match (&a.cassette, choice) {
-        (Some(path), Some(Choice::Replay)) => host.cassette = Some(Cassette::load(path)?),
+        (Some(path), Some(Choice::Replay)) => {
+            host.cassette = Some(Cassette::load(path)?.with_max_reply_bytes(max_reply_bytes))
+        }
         (None, Some(Choice::Replay)) => {
             return Err("--provider replay needs --cassette FILE".into())
         }
@@ -459,5 +461,8 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
     host.progress = Some(Progress::new());
     host.context.workspace = a.workspace.clone();
     host.context.allow_read = a.allow_read.clone();
+    // What the run reads and writes about itself is never context (callers add theirs).
+    let own = [&a.cassette, &a.record, &a.trace, &a.prices, &a.cache_dir()];
+    host.context.own_files = own.into_iter().flatten().cloned().collect();
     Ok(host)
 }

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tv_compiler::ast::Item;
 use tv_compiler::driver::Compilation;
+use tv_runtime::files;
 use tv_vm::bundle::Bundle;
 
 pub struct Mode {
@@ -60,7 +61,11 @@ impl Mode {
         }
         self.taken.borrow_mut().insert(key, expression.to_string());
         let pending = folder.join(format!("{name}.snap.new"));
-        let kept = std::fs::read_to_string(&snap).ok();
+        let kept = match files::read(&snap, files::SNAPSHOT) {
+            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(files::FileError::Missing) => None,
+            Err(e) => return Err(format!("the snapshot {} {e}", snap.display())),
+        };
         let old = kept.as_deref().and_then(body).map(normalize);
         let new = normalize(text);
         if old.as_ref() == Some(&new) {

@@ -7,7 +7,7 @@ use crate::output;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use tv_compiler::driver::{self, Compilation};
-use tv_runtime::journal;
+use tv_runtime::{files, journal};
 use tv_vm::bundle::Bundle;
 
 /// A program ready to run: its bundle, the SHA-256 of the bundle's bytes, the bytes.
@@ -27,7 +27,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     if is_source(path) {
         return compile(&[path.to_path_buf()]).map(|(_, loaded)| loaded);
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = files::read(path, files::PROGRAM).map_err(|e| format!("{} {e}", path.display()))?;
     let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let hash = journal::sha256(&bytes);
     Ok(Loaded {

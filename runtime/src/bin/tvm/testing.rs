@@ -11,6 +11,7 @@ use tv_compiler::ast::{Check, TestCase, TestValue};
 use tv_compiler::driver::Compilation;
 use tv_runtime::cassette::Cassette;
 use tv_runtime::driver;
+use tv_runtime::files;
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::offline::{Offline, ReplyRule};
 use tv_runtime::script::ScriptRunner;
@@ -133,8 +134,8 @@ async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, Stri
     for arg in &test.args {
         let raw = match &arg.value {
             TestValue::Text(t) => t.clone(),
-            TestValue::File(p) => inside(dir, &p.node)
-                .and_then(|path| crate::read_arg_file(&path))
+            TestValue::File(p) => beneath(dir, &p.node, files::ARGUMENT)
+                .and_then(|bytes| String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".into()))
                 .map_err(|e| format!("argument `{}`: {}: {e}", arg.name.node, p.node))?,
         };
         let ty = f
@@ -148,8 +149,11 @@ async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, Stri
     let values = tv_vm::args::bind(f, given)?;
     let mut cassettes = Vec::new();
     for c in &test.cassettes {
-        let path = inside(dir, &c.node).map_err(|e| format!("cassette {}: {e}", c.node))?;
-        cassettes.push(Cassette::load(&path)?);
+        let bytes = beneath(dir, &c.node, files::CASSETTE)
+            .map_err(|e| format!("cassette {}: {e}", c.node))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("cassette {}: is not UTF-8 text", c.node))?;
+        cassettes.push(Cassette::parse(&text, &c.node)?);
     }
     let rules = test
         .replies
@@ -172,19 +176,18 @@ async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, Stri
     serde_json::to_value(&result).map_err(|e| format!("the result is not JSON: {e}"))
 }
 
-/// The file `written` names in the test's folder `dir`, links followed: the compiler
-/// refuses `..` and absolute paths, and this refuses a link that leads out of the folder.
-fn inside(dir: &Path, written: &str) -> Result<PathBuf, String> {
-    let folder = dir.canonicalize().map_err(|e| e.to_string())?;
-    let real = folder
-        .join(written)
-        .canonicalize()
-        .map_err(|e| e.to_string())?;
-    if real.starts_with(&folder) {
-        Ok(real)
-    } else {
-        Err("leads out of the test's folder through a link, so it is not read".into())
-    }
+/// The bytes of the file `written` names in the test's folder `dir`, within `bound`:
+/// the compiler refuses `..` and absolute paths, and the file is opened beneath the
+/// folder, so a link that leads out of it is refused too, when it is opened.
+fn beneath(dir: &Path, written: &str, bound: files::Bound) -> Result<Vec<u8>, String> {
+    let folder = files::open_dir(dir).map_err(|e| format!("cannot be read: {e}"))?;
+    let file = files::open_beneath(&folder, Path::new(written)).map_err(|e| match e {
+        files::FileError::Outside => {
+            "leads out of the test's folder through a link, so it is not read".to_string()
+        }
+        e => e.to_string(),
+    })?;
+    files::read_open(&file, bound).map_err(|e| e.to_string())
 }
 
 /// What of the test's expectations the result does not meet. A test that states no
