@@ -171,10 +171,10 @@ fn refused(e: io::Error) -> FileError {
     FileError::from(e)
 }
 
-/// `file` if it is a regular file, back in blocking mode.
-fn regular(file: File) -> Result<File, FileError> {
-    let kind = file.metadata()?.file_type();
-    let what = if kind.is_file() {
+/// What a file that is not a regular file is, for messages; `None` for a regular file.
+pub fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
+    let kind = meta.file_type();
+    if kind.is_file() {
         None
     } else if kind.is_dir() {
         Some("a directory")
@@ -186,8 +186,12 @@ fn regular(file: File) -> Result<File, FileError> {
         Some("a socket")
     } else {
         Some("not a file")
-    };
-    if let Some(what) = what {
+    }
+}
+
+/// `file` if it is a regular file, back in blocking mode.
+pub fn regular(file: File) -> Result<File, FileError> {
+    if let Some(what) = not_regular(&file.metadata()?) {
         return Err(FileError::NotRegular(what));
     }
     let flags = fcntl(&file, FcntlArg::F_GETFL).map_err(io::Error::from)?;

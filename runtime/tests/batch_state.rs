@@ -225,7 +225,7 @@ fn a_results_file_that_is_a_fifo_is_refused_at_once() {
     let ended = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&ended.stderr);
     assert_eq!(ended.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("is not a regular file"), "{stderr}");
+    assert!(stderr.contains("is a FIFO, not a regular file"), "{stderr}");
     assert!(!dir.join("results.jsonl.state").exists());
 }
 

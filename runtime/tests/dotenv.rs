@@ -220,7 +220,7 @@ fn a_dotenv_behind_a_link_is_the_dotenv_and_one_others_may_write_is_not_read() {
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(
         stderr,
-        "tvm: error: .env: every user may write it (mode 666), so it is not read; make it yours alone (chmod o-w)\n"
+        "tvm: error: .env may be written by every user (mode 666), so it is not read; make it yours alone (chmod o-w)\n"
     );
     assert_eq!(server.hits(), 0);
 }

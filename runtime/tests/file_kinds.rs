@@ -120,7 +120,7 @@ const KINDS: &[Kind] = &[
         ],
         code: 2,
         fifo: "tvm: error: {f} is a FIFO",
-        device: "tvm: error: {f} is a device",
+        device: "tvm: error: {f} is a link, and tvm never follows a link to its own files",
     },
     Kind {
         name: "a .env file",

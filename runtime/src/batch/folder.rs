@@ -14,6 +14,7 @@
 //! the batch ends, as a journal's is ([`crate::journal::lock`]): a second batch on the
 //! folder is refused naming the first one's pid.
 
+use crate::files::{self, FileError};
 use crate::journal::{lock, Refused};
 use nix::fcntl::{Flock, OFlag};
 use serde_json::Value;
@@ -24,9 +25,6 @@ use std::path::Path;
 
 /// The state folder's own file, naming the batch.
 pub(super) const MARKER: &str = "batch.json";
-
-/// More than a `batch.json` tvm writes may hold (two hashes and an entry point's name).
-const MARKER_BYTES: u64 = 64 << 10;
 
 /// What a state folder is found to be.
 pub(super) enum Found {
@@ -55,9 +53,9 @@ pub(super) fn inspect(dir: &Path) -> Result<Found, String> {
         .read(true)
         .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
         .open(&path);
-    let file = match opened {
+    let file = match opened.map_err(FileError::from).and_then(files::regular) {
         Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => {
+        Err(FileError::Missing) => {
             let empty = std::fs::read_dir(dir)
                 .map_err(|e| format!("the state folder {shown}: {e}"))?
                 .next()
@@ -71,6 +69,16 @@ pub(super) fn inspect(dir: &Path) -> Result<Found, String> {
                 )),
             };
         }
+        Err(e @ (FileError::NotRegular(_) | FileError::TooLarge(_))) => {
+            return Err(format!("{} {e}", path.display()))
+        }
+        Err(FileError::Io(e)) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Err(format!(
+                "{} is a link, and tvm never follows a link to its own files; name another \
+                 folder with --state DIR",
+                path.display()
+            ))
+        }
         Err(e) => return Err(not_ours(dir, &format!("{MARKER} cannot be opened ({e})"))),
     };
     let marker = lock(file).map_err(|refused| match refused {
@@ -80,7 +88,7 @@ pub(super) fn inspect(dir: &Path) -> Result<Found, String> {
         ),
         Refused::Failed(errno) => format!("cannot lock {}: {errno}", path.display()),
     })?;
-    let record = read_marker(&marker).map_err(|why| not_ours(dir, &why))?;
+    let record = read_marker(&marker, &path)?;
     Ok(Found::Batch { marker, record })
 }
 
@@ -113,16 +121,11 @@ fn not_ours(dir: &Path, why: &str) -> String {
     )
 }
 
-/// What the `batch.json` in `file` says, if tvm wrote it: a regular file of at most
-/// [`MARKER_BYTES`] holding exactly the three strings tvm writes.
-fn read_marker(file: &File) -> Result<Value, String> {
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(format!("{MARKER} is not a file"));
-    }
-    let mut text = Vec::new();
-    file.take(MARKER_BYTES + 1)
-        .read_to_end(&mut text)
-        .map_err(|e| format!("{MARKER} cannot be read ({e})"))?;
+/// What the `batch.json` in `file` (at `path`) says, if tvm wrote it: a regular file
+/// of at most [`files::BATCH_RECORD`] holding exactly the three strings tvm writes.
+fn read_marker(file: &File, path: &Path) -> Result<Value, String> {
+    let text = files::read_open(file, files::BATCH_RECORD)
+        .map_err(|e| format!("{} {e}", path.display()))?;
     let record: Value = serde_json::from_slice(&text).unwrap_or(Value::Null);
     let ours = record.as_object().is_some_and(|m| {
         m.len() == 3
@@ -132,7 +135,10 @@ fn read_marker(file: &File) -> Result<Value, String> {
     });
     match ours {
         true => Ok(record),
-        false => Err(format!("its {MARKER} was not written by tvm batch")),
+        false => Err(not_ours(
+            path.parent().unwrap_or(path),
+            &format!("its {MARKER} was not written by tvm batch"),
+        )),
     }
 }
 

@@ -3,6 +3,7 @@
 //! a time, its lines' `result`s skipped unread, so a large file costs the memory of
 //! one line and of a flag per row.
 
+use crate::files;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -22,17 +23,19 @@ struct Head {
 /// that are done.
 pub(super) fn size(out: &Path) -> Result<u64, String> {
     match std::fs::metadata(out) {
-        Ok(m) if m.is_file() => Ok(m.len()),
-        Ok(_) => Err(not_a_file(out)),
+        Ok(m) => match files::not_regular(&m) {
+            None => Ok(m.len()),
+            Some(what) => Err(not_a_file(out, what)),
+        },
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
         Err(e) => Err(format!("--out {}: {e}", out.display())),
     }
 }
 
-fn not_a_file(out: &Path) -> String {
+fn not_a_file(out: &Path, what: &str) -> String {
     format!(
-        "--out {} is not a regular file: the results file is the batch's record of the rows \
-         that are done, so it must be one",
+        "--out {} is {what}, not a regular file: the results file is the batch's record of \
+         the rows that are done, so it must be one",
         out.display()
     )
 }
@@ -48,9 +51,10 @@ pub(super) fn open(out: &Path, new: bool) -> Result<File, String> {
         .open(out)
         .map_err(|e| format!("--out {}: {e}", out.display()))?;
     // Checked on what was opened: the path may have changed since it was looked at.
-    match file.metadata() {
-        Ok(m) if m.is_file() => Ok(file),
-        _ => Err(not_a_file(out)),
+    match file.metadata().map(|m| files::not_regular(&m)) {
+        Ok(None) => Ok(file),
+        Ok(Some(what)) => Err(not_a_file(out, what)),
+        Err(e) => Err(format!("--out {}: {e}", out.display())),
     }
 }
 

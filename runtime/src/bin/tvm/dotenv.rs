@@ -113,8 +113,8 @@ fn read(path: &Path) -> Result<Option<String>, String> {
     let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
     if mode & 0o002 != 0 {
         return Err(format!(
-            "every user may write it (mode {:o}), so it is not read; make it yours alone \
-             (chmod o-w)",
+            "may be written by every user (mode {:o}), so it is not read; make it yours \
+             alone (chmod o-w)",
             mode & 0o7777
         ));
     }
