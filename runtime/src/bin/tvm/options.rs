@@ -39,6 +39,11 @@ pub struct HostArgs {
     /// paths (absolute, with `..`, or through a link) are skipped with a warning.
     #[arg(long, value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
+    /// Fail a task whose `file_paths` names a file that cannot be read (missing,
+    /// refused, not text), with context_retrieval_failure, instead of asking the model
+    /// without it and saying so in a warning.
+    #[arg(long)]
+    pub require_files: bool,
     /// Write one JSON line per host call: what was asked, how long, tokens, outcome.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -220,6 +225,7 @@ impl HostArgs {
             max_cost: self.max_cost,
             prices: self.prices.clone(),
             cache: self.cache_dir(),
+            require_files: self.require_files,
         })
     }
 
@@ -348,5 +354,6 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
     host.progress = Some(Progress::new());
     host.context.workspace = a.workspace.clone();
     host.context.allow_read = a.allow_read.clone();
+    host.context.require_files = a.require_files;
     Ok(host)
 }
