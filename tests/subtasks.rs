@@ -77,7 +77,10 @@ fn a_request_nothing_matches_fails_the_parent_with_a_subtask_failure() {
     let e = &r["notes"]["error"];
     assert_eq!(
         (e["reason"].as_str(), e["message"].as_str()),
-        (Some("subtask_failure"), Some("Subtask execution failed"))
+        (
+            Some("subtask_failure"),
+            Some("Subtask execution failed: no registered atomic template matches \"bake bread\"")
+        )
     );
     assert_eq!(e["details"]["subtaskRequest"]["description"], "bake bread");
     assert_eq!(e["details"]["nestingDepth"], 0);
@@ -143,6 +146,12 @@ fn the_same_template_with_the_same_inputs_is_a_cycle() {
             .unwrap_or("")
             .starts_with("cycle:"),
         "{r:#}"
+    );
+    // The reason is in the message a reader sees first, not only in the details.
+    assert_eq!(
+        failed["notes"]["error"]["message"],
+        "Subtask execution failed: cycle: `summarize_text` is already running as a subtask \
+         with the same inputs"
     );
 }
 
@@ -247,6 +256,94 @@ fn a_subtasks_inputs_are_checked_against_the_templates_parameter_types() {
     assert_eq!(host.requests.len(), 1, "the subtask never ran");
 }
 
+/// Parameters are strict (DESIGN §19): a request that leaves one out, or names an
+/// input the template does not take, is refused by name before the subtask runs;
+/// nothing is passed on as `null`.
+#[test]
+fn a_request_that_leaves_out_or_adds_an_input_is_refused_by_name() {
+    let b = bundle_of(SUBTASK_LIBRARY);
+    let cases = [
+        (
+            json!({"text": "hi"}),
+            "input `language` of `translate_text` is missing: a subtask request gives every \
+             parameter (its parameters: text, language)",
+        ),
+        (
+            json!({"text": "hi", "language": "fr", "tone": "formal"}),
+            "`translate_text` has no parameter `tone` (its parameters: text, language)",
+        ),
+        (json!({"text": "hi", "language": null}), ""),
+    ];
+    for (inputs, expected) in cases {
+        let ask = continuation(json!({"type": "atomic", "description": "translate",
+            "template_hints": ["translate_text"], "inputs": inputs}));
+        let mut host = scripted(move |r| match r.messages.len() {
+            1 if r.messages[0].content == "plan the work" => ask.clone(),
+            _ => "done".into(),
+        });
+        let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+        if expected.is_empty() {
+            // A `null` the model wrote is a value like any other for an untyped parameter.
+            assert_eq!(r["status"], "COMPLETE", "{r:#}");
+            continue;
+        }
+        let e = &r["notes"]["error"];
+        assert_eq!(e["reason"], "subtask_failure", "{r:#}");
+        assert_eq!(
+            e["details"]["subtaskError"]["reason"],
+            "input_validation_failure"
+        );
+        assert_eq!(e["details"]["subtaskError"]["message"], expected);
+        assert_eq!(
+            e["message"],
+            format!("Subtask execution failed: {expected}"),
+            "the reason is in the message, not only in the details"
+        );
+        assert_eq!(host.requests.len(), 1, "the subtask never ran");
+    }
+}
+
+#[test]
+fn a_continuation_without_a_subtask_request_fails_instead_of_completing_with_its_text() {
+    let b = bundle_of(SUBTASK_LIBRARY);
+    for reply in [
+        r#"{"status": "CONTINUATION"}"#,
+        "```json\n{\"status\": \"CONTINUATION\", \"notes\": {}}\n```",
+    ] {
+        let mut host = scripted(move |_| reply.into());
+        let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+        assert_eq!(r["status"], "FAILED", "{r:#}");
+        let e = &r["notes"]["error"];
+        assert_eq!(e["reason"], "subtask_failure");
+        let inner = &e["details"]["subtaskError"];
+        assert_eq!(inner["reason"], "input_validation_failure");
+        let message = e["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("CONTINUATION but it holds no `subtask_request`"),
+            "{message}"
+        );
+        assert_eq!(e["details"]["partialOutput"], reply);
+        assert_eq!(r["content"], "", "the raw reply is not the answer");
+    }
+}
+
+#[test]
+fn every_result_of_a_template_names_it_and_the_parent_sees_which_template_a_request_ran() {
+    let b = bundle_of(SUBTASK_LIBRARY);
+    let ask = continuation(
+        json!({"type": "atomic", "description": "summarize this text", "inputs": {"text": "t"}}),
+    );
+    let mut host = scripted(move |r| match r.messages.len() {
+        1 if r.messages[0].content == "plan the work" => ask.clone(),
+        1 => "short".into(),
+        _ => r.messages[2].content.clone(),
+    });
+    let r = run_with(&b, "plan", json!({}), Limits::default(), &mut host);
+    assert_eq!(r["notes"]["template"], "plan", "{r:#}");
+    let given = subtask_result(r["content"].as_str().unwrap_or_default());
+    assert_eq!(given["notes"]["template"], "summarize_text", "{given:#}");
+}
+
 /// A runner for tests whose replies need more than text (a cut reply).
 struct Replies<F>(F, Vec<HostRequest>);
 
@@ -313,7 +410,10 @@ fn the_parent_receives_the_subtasks_whole_result_as_json_with_its_parsed_content
     assert_eq!(given["parsedContent"], json!({"count": 3}));
     assert_eq!(given["content"], "```json\n{\"count\": 3}\n```");
     assert_eq!(given["criteria"], "Every file is counted once");
-    assert_eq!(given["notes"]["usage"]["outputTokens"], 5);
+    // What the run spent on the subtask is for the people running it: the model is not
+    // sent it, so the parent's next request is the same live, replayed or cached.
+    assert_eq!(given["notes"].get("usage"), None, "{given:#}");
+    assert_eq!(r["notes"]["usage"]["calls"], 3, "{r:#}");
 }
 
 #[test]

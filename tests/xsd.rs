@@ -81,11 +81,13 @@ fn xml_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Every example, and every valid fixture: its file, or the files of its folder.
+/// Every example, every valid fixture (its file, or the files of its folder) and the
+/// workflow tests' fixtures.
 fn valid_templates() -> Vec<PathBuf> {
     let mut out = xml_files(Path::new("examples"));
     let valid = Path::new("tests/fixtures/valid");
     out.extend(xml_files(valid));
+    out.extend(xml_files(Path::new("tests/fixtures/workflow_tests")));
     let mut folders: Vec<PathBuf> = std::fs::read_dir(valid)
         .expect("the valid fixtures")
         .map(|e| e.expect("a directory entry").path())

@@ -4,8 +4,10 @@
 //!
 //! Almost everything here is best effort: a path that cannot be used becomes a warning
 //! for the notes, never an error, because a missing file should not cost a whole run. The
-//! exception is a `file_paths` command that fails or times out: the task needs the files
-//! it would list, so the task fails ([`Assembled::failure`]) and the model is not called.
+//! exceptions: a `file_paths` command that fails or times out (the task needs the files
+//! it would list), and under `--require-files` any file a task names that cannot be read
+//! ([`Assembler::require_files`]). Then the task fails ([`Assembled::failure`]) and the
+//! model is not called.
 //! A local file reaches a model only when the task names it or it lies under the workspace
 //! the user gave (`tvm run --workspace DIR`); without a workspace nothing is searched.
 //! `context_assembly` globs order the files a search finds and keep excluded ones out of
@@ -66,6 +68,15 @@ pub struct Assembler {
     /// searched, even when they lie in the workspace (see [`own`]).
     pub own_files: Vec<PathBuf>,
     pub limits: Limits,
+    /// `tvm run --require-files`: a file a task's own `file_paths` names (written out or
+    /// listed by its command) that cannot be read fails the task instead of being left
+    /// out with a warning. Paths a subtask request names are a model's guess, and stay
+    /// warnings.
+    pub require_files: bool,
+    /// Set by `tvm test`: the workspace is where the files a task names are found, but
+    /// nothing searches it (fresh context, a `file_paths` description), so that a test
+    /// does not depend on the other files of its folder; the notes say so.
+    pub no_search: bool,
 }
 
 /// The context found for one request.
@@ -76,6 +87,9 @@ pub struct Assembled {
     /// The paths included, relative to the workspace when possible.
     pub files: Vec<String>,
     pub warnings: Vec<String>,
+    /// Those of `warnings` that say a file the task named was not read: said on stderr
+    /// as well, since the model is asked without it.
+    pub unread: Vec<String>,
     /// Set when the context the task needs could not be retrieved (its `file_paths`
     /// command failed or timed out): the LLM call is not made, and the task fails with
     /// TASK_FAILURE `context_retrieval_failure` and this message.
@@ -86,6 +100,12 @@ const NO_WORKSPACE: &str = "fresh context was requested but no workspace was giv
      (tvm run --workspace DIR); no files were searched";
 const NO_WORKSPACE_COMMAND: &str = "file_paths: a command's paths are read only with \
      --workspace DIR; the command was not run";
+const NO_SEARCH_IN_TESTS: &str = "a workspace search (fresh context or a file_paths \
+     description) is not made in tvm test, so that a test does not depend on the other files \
+     of its folder; no files were searched";
+/// Added to the failure of a file `--require-files` makes required.
+const REQUIRED: &str = "; the task needs every file it names (--require-files), so the \
+     model was not called";
 const NO_WORKSPACE_REQUESTED: &str = "file_paths: the paths a subtask request names are \
      read only with --workspace DIR; none was read";
 /// Bytes kept of a `file_paths` command's output: plenty for a list of paths.
@@ -100,6 +120,12 @@ impl Assembler {
             FilePaths::Literal(p) => (p.clone(), Source::Literal, None),
             // Its paths could not be read: the command is not run at all.
             FilePaths::Command(_) if self.workspace.is_none() => {
+                if self.require_files {
+                    return Assembled {
+                        failure: Some(format!("{NO_WORKSPACE_COMMAND}{REQUIRED}")),
+                        ..Assembled::default()
+                    };
+                }
                 warnings.push(NO_WORKSPACE_COMMAND.into());
                 (Vec::new(), Source::Command, None)
             }
@@ -115,20 +141,27 @@ impl Assembler {
             },
             FilePaths::Description(d) => (Vec::new(), Source::Literal, Some(d.as_str())),
         };
+        // What was said so far about named files that are not read.
+        let mut unread: Vec<String> = (warnings.iter())
+            .filter(|w| [NO_WORKSPACE_COMMAND, NO_WORKSPACE_REQUESTED].contains(&w.as_str()))
+            .cloned()
+            .collect();
         let search = self.search_for(req, description, &mut warnings);
         self.unused_assembly(&req.task.assembly, search.is_some(), &mut warnings);
         if paths.is_empty() && (search.is_none() || self.workspace.is_none()) {
             // Most tasks read no file: no thread is started for them.
             return Assembled {
                 warnings,
+                unread,
                 ..Assembled::default()
             };
         }
         let this = self.clone();
         let task = req.task.clone();
+        let required = self.require_files && req.requested_files.is_empty();
         // Walking a workspace is blocking file I/O: keep it off the async threads.
         let mut out = tokio::task::spawn_blocking(move || {
-            this.collect(&paths, source, search, &task.assembly)
+            this.collect(&paths, source, required, search, &task.assembly)
         })
         .await
         .unwrap_or_else(|e| Assembled {
@@ -137,6 +170,8 @@ impl Assembler {
         });
         warnings.append(&mut out.warnings);
         out.warnings = warnings;
+        unread.append(&mut out.unread);
+        out.unread = unread;
         out
     }
 
@@ -164,6 +199,10 @@ impl Assembler {
         warnings: &mut Vec<String>,
     ) -> Option<(String, &'static str)> {
         let fresh = req.task.context.fresh;
+        if self.no_search && (fresh || description.is_some()) {
+            warnings.push(NO_SEARCH_IN_TESTS.into());
+            return None;
+        }
         if self.workspace.is_none() {
             if description.is_some() {
                 warnings.push("file_paths description needs --workspace".into());
@@ -252,6 +291,7 @@ impl Assembler {
         &self,
         paths: &[String],
         source: Source,
+        required: bool,
         search: Option<(String, &str)>,
         assembly: &Assembly,
     ) -> Assembled {
@@ -262,17 +302,21 @@ impl Assembler {
         };
         let globs = Globs::new(assembly, &mut b.out.warnings);
         let scope = Scope::new(self.workspace.as_deref(), &self.allow_read);
-        self.add_named(paths, source, &scope, &globs, &mut b);
+        self.add_named(paths, (source, required), &scope, &globs, &mut b);
+        if b.out.failure.is_some() {
+            return b.out;
+        }
         if let (Some(ws), Some((text, label))) = (&self.workspace, search) {
             self.add_found(ws, &scope, &text, label, &globs, &mut b);
         }
         b.out
     }
 
+    /// The files a task names; `required`: one that cannot be read fails the task.
     fn add_named(
         &self,
         paths: &[String],
-        source: Source,
+        (source, required): (Source, bool),
         scope: &Scope,
         globs: &Globs,
         b: &mut Builder,
@@ -283,15 +327,18 @@ impl Assembler {
                 continue;
             }
             // Relative to the workspace when there is one, else to the current directory.
-            let text = scope
-                .resolve(written, source)
-                .and_then(|path| match excluded_name(globs, scope, written, &path) {
-                    Some(glob) => Err(format!(
-                        "matches {} `{glob}`; skipped",
-                        globs.excluded.name()
-                    )),
-                    None => Ok(path),
-                })
+            let resolved = scope.resolve(written, source);
+            let excluded = resolved
+                .as_ref()
+                .ok()
+                .and_then(|path| excluded_name(globs, scope, written, path));
+            if let Some(glob) = excluded {
+                // The author left it out on purpose: no missing file, even if required.
+                let glob = format!("matches {} `{glob}`; skipped", globs.excluded.name());
+                b.warn(format!("file_paths: `{written}` {glob}"));
+                continue;
+            }
+            let text = resolved
                 .and_then(|path| match secret(source, scope, written, &path) {
                     Some(rule) => Err(format!(
                         "matches the secret-file rule `{rule}`; skipped (only a literal \
@@ -302,8 +349,14 @@ impl Assembler {
                 .and_then(|path| Ok((scope.read(&path, self.limits.max_file_bytes)?, path)));
             let (text, path) = match text {
                 Ok(read) => read,
+                Err(why) if required => {
+                    b.out.failure = Some(format!("file_paths: `{written}` {why}{REQUIRED}"));
+                    return;
+                }
                 Err(why) => {
-                    b.warn(format!("file_paths: `{written}` {why}"));
+                    let warning = format!("file_paths: `{written}` {why}");
+                    b.out.unread.push(warning.clone());
+                    b.warn(warning);
                     continue;
                 }
             };
@@ -311,7 +364,17 @@ impl Assembler {
             let display = display.unwrap_or_else(|| written.to_owned());
             let section = section(&display, &text, self.limits.max_file_bytes);
             if let Some(reason) = b.add(&path, display, section) {
-                return b.left_out("file_paths", paths.len() - i, &reason);
+                let left = paths.len() - i;
+                if required {
+                    b.out.failure = Some(format!(
+                        "file_paths: `{written}` and the files after it ({left} in all) do \
+                         not fit: {reason}{REQUIRED}"
+                    ));
+                    return;
+                }
+                b.left_out("file_paths", left, &reason);
+                let last = b.out.warnings.last().cloned().unwrap_or_default();
+                return b.out.unread.push(last);
             }
         }
     }

@@ -1,6 +1,12 @@
 //! The async driver: runs the machine, answers its host calls, runs gathered
 //! branches and the bodies of its iterations concurrently, and enforces the
-//! wall-clock limit. The dispatch loop itself stays synchronous.
+//! wall-clock limit and an interruption (Ctrl-C). The dispatch loop itself stays
+//! synchronous.
+//!
+//! A run that stops before its end still counts what it spent: an LLM call in flight
+//! when it stopped was sent, and the provider bills it, so it is counted as an
+//! abandoned call whose tokens and cost are unknown; bodies that ended or were still
+//! running hand over their spending before the run ends.
 
 use crate::host::AsyncHost;
 use crate::journal::{body_request, Journal};
@@ -12,8 +18,7 @@ use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::task::Poll;
 use std::time::{Duration, Instant};
-use tokio::time::error::Elapsed;
-use tokio::time::timeout;
+use tokio::sync::watch;
 use tv_vm::bundle::Bundle;
 use tv_vm::host::{HostReply, HostRequest};
 use tv_vm::interp::{Body, BodyTag, Step, Usage, Vm};
@@ -41,15 +46,35 @@ pub async fn run_journaled<H: AsyncHost>(
     host: &H,
     journal: Option<&Journal>,
 ) -> (TaskResult, Usage) {
+    run_interruptible(bundle, function, args, limits, host, journal, None).await
+}
+
+/// [`run_journaled`], which also stops, as it stops at its wall-clock limit, once
+/// `interrupt` holds `true` (`tvm run` sets it at Ctrl-C): every machine ends at its next
+/// wait with an `execution_halted` failure, its calls in flight counted as abandoned.
+pub async fn run_interruptible<H: AsyncHost>(
+    bundle: &Bundle,
+    function: u32,
+    args: Vec<Value>,
+    limits: Limits,
+    host: &H,
+    journal: Option<&Journal>,
+    interrupt: Option<watch::Receiver<bool>>,
+) -> (TaskResult, Usage) {
     let deadline = Deadline {
         start: Instant::now(),
         wall: limits.wall_time,
+        interrupt,
     };
     let calls = Calls { host, journal };
     let mut vm = Vm::new(bundle, function, args, limits);
-    let result = drive(&mut vm, &calls, deadline, String::new()).await;
+    let result = drive(&mut vm, &calls, &deadline, String::new()).await;
     (result, vm.usage())
 }
+
+/// What a run says when Ctrl-C stopped it.
+pub const INTERRUPTED: &str =
+    "the run was interrupted (Ctrl-C); calls in flight were abandoned and are counted in notes.usage";
 
 /// Where host calls go: the host, through the journal when there is one.
 struct Calls<'h, H> {
@@ -88,13 +113,61 @@ impl<H: AsyncHost> Calls<'_, H> {
     }
 }
 
-#[derive(Clone, Copy)]
+/// When the machines of a run stop: at the wall-clock limit, or once interrupted.
 struct Deadline {
     start: Instant,
     wall: Duration,
+    interrupt: Option<watch::Receiver<bool>>,
+}
+
+/// Why a machine stopped before its end.
+#[derive(Clone, Copy)]
+enum Stopped {
+    Time,
+    Interrupted,
 }
 
 impl Deadline {
+    /// Whether the run has to stop now.
+    fn stopped(&self) -> Option<Stopped> {
+        if self.interrupt.as_ref().is_some_and(|rx| *rx.borrow()) {
+            return Some(Stopped::Interrupted);
+        }
+        let left = self.wall.checked_sub(self.start.elapsed());
+        left.is_none().then_some(Stopped::Time)
+    }
+
+    /// `work`'s output, unless the run has to stop first.
+    async fn wait<F: Future>(&self, work: F) -> Result<F::Output, Stopped> {
+        if let Some(why) = self.stopped() {
+            return Err(why);
+        }
+        let remaining = self.wall.saturating_sub(self.start.elapsed());
+        let interrupted = async {
+            if let Some(mut rx) = self.interrupt.clone() {
+                if rx.wait_for(|stop| *stop).await.is_ok() {
+                    return;
+                }
+            }
+            // No interruption can come (none was asked for, or its sender is gone).
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            out = work => Ok(out),
+            () = tokio::time::sleep(remaining) => Err(Stopped::Time),
+            () = interrupted => Err(Stopped::Interrupted),
+        }
+    }
+
+    fn result(&self, why: Stopped) -> TaskResult {
+        match why {
+            Stopped::Time => self.exceeded(),
+            Stopped::Interrupted => {
+                TaskResult::failed(TaskError::failure(Reason::ExecutionHalted, INTERRUPTED))
+            }
+        }
+    }
+
     fn exceeded(&self) -> TaskResult {
         let secs = self.wall.as_secs();
         TaskResult::failed(TaskError::exhausted(
@@ -112,7 +185,7 @@ impl Deadline {
 fn drive<'a, 'b: 'a, H: AsyncHost>(
     vm: &'a mut Vm<'b>,
     via: &'a Calls<'a, H>,
-    deadline: Deadline,
+    deadline: &'a Deadline,
     path: String,
 ) -> BoxFuture<'a, TaskResult> {
     async move {
@@ -120,9 +193,9 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
         // Dropped with the machine's end: a body still running is of no use then.
         let mut bodies = Bodies::default();
         loop {
-            let Some(remaining) = deadline.wall.checked_sub(deadline.start.elapsed()) else {
-                return deadline.exceeded();
-            };
+            if let Some(why) = deadline.stopped() {
+                return bodies.stop(vm, deadline, why).await;
+            }
             match vm.run() {
                 Step::Done(result) => return *result,
                 Step::Host(request) => {
@@ -133,9 +206,14 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                     // timer; only a call that has to wait is raced against the clock.
                     let reply = match call.as_mut().now_or_never() {
                         Some(reply) => reply,
-                        None => match timeout(remaining, bodies.alongside(call)).await {
+                        None => match deadline.wait(bodies.alongside(call)).await {
                             Ok(reply) => reply,
-                            Err(_) => return deadline.exceeded(),
+                            Err(why) => {
+                                if let HostRequest::Llm(r) = &*request {
+                                    vm.abandon(&via.host.model_of(r));
+                                }
+                                return bodies.stop(vm, deadline, why).await;
+                            }
                         },
                     };
                     vm.resume(reply);
@@ -158,10 +236,10 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                 }
                 Step::Spawn(body) => bodies.start(vm, *body, via, deadline, &path),
                 Step::Await => {
-                    let ended = match bodies.next(remaining).await {
+                    let ended = match bodies.next(deadline).await {
                         Ok(Some(ended)) => ended,
                         Ok(None) => return stuck(),
-                        Err(_) => return deadline.exceeded(),
+                        Err(why) => return bodies.stop(vm, deadline, why).await,
                     };
                     vm.add_spent(&ended.spent, ended.from_journal);
                     vm.body_ended(ended.tag, ended.result);
@@ -207,7 +285,7 @@ impl<'a> Bodies<'a> {
         vm: &Vm<'b>,
         body: Body,
         via: &'a Calls<'a, H>,
-        deadline: Deadline,
+        deadline: &'a Deadline,
         path: &str,
     ) {
         let Body {
@@ -272,7 +350,7 @@ impl<'a> Bodies<'a> {
 
     /// The next body to hand to the machine: the first that ended, else the first of
     /// those running to end; `None` when none is running.
-    async fn next(&mut self, remaining: Duration) -> Result<Option<Ended>, Elapsed> {
+    async fn next(&mut self, deadline: &Deadline) -> Result<Option<Ended>, Stopped> {
         if let Some(ended) = self.ended.pop_front() {
             return Ok(Some(ended));
         }
@@ -283,6 +361,21 @@ impl<'a> Bodies<'a> {
         if let Some(ended) = running.next().now_or_never() {
             return Ok(ended);
         }
-        timeout(remaining, running.next()).await
+        deadline.wait(running.next()).await
+    }
+
+    /// The machine stops (`why`) before its end: the bodies that ended hand over what
+    /// they spent, and those still running, which stop for the same reason at once,
+    /// are waited for, so that every call they made, abandoned ones included, counts.
+    async fn stop(&mut self, vm: &mut Vm<'_>, deadline: &Deadline, why: Stopped) -> TaskResult {
+        for ended in self.ended.drain(..) {
+            vm.add_spent(&ended.spent, ended.from_journal);
+        }
+        if let Some(running) = &mut self.running {
+            while let Some(ended) = running.next().await {
+                vm.add_spent(&ended.spent, ended.from_journal);
+            }
+        }
+        deadline.result(why)
     }
 }

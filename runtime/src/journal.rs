@@ -105,6 +105,9 @@ pub struct Header {
     pub prices: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<PathBuf>,
+    /// `--require-files`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_files: bool,
 }
 
 /// One event of the run.

@@ -8,13 +8,15 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tv_vm::host::{HostReply, HostRequest};
 
 pub struct Trace {
-    file: Mutex<std::fs::File>,
-    seq: AtomicU64,
+    file: Arc<Mutex<std::fs::File>>,
+    seq: Arc<AtomicU64>,
+    /// `tvm test`: the test whose calls these are, first on each line.
+    test: Option<String>,
 }
 
 impl Trace {
@@ -22,13 +24,34 @@ impl Trace {
         let file = std::fs::File::create(path)
             .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         Ok(Trace {
-            file: Mutex::new(file),
-            seq: AtomicU64::new(0),
+            file: Arc::new(Mutex::new(file)),
+            seq: Arc::new(AtomicU64::new(0)),
+            test: None,
         })
     }
 
+    /// The same file, its lines naming the test `name` (`tvm test --trace`).
+    pub fn for_test(&self, name: &str) -> Trace {
+        Trace {
+            file: self.file.clone(),
+            seq: self.seq.clone(),
+            test: Some(name.to_string()),
+        }
+    }
+
     pub fn write(&self, request: &HostRequest, reply: &HostReply, took: Duration) {
-        let mut line = describe(request, reply);
+        let mut line = match &self.test {
+            Some(name) => {
+                let mut first = json!({ "test": name });
+                if let (Value::Object(f), Value::Object(rest)) =
+                    (&mut first, describe(request, reply))
+                {
+                    f.extend(rest);
+                }
+                first
+            }
+            None => describe(request, reply),
+        };
         line["seq"] = json!(self.seq.fetch_add(1, Ordering::SeqCst) + 1);
         line["ms"] = json!(took.as_millis() as u64);
         if let Ok(mut f) = self.file.lock() {

@@ -36,18 +36,23 @@ impl Offline {
         }
     }
 
-    /// The reply to `r`: among the rules whose text it holds, the first not used yet, in
-    /// the order they were written, else the last of them again (a loop asking the same
-    /// question can be given a sequence of answers); else the first cassette holding a
-    /// reply for it.
+    /// The reply to `r`, by the one rule the README states ("Tests of workflows"):
+    /// 1. the first reply, in the order written, whose `match` is part of the request
+    ///    chooses that match; the replies with that same match answer in turn, and the
+    ///    last of them repeats (a loop's evaluator says "no", then "yes");
+    /// 2. else the first of the test's cassettes that holds the request;
+    /// 3. else the replies without `match`, in turn, the last repeating;
+    /// 4. else nothing: the task fails naming its prompt.
+    ///
+    /// A catch-all reply answers after the cassettes, so that a cassette written beside
+    /// one still answers what it recorded.
     pub fn answer(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
-        if let Some(text) = self.by_rules(r) {
-            return Ok(LlmReply {
-                content: text,
-                model: OFFLINE_MODEL.to_string(),
-                cost: Some(0),
-                ..LlmReply::default()
-            });
+        let matched = self
+            .rules
+            .iter()
+            .find_map(|rule| rule.matches.as_deref().filter(|m| holds(r, m)));
+        if let Some(m) = matched {
+            return Ok(self.in_turn(|rule| rule.matches.as_deref() == Some(m)));
         }
         let mut misses = Vec::new();
         for c in &self.cassettes {
@@ -61,6 +66,9 @@ impl Offline {
                 }
                 Err(e) => misses.push(e.message),
             }
+        }
+        if self.rules.iter().any(|rule| rule.matches.is_none()) {
+            return Ok(self.in_turn(|rule| rule.matches.is_none()));
         }
         let prompt: String = r
             .messages
@@ -80,32 +88,29 @@ impl Offline {
         Err(HostError::new(Reason::ExecutionHalted, message))
     }
 
-    /// Rules with a `match` come first: a catch-all answers only what none of them does.
-    fn by_rules(&self, r: &LlmRequest) -> Option<String> {
-        let specific: Vec<usize> = (0..self.rules.len())
-            .filter(|&i| {
-                self.rules[i]
-                    .matches
-                    .as_deref()
-                    .is_some_and(|m| holds(r, m))
-            })
+    /// The reply of the rules `chosen` picks (at least one): the first not used yet,
+    /// else the last of them again.
+    fn in_turn(&self, chosen: impl Fn(&ReplyRule) -> bool) -> LlmReply {
+        let group: Vec<usize> = (0..self.rules.len())
+            .filter(|&i| chosen(&self.rules[i]))
             .collect();
-        let matching = if specific.is_empty() {
-            (0..self.rules.len())
-                .filter(|&i| self.rules[i].matches.is_none())
-                .collect()
-        } else {
-            specific
-        };
-        let last = *matching.last()?;
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        let pick = matching
-            .iter()
-            .copied()
+        let pick = (group.iter().copied())
             .find(|&i| used[i] == 0)
-            .unwrap_or(last);
-        used[pick] = used[pick].saturating_add(1);
-        Some(self.rules[pick].text.clone())
+            .or(group.last().copied())
+            .unwrap_or_default();
+        if let Some(n) = used.get_mut(pick) {
+            *n = n.saturating_add(1);
+        }
+        LlmReply {
+            content: self
+                .rules
+                .get(pick)
+                .map_or(String::new(), |r| r.text.clone()),
+            model: OFFLINE_MODEL.to_string(),
+            cost: Some(0),
+            ..LlmReply::default()
+        }
     }
 }
 

@@ -185,7 +185,10 @@ fn a_batch_json_that_is_a_link_or_not_tvms_is_refused_and_kept_even_with_rerun()
     std::fs::write(config.join("batch.json"), theirs).expect("a file");
     std::fs::write(config.join("1.journal"), "mine").expect("a file");
     for (folder, why) in [
-        (&linked, "batch.json is a link, and tvm never follows a link"),
+        (
+            &linked,
+            "batch.json is a link, and tvm never follows a link",
+        ),
         (&config, "its batch.json was not written by tvm batch"),
     ] {
         let state = folder.to_str().expect("path").to_string();

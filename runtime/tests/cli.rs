@@ -101,7 +101,8 @@ fn a_failed_run_exits_one() {
 #[test]
 fn usage_errors_exit_two_with_a_clear_message() {
     let cases: &[(&[&str], &str)] = &[
-        (&[], "several entry points; choose one with --entry"),
+        // The bundle's only entry point (the items it calls are not) runs by default.
+        (&[], "missing argument `diff` for `review_pull_request`"),
         (&["--entry", "nope"], "no entry point `nope`"),
         (
             &["--entry", "summarize_change", "--arg", "diff=x"],
@@ -293,6 +294,64 @@ fn a_recorded_run_replays_byte_for_byte_without_a_server() {
         "{stdout}"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A planner that asks for a translation as a subtask, then reports.
+const PLANNER: &str = r#"<library>
+  <template name="translate" params="text,language">
+    <task><description>Translate the text into a language</description>
+      <instructions>Translate into {{language}}: {{text}}</instructions></task>
+  </template>
+  <task name="plan"><instructions>Plan the greeting</instructions></task>
+</library>"#;
+
+/// The parent of a subtask is sent the subtask's result without what the run spent on
+/// it, so its next request is the same when the subtask's reply comes from a cassette
+/// (cost 0, cached) as when it came from the provider: the run replays.
+#[test]
+fn a_run_with_a_subtask_replays_from_its_cassette() {
+    let rt = server_runtime();
+    let server = rt.block_on(Server::start(|_, req| {
+        let messages = req.json()["messages"].clone();
+        let last = messages.as_array().and_then(|m| m.last()).cloned();
+        let last = last.map(|m| m["content"].as_str().unwrap_or("").to_string());
+        let content = match last.as_deref().unwrap_or("") {
+            "Plan the greeting" => json!({"status": "CONTINUATION", "subtask_request":
+                {"type": "atomic", "description": "translate the text",
+                 "inputs": {"text": "hello", "language": "fr"}}})
+            .to_string(),
+            l if l.starts_with("Subtask result:") => "The team is greeted.".to_string(),
+            _ => "bonjour".to_string(),
+        };
+        Reply::completion(&content, 100, 10)
+    }));
+    let dir = files::TempDir::new("cassette-subtask");
+    let program = files::compiled(dir.path(), PLANNER);
+    let cassette = dir.path().join("plan.jsonl");
+    let (program, cassette) = (program.to_str().unwrap(), cassette.to_str().unwrap());
+    let url = server.url();
+    let live = ["run", program, "--entry", "plan", "--provider", "openai"];
+    let (code, stdout, stderr) = tvm_env(
+        &[&live[..], &["--record", cassette]].concat(),
+        &[("OPENAI_BASE_URL", url.as_str())],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(server.hits(), 3);
+    let replay = [
+        "run",
+        program,
+        "--entry",
+        "plan",
+        "--provider",
+        "replay",
+        "--cassette",
+        cassette,
+    ];
+    let (code, stdout, stderr) = tvm(&replay);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let replayed: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(replayed["content"], "The team is greeted.");
+    assert_eq!(replayed["notes"]["usage"]["cachedCalls"], 3, "{replayed:#}");
 }
 
 #[test]

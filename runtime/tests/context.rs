@@ -43,6 +43,8 @@ fn in_workspace(dir: &TempDir) -> Assembler {
         limits: Limits::default(),
         allow_read: Vec::new(),
         own_files: Vec::new(),
+        require_files: false,
+        no_search: false,
     }
 }
 
@@ -231,6 +233,78 @@ async fn a_failing_file_paths_command_fails_the_task_and_the_model_is_not_called
     match host.call(&HostRequest::Llm(working)).await {
         HostReply::Llm(Ok(reply)) => assert_eq!(reply.context_files, ["a.txt"]),
         other => panic!("{other:?}"),
+    }
+}
+
+/// What happens to a file a task names that cannot be read, case by case: without
+/// `--require-files` a warning (also in `unread`, which `tvm` says on stderr) and the
+/// model is asked without it; with it, a failure naming the path, except for a file
+/// the author excluded and for paths a subtask request (a model) chose.
+#[tokio::test]
+async fn a_file_that_cannot_be_read_is_a_warning_or_under_require_files_a_failure() {
+    let dir = TempDir::new("required");
+    dir.write("a.txt", "alpha\n").write("bin.dat", "\0\x01");
+    std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link.txt")).expect("link");
+    let many: Vec<String> = (0..21).map(|i| format!("f{i}.txt")).collect();
+    for f in &many {
+        dir.write(f, "x\n");
+    }
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let needs =
+        "; the task needs every file it names (--require-files), so the model was not called";
+    // (what the task names, how it is asked for, the warning, the failure when required)
+    let cases: Vec<(FilePaths, &str, &str, String)> = vec![
+        (literal(&["a.txt", "nope.txt"]), "literal", "file_paths: `nope.txt` does not exist",
+            format!("file_paths: `nope.txt` does not exist{needs}")),
+        (literal(&["a.txt", "link.txt"]), "literal",
+            "file_paths: `link.txt` leads outside the workspace; skipped",
+            format!("file_paths: `link.txt` leads outside the workspace; skipped{needs}")),
+        (literal(&["bin.dat"]), "literal",
+            "file_paths: `bin.dat` is not a text file (binary or not UTF-8); skipped",
+            format!("file_paths: `bin.dat` is not a text file (binary or not UTF-8); skipped{needs}")),
+        (FilePaths::Command("echo a.txt; echo gone.txt".into()), "literal",
+            "file_paths: `gone.txt` does not exist",
+            format!("file_paths: `gone.txt` does not exist{needs}")),
+        (FilePaths::Command("echo a.txt".into()), "no workspace",
+            "file_paths: a command's paths are read only with --workspace DIR; the command was not run",
+            format!("file_paths: a command's paths are read only with --workspace DIR; the command was not run{needs}")),
+        (literal(&many), "literal", "file_paths: 1 file left out: the limit of 20 files was reached",
+            format!("file_paths: `f20.txt` and the files after it (1 in all) do not fit: the limit of 20 files was reached{needs}")),
+        (literal(&["a.txt", "nope.txt"]), "requested", "file_paths: `nope.txt` does not exist", String::new()),
+        (literal(&["a.txt", "bin.dat"]), "excluded",
+            "file_paths: `bin.dat` matches excluded_elements `*.dat`; skipped", String::new()),
+    ];
+    for (paths, how, warning, failure) in cases {
+        for required in [false, true] {
+            let mut assembler = in_workspace(&dir);
+            assembler.require_files = required;
+            let mut req = request(paths.clone(), false, "hi");
+            match how {
+                "no workspace" => assembler.workspace = None,
+                "requested" => {
+                    let FilePaths::Literal(named) = &paths else {
+                        panic!()
+                    };
+                    req.requested_files = named.clone();
+                }
+                "excluded" => req = assembled_by(req, &[], &[], &["*.dat"]),
+                _ => {}
+            }
+            let out = assemble(&assembler, &req).await;
+            let case = format!("{how} {paths:?} required={required}");
+            if required && !failure.is_empty() {
+                assert_eq!(out.failure.as_deref(), Some(failure.as_str()), "{case}");
+                continue;
+            }
+            assert_eq!(out.failure, None, "{case}");
+            assert!(
+                out.warnings.iter().any(|w| w == warning),
+                "{case}: {:?}",
+                out.warnings
+            );
+            let said = out.unread.iter().any(|w| w == warning);
+            assert_eq!(said, how != "excluded", "{case}: {:?}", out.unread);
+        }
     }
 }
 
@@ -678,4 +752,61 @@ async fn globs_that_cannot_be_used_are_warnings_and_ordering_without_a_search_is
     ));
     assert!(out.warnings[2]
         .starts_with("context_assembly: secondary_elements `src/[a` is not a valid glob"));
+}
+
+/// `tvm run`: a missing file is said on stderr once, however many calls meet it, and
+/// the result still completes; `--require-files` fails the task, naming the path, and
+/// the model is not asked.
+#[test]
+fn a_missing_file_is_said_on_stderr_once_and_require_files_fails_the_task() {
+    let dir = TempDir::new("required-cli");
+    dir.write(
+        "notes.xml",
+        r#"<task name="digest" type="map" over="days" as="day">
+  <inputs><input name="days" type="string[]">The days</input></inputs>
+  <task><instructions>Summarize {{day}}</instructions>
+    <file_paths><path>notes.md</path><path>agenda.md</path></file_paths></task>
+</task>"#,
+    )
+    .write("agenda.md", "ship it\n");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "notes.xml",
+            "--provider",
+            "echo",
+            "--arg",
+            r#"days=["mon","tue"]"#,
+        ];
+        args.extend_from_slice(extra);
+        let out = files::tvm(&args)
+            .current_dir(dir.path())
+            .output()
+            .expect("tvm");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(&[]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let warning = "tvm: warning: task `digest~1#1`: file_paths: `notes.md` does not exist; \
+                   the model is asked without it (--require-files fails the task instead)";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(stdout.contains("--- agenda.md ---"), "{stdout}");
+    let (code, stdout, _) = run(&["--require-files"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let result: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let error = &result["notes"]["error"];
+    assert_eq!(error["reason"], "context_retrieval_failure", "{stdout}");
+    assert_eq!(
+        error["details"]["itemError"]["message"],
+        "file_paths: `notes.md` does not exist; the task needs every file it names \
+         (--require-files), so the model was not called"
+    );
+    assert_eq!(
+        result["notes"]["usage"]["calls"], 0,
+        "the model was not asked"
+    );
 }

@@ -256,3 +256,89 @@ proptest! {
         prop_assert_eq!(server.hits(), answered);
     }
 }
+
+/// The survey's first call is answered at once; every other is answered only after a
+/// minute, so that it is still in flight when the run stops.
+fn slow_after_the_first() -> impl Fn(usize, &Request) -> Reply + Send + Sync + 'static {
+    |_, r| {
+        let answer = reply("gpt-4o-mini-2024-07-18");
+        if r.prompt().contains("Look at a.") {
+            answer
+        } else {
+            answer.after(std::time::Duration::from_secs(60))
+        }
+    }
+}
+
+/// A call in flight when the run stops was sent, and the provider bills it: it is a
+/// call of the run whose tokens and cost are unknown, never left out.
+fn assert_abandoned(result: &Value, answered: u64, abandoned: u64) {
+    let usage = &result["notes"]["usage"];
+    assert_eq!(usage["calls"], json!(answered + abandoned), "{result:#}");
+    assert_eq!(usage["abandonedCalls"], json!(abandoned), "{usage}");
+    assert_eq!(usage["inputTokens"], json!(1000 * answered), "{usage}");
+    assert_eq!(
+        usage["costUsd"],
+        Value::Null,
+        "a partial sum is not the cost: {usage}"
+    );
+    let answered_model = &usage["byModel"]["gpt-4o-mini-2024-07-18"];
+    assert_eq!(answered_model["calls"], json!(answered), "{usage}");
+    assert!(answered_model["costUsd"].is_f64(), "{usage}");
+    // The model asked for, as the provider's default names it.
+    assert_eq!(
+        usage["byModel"]["gpt-4o-mini"]["abandonedCalls"],
+        json!(abandoned),
+        "{usage}"
+    );
+}
+
+#[test]
+fn calls_in_flight_at_the_time_limit_count_as_abandoned_calls_of_unknown_cost() {
+    let rt = runtime();
+    let server = rt.block_on(Server::start(slow_after_the_first()));
+    let dir = scratch("cost", "abandoned-at-timeout");
+    let (code, result, stderr) = survey(&dir, &server, &["--timeout", "1"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(result["notes"]["error"]["resource"], "time", "{result:#}");
+    // `a` was answered; `b` and then `c` (the map runs two at once) were in flight.
+    assert_eq!(server.hits(), 3);
+    assert_abandoned(&result, 1, 2);
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_prints_its_result_with_the_calls_in_flight_counted() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let rt = runtime();
+    let server = rt.block_on(Server::start(slow_after_the_first()));
+    let dir = scratch("cost", "abandoned-at-ctrl-c");
+    let b = files::compiled(&dir, PROGRAM);
+    let child = files::tvm(&[
+        "run",
+        b.to_str().expect("path"),
+        "--provider",
+        "openai",
+        "--arg",
+        r#"topics=["a","b","c"]"#,
+    ])
+    .env("OPENAI_BASE_URL", server.url())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("tvm");
+    files::wait_for(|| server.hits() == 3);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("SIGINT");
+    let out = child.wait_with_output().expect("tvm ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("tvm: interrupted: stopping the run"),
+        "{stderr}"
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).expect("the result is printed");
+    let error = &result["notes"]["error"];
+    assert_eq!(error["reason"], "execution_halted", "{result:#}");
+    assert_eq!(error["message"], tv_runtime::driver::INTERRUPTED);
+    assert_abandoned(&result, 1, 2);
+}

@@ -254,6 +254,7 @@ fn header() -> Header {
         max_cost: None,
         prices: None,
         cache: None,
+        require_files: false,
     }
 }
 

@@ -234,9 +234,90 @@ fn info_lists_entry_points_with_typed_documented_parameters_the_types_and_the_mo
     let v: Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(v["entries"][0]["params"][1]["type"], "number");
     assert_eq!(v["entries"][0]["params"][0]["doc"], "Whom to greet");
-    assert_eq!(v["models"]["anthropic:claude-sonnet-4-5"], 1);
     assert_eq!(v["entries"][2]["returns"], "Verdict");
     assert_eq!(v["types"]["Verdict"], "{ok: boolean, why?: string}");
+    // Models are records, never a display string used as a key.
+    let models = v["models"].as_array().expect("a list of models");
+    assert!(models.contains(&serde_json::json!(
+        {"provider": "anthropic", "model": "claude-sonnet-4-5", "tasks": 1}
+    )));
+    assert!(models.contains(&serde_json::json!({"provider": null, "model": null, "tasks": 2})));
+}
+
+/// An entry point calling a helper, and a loop whose director's reply is typed.
+const HELPERS: &str = r#"<library>
+  <type name="Draft">{title: string, body: string}</type>
+  <template name="summarize" params="text:string">
+    <task><description>Summarize a text</description><instructions>Summarize {{text}}</instructions></task>
+  </template>
+  <task name="review" type="sequential">
+    <description>Review a change</description>
+    <inputs><input name="diff" type="string">The change</input></inputs>
+    <steps>
+      <call template="summarize"><arg>diff</arg></call>
+      <task><instructions>Review {{output}}</instructions></task>
+    </steps>
+  </task>
+  <task name="polish" type="director_evaluator_loop">
+    <description>Draft until the judge agrees</description>
+    <inputs><input name="topic">What to write about</input></inputs>
+    <director><task><instructions>Write about {{topic}}</instructions><output_format type="json" schema="Draft"/></task></director>
+    <evaluator><task><instructions>Judge {{director_result}}</instructions></task></evaluator>
+  </task>
+</library>
+"#;
+
+#[test]
+fn info_lists_what_other_items_call_apart_and_a_loop_returns_its_directors_type() {
+    let dir = TempDir::new("info-helpers");
+    let bundle = files::compiled(dir.path(), HELPERS)
+        .to_string_lossy()
+        .into_owned();
+    let (code, stdout, stderr) = files::run_tvm(&["info", &bundle], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at = |line: &str| {
+        lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("no line {line:?} in:\n{stdout}"))
+    };
+    let (review, polish) = (
+        at("review(diff: string) -> string"),
+        at("polish(topic: any) -> Draft"),
+    );
+    let apart = at("also callable (called by the items above; run one with --entry NAME):");
+    let helper = at("    summarize(text: string) -> string");
+    assert!(
+        review < apart && polish < apart && apart < helper,
+        "{stdout}"
+    );
+    assert_eq!(lines[helper + 1], "        Summarize a text");
+    assert_eq!(lines[helper + 2], "        --arg text  string");
+    assert_eq!(lines[helper + 3], "        called by review");
+    let (code, stdout, _) = files::run_tvm(&["info", &bundle, "--json"], &[]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    let names = |key: &str| -> Vec<String> {
+        (v[key].as_array().expect(key).iter())
+            .map(|e| e["name"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(names("entries"), ["review", "polish"]);
+    assert_eq!(names("alsoCallable"), ["summarize"]);
+    assert_eq!(
+        v["alsoCallable"][0]["calledBy"],
+        serde_json::json!(["review"])
+    );
+    assert_eq!(v["entries"][1]["returns"], "Draft");
+    // `tvm run` without --entry names the same entry points.
+    let (code, _, stderr) = files::run_tvm(&["run", &bundle, "--provider", "echo"], &[]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "tvm: error: the bundle has several entry points; choose one with --entry \
+         (review, polish; also callable: summarize)\n"
+    );
 }
 
 #[test]

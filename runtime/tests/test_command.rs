@@ -104,12 +104,98 @@ fn each_test_gets_a_line_and_the_count_closes_the_report_with_no_request_sent() 
     assert_eq!(server.hits(), 0, "a test sent a request to the provider");
 }
 
+/// The rule that chooses an offline reply, case by case: each case is a `<test>` of
+/// the fixture (tests/fixtures/workflow_tests), which states what it expects.
+#[test]
+fn offline_replies_are_chosen_by_the_readmes_rule_case_by_case() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/workflow_tests");
+    let out = files::tvm(&["test", "."])
+        .current_dir(&fixtures)
+        .output()
+        .expect("tvm test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let passed = stdout.lines().filter(|l| l.starts_with("PASS  ")).count();
+    assert!(passed >= 10, "{stdout}");
+    assert!(
+        stdout.ends_with(&format!("{passed} passed, 0 failed\n")),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn a_filter_runs_only_the_tests_it_names_and_all_passing_exits_zero() {
     let dir = folder("tvm-test-filter");
     let (code, stdout, stderr) = tvm_test(dir.path(), &["--filter", "title"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.ends_with("2 passed, 0 failed\n"), "{stdout}");
+}
+
+#[test]
+fn a_filter_that_matches_no_test_fails_and_names_the_tests_there_are() {
+    let dir = folder("tvm-test-filter-none");
+    let (code, stdout, stderr) = tvm_test(dir.path(), &["--filter", "aproved"]);
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "tvm: error: --filter `aproved`: no test's name holds it, so nothing was tested; \
+             the tests are:\n    a clear title is approved\n"
+        ),
+        "{stderr}"
+    );
+    // Templates without a test fail too: nothing was tested.
+    let empty = TempDir::new("tvm-test-none");
+    empty.write(
+        "judge.xml",
+        LIBRARY.split("  <test ").next().unwrap_or("").to_string() + "</library>\n",
+    );
+    let (code, stdout, stderr) = tvm_test(empty.path(), &[]);
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    assert_eq!(
+        stderr,
+        "tvm: error: no <test> elements in .: nothing was tested\n"
+    );
+}
+
+#[test]
+fn trace_writes_the_calls_of_each_test_as_run_does_naming_the_test() {
+    let dir = folder("tvm-test-trace");
+    let trace = dir.path().join("calls.jsonl");
+    let trace_arg = trace.to_string_lossy().into_owned();
+    let (code, stdout, _) = tvm_test(dir.path(), &["--filter", "title", "--trace", &trace_arg]);
+    assert_eq!(code, 0, "{stdout}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .expect("the trace")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let tests: Vec<&str> = lines
+        .iter()
+        .map(|l| l["test"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        tests,
+        ["a clear title is approved", "a title read from a file"]
+    );
+    let first = &lines[0];
+    assert_eq!(
+        (
+            &first["kind"],
+            &first["task"],
+            &first["prompt"],
+            &first["outcome"],
+            &first["seq"]
+        ),
+        (
+            &serde_json::json!("llm"),
+            &serde_json::json!("judge#1"),
+            &serde_json::json!("Judge this title: Fix the login page"),
+            &serde_json::json!("ok"),
+            &serde_json::json!(1)
+        )
+    );
+    let keys: Vec<&String> = first.as_object().expect("an object").keys().collect();
+    assert_eq!(keys[0], "test", "the test comes first: {keys:?}");
 }
 
 #[test]

@@ -101,6 +101,26 @@ fn notes_for_prompt(notes: &Value) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `v` with the accounting taken out of every result in it (`notes.usage`,
+/// `notes.cached`, nested results included), as a model is shown a subtask's result.
+/// Besides being of no use to the model, they differ between a live run, a replayed one
+/// and one answered from the reply cache, and a request that held them would never
+/// match its cassette or cache entry. Values nest at most `MAX_NESTING` levels, so the
+/// walk is bounded.
+pub(crate) fn without_accounting(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Object(notes)) = m.get_mut("notes") {
+                notes.shift_remove("usage");
+                notes.shift_remove("cached");
+            }
+            m.values_mut().for_each(without_accounting);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_accounting),
+        _ => {}
+    }
+}
+
 /// A value as text, borrowed when it already is a string.
 fn text_of(v: &Value) -> std::borrow::Cow<'_, str> {
     match v {

@@ -33,6 +33,9 @@ pub struct Spent {
     pub unpriced: u64,
     /// Calls answered from the reply cache or a cassette (they cost 0).
     pub cached: u64,
+    /// Calls in flight when the run stopped (its wall-clock limit, Ctrl-C): sent, and
+    /// billed by the provider, but never answered, so their tokens and cost are unknown.
+    pub abandoned: u64,
 }
 
 impl Spent {
@@ -47,6 +50,18 @@ impl Spent {
             cost: reply.cost.unwrap_or(0),
             unpriced: u64::from(reply.cost.is_none()),
             cached: u64::from(reply.cached),
+            abandoned: 0,
+        }
+    }
+
+    /// A call that was sent and never answered: it counts as a call whose cost is
+    /// unknown (a provider bills what it processed before the connection closed).
+    pub fn abandoned() -> Spent {
+        Spent {
+            calls: 1,
+            unpriced: 1,
+            abandoned: 1,
+            ..Spent::default()
         }
     }
 
@@ -59,6 +74,7 @@ impl Spent {
         self.cost = self.cost.saturating_add(other.cost);
         self.unpriced += other.unpriced;
         self.cached += other.cached;
+        self.abandoned += other.abandoned;
     }
 
     /// What was spent since `earlier`, a reading of the same running total.
@@ -76,6 +92,7 @@ impl Spent {
             cost: self.cost.saturating_sub(earlier.cost),
             unpriced: self.unpriced.saturating_sub(earlier.unpriced),
             cached: self.cached.saturating_sub(earlier.cached),
+            abandoned: self.abandoned.saturating_sub(earlier.abandoned),
         }
     }
 
@@ -110,6 +127,9 @@ impl Spent {
         if self.cached > 0 {
             m.insert("cachedCalls".into(), self.cached.into());
         }
+        if self.abandoned > 0 {
+            m.insert("abandonedCalls".into(), self.abandoned.into());
+        }
         Value::Object(m)
     }
 }
@@ -123,14 +143,18 @@ impl Spent {
         };
         let mut values = m.values();
         let cost = self.cost_usd().map_or(Value::Null, Value::from);
+        let optional = |key: &str, n: u64| match m.get(key) {
+            None => n == 0,
+            Some(v) => n > 0 && v.as_u64() == Some(n),
+        };
+        let extra = usize::from(self.cached > 0) + usize::from(self.abandoned > 0);
         self.counts()
             .iter()
             .all(|&n| values.next().and_then(Value::as_u64) == Some(n))
             && values.next() == Some(&cost)
-            && match values.next() {
-                None => self.cached == 0,
-                Some(c) => c.as_u64() == Some(self.cached) && values.next().is_none(),
-            }
+            && m.len() == USAGE_KEYS.len() + extra
+            && optional("cachedCalls", self.cached)
+            && optional("abandonedCalls", self.abandoned)
     }
 }
 
@@ -269,6 +293,23 @@ mod tests {
         assert_eq!(models, ["b", "a"]);
         assert_eq!(notes["byModel"]["b"]["inputTokens"], json!(4));
         assert_eq!(notes["byModel"]["b"]["costUsd"], json!(2e-12));
+    }
+
+    #[test]
+    fn an_abandoned_call_counts_as_a_call_whose_cost_is_unknown() {
+        let mut s = Spending::default();
+        s.record("gpt-4o-mini", Spent::of(&reply(10, 2, Some(3_000_000))));
+        s.record("gpt-4o-mini", Spent::abandoned());
+        let notes = s.notes();
+        assert_eq!(notes["calls"], json!(2));
+        assert_eq!(notes["inputTokens"], json!(10));
+        assert_eq!(notes["costUsd"], Value::Null);
+        assert_eq!(notes["abandonedCalls"], json!(1));
+        assert_eq!(notes["byModel"]["gpt-4o-mini"]["abandonedCalls"], json!(1));
+        assert!(s.total.shown_in(&s.total.notes()));
+        let finished = Spent::of(&reply(10, 2, Some(3_000_000)));
+        assert!(!finished.shown_in(&s.total.notes()));
+        assert!(!s.total.shown_in(&finished.notes()));
     }
 
     #[test]

@@ -101,7 +101,11 @@ fn task_type(task: &Task, items: &mut impl ItemTypes) -> Type {
             None => Type::Any,
         },
         TaskType::Script => Type::String,
-        TaskType::DirectorEvaluatorLoop => Type::Any,
+        // A loop returns its last director result.
+        TaskType::DirectorEvaluatorLoop => match &task.director {
+            Some(b) => body_type(b, items),
+            None => Type::Any,
+        },
         TaskType::Map => Type::Array(Box::new(
             task.map_body
                 .as_ref()
@@ -135,6 +139,7 @@ pub fn output_schema_span(body: &Body) -> Option<Span> {
                 .and_then(output_schema_span),
             TaskType::Reduce => t.reduction_task.as_ref().and_then(output_schema_span),
             TaskType::Map => t.map_body.as_ref().and_then(output_schema_span),
+            TaskType::DirectorEvaluatorLoop => t.director.as_ref().and_then(output_schema_span),
             _ => None,
         },
         _ => None,

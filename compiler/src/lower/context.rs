@@ -72,7 +72,10 @@ fn statement(stated: Option<&ContextManagement>) -> StatedContext {
 /// What a composite task hands down to the atomic tasks inside it (DESIGN §19): its
 /// `model`, `provider`, `system`, `file_paths` and sampling settings are defaults that
 /// an inner setting overrides; a stated `fresh_context`, and a stated `inherit_context`
-/// of `subset`, apply to atomic children that state none.
+/// of `subset`, apply to atomic children that state none. Where no one states
+/// `fresh_context`, the innermost composite's own setting applies (its operator default
+/// after the conflict rule: on for reduce and director-evaluator loops, off for
+/// sequences and maps), so that the seeds' defaults have their effect.
 #[derive(Clone, Debug, Default)]
 pub struct Defaults {
     pub model: Option<Spanned<String>>,
@@ -81,6 +84,8 @@ pub struct Defaults {
     pub file_paths: Option<Spanned<FilePaths>>,
     pub settings: ast::ModelSettings,
     pub fresh: Option<bool>,
+    /// The innermost composite's fresh context, stated or by its operator default.
+    pub operator_fresh: Option<bool>,
     pub subset: bool,
 }
 
@@ -107,6 +112,7 @@ impl Defaults {
                 .and_then(|c| c.fresh_context.as_ref())
                 .map(|f| f.node == FreshContext::Enabled)
                 .or(self.fresh),
+            operator_fresh: Some(merge(task.kind.node, stated).fresh),
             subset: match stated.and_then(|c| c.inherit_context.as_ref()) {
                 Some(i) => i.node == InheritContext::Subset,
                 None => self.subset,
@@ -153,7 +159,7 @@ impl Defaults {
             .map(|f| f.node == FreshContext::Enabled);
         let own_inherit = stated.and_then(|c| c.inherit_context.as_ref());
         if own_fresh.is_none() {
-            if let Some(f) = self.fresh {
+            if let Some(f) = self.fresh.or(self.operator_fresh) {
                 c.fresh = f;
             }
         }

@@ -19,7 +19,7 @@ use crate::journal::{lock, Refused};
 use nix::fcntl::{Flock, OFlag};
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 

@@ -8,11 +8,17 @@ pub use cost::llm_tasks;
 pub use run::{relevant_subset, Choice, RunHost, NO_PROVIDER};
 
 use std::sync::Mutex;
-use tv_vm::host::{Host, HostReply, HostRequest};
+use tv_vm::host::{Host, HostReply, HostRequest, LlmRequest};
 
 /// A host whose calls take time: providers, processes, files.
 pub trait AsyncHost: Sync {
     fn call(&self, request: &HostRequest) -> impl std::future::Future<Output = HostReply> + Send;
+
+    /// The model an LLM request goes to, as its usage is counted by (`byModel`): for a
+    /// call that never got a reply naming one.
+    fn model_of(&self, request: &LlmRequest) -> String {
+        request.model.clone().unwrap_or_else(|| "unknown".into())
+    }
 }
 
 /// Any synchronous [`Host`] (the echo host, scripted test hosts) as an async one.

@@ -11,6 +11,7 @@ use crate::offline::Offline;
 use crate::providers::vars::{ANTHROPIC_BASE_URL, OPENAI_BASE_URL};
 use crate::providers::{anthropic, openai, Anthropic, OpenAi, Settings, Vars};
 use crate::script::ScriptRunner;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::Mutex;
 use tv_stdlib::models::{parse_model, Provider};
@@ -72,6 +73,9 @@ pub struct RunHost {
     scripts: ScriptRunner,
     /// Why an LLM call found no usable provider, the first time one did not.
     unconfigured: Mutex<Option<String>>,
+    /// The warnings said on stderr so far: each is said once a run, however many calls
+    /// (a map's bodies) meet it.
+    said: Mutex<HashSet<String>>,
 }
 
 /// What `tvm` says when a run needs a provider and none is configured.
@@ -130,6 +134,7 @@ impl RunHost {
             anthropic,
             scripts,
             unconfigured: Mutex::new(None),
+            said: Mutex::new(HashSet::new()),
         }
     }
 
@@ -197,6 +202,18 @@ impl RunHost {
             sent.context = relevant_subset(&sent.context.to_string(), &prompt).into();
         }
         let assembled = self.context.assemble(&sent).await;
+        // A file the task named and the model will not see is said where the user
+        // looks, not only in the result's notes.
+        let hint = match sent.requested_files.is_empty() {
+            true => " (--require-files fails the task instead)",
+            false => "",
+        };
+        for w in &assembled.unread {
+            let task = &sent.task.name;
+            self.say_once(&format!(
+                "task `{task}`: {w}; the model is asked without it{hint}"
+            ));
+        }
         if let Some(message) = assembled.failure {
             // The files the task needs could not be retrieved: it fails, and the model
             // is not called without them.
@@ -235,6 +252,17 @@ impl RunHost {
             Err(e) => Err(e),
         };
         (sent, reply)
+    }
+
+    /// [`RunHost::say_warning`], unless this run said the same already.
+    fn say_once(&self, text: &str) {
+        let new = match self.said.lock() {
+            Ok(mut said) => said.insert(text.to_string()),
+            Err(_) => true,
+        };
+        if new {
+            self.say_warning(text);
+        }
     }
 
     /// `warning: ...` on stderr, above the progress line when there is one.
@@ -329,6 +357,10 @@ pub fn relevant_subset(context: &str, prompt: &str) -> String {
 }
 
 impl AsyncHost for RunHost {
+    fn model_of(&self, r: &LlmRequest) -> String {
+        self.model_name(&self.prepare(r))
+    }
+
     async fn call(&self, request: &HostRequest) -> HostReply {
         let start = std::time::Instant::now();
         if let Some(p) = &self.progress {

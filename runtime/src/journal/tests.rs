@@ -27,6 +27,7 @@ fn header() -> Header {
         max_cost: None,
         prices: None,
         cache: None,
+        require_files: true,
     }
 }
 

@@ -34,6 +34,7 @@ impl<'b> Vm<'b> {
             eaches: 0,
             spent: crate::limits::Spending::default(),
             ended_iteration: Spent::default(),
+            items: self.items.clone(),
         };
         let argc = self
             .bundle

@@ -143,6 +143,9 @@ pub struct Vm<'b> {
     pub(crate) eaches: u64,
     /// What the iteration that ended last spent, for the map result made next.
     pub(crate) ended_iteration: Spent,
+    /// By function: the name of the template or named task it is, as its results'
+    /// `notes.template` gives it; `None` for the bodies a function runs apart.
+    pub(crate) items: Arc<Vec<Option<Value>>>,
 }
 
 /// A run-time fault: the run (or the step that met it) fails with this error. Boxed,
@@ -168,6 +171,7 @@ impl<'b> Vm<'b> {
             eaches: 0,
             spent: Spending::default(),
             ended_iteration: Spent::default(),
+            items: Arc::new(item_names(bundle)),
         };
         if let Err(fault) = vm.push_frame(function as usize, args) {
             vm.done = Some(Box::new(TaskResult::failed(fault)));
@@ -204,6 +208,12 @@ impl<'b> Vm<'b> {
         if again {
             self.budget.spend(s.total);
         }
+    }
+
+    /// Counts the LLM call in flight, which the run abandons (its wall-clock limit or an
+    /// interruption stopped it): sent and billed, its tokens and cost never known.
+    pub fn abandon(&mut self, model: &str) {
+        self.spent.record(model, crate::usage::Spent::abandoned());
     }
 
     /// Runs until the next host call or the end.
@@ -506,6 +516,18 @@ impl<'b> Vm<'b> {
         }
         Ok(None)
     }
+}
+
+/// The name of each function that is a template or named task (an entry point), by
+/// function index.
+fn item_names(bundle: &Bundle) -> Vec<Option<Value>> {
+    let mut names = vec![None; bundle.functions.len()];
+    for e in &bundle.entries {
+        if let Some(slot) = names.get_mut(e.function as usize) {
+            *slot = Some(Value::String(e.name.clone()));
+        }
+    }
+    names
 }
 
 /// A value nesting `depth` levels may be kept: no deeper than [`MAX_NESTING`].

@@ -23,6 +23,11 @@ use serde_json::Value;
 use std::sync::Arc;
 use tv_stdlib::values::parse_json_text;
 
+/// Why a reply with the status CONTINUATION and no `subtask_request` fails its task.
+const NO_REQUEST: &str = "the reply's status is CONTINUATION but it holds no \
+     `subtask_request` (an object with `type`, `description` and `inputs`), so there is \
+     no subtask to run and no answer";
+
 /// One handler session: the conversation of an atomic task so far.
 #[derive(Debug, Clone)]
 pub(crate) struct Session {
@@ -85,11 +90,18 @@ impl Vm<'_> {
         } else {
             None
         };
+        let depth = self.subtask_depth() + 1;
         let Some(request) = subtask::request_in(reply.subtask_request.as_ref(), parsed.as_ref())
         else {
+            // A reply that says CONTINUATION asks to go on with a subtask: without a
+            // request there is none to run, and its text is no answer either.
+            if parsed.as_ref().and_then(Status::of) == Some(Status::Continuation) {
+                let e = TaskError::failure(Reason::InputValidationFailure, NO_REQUEST);
+                let f = failure(&Value::Null, e.into(), depth - 1, &reply.content);
+                return Err(Box::new(f));
+            }
             return Ok(Some(session));
         };
-        let depth = self.subtask_depth() + 1;
         // The request's failure carries the error the spawn met.
         let fail =
             |error: TaskError| Box::new(failure(&request, error.into(), depth - 1, &reply.content));
@@ -191,7 +203,9 @@ impl Vm<'_> {
             self.stack.push(failed.into());
             return Ok(None);
         }
-        let content = format!("Subtask result:\n{result}");
+        let mut shown = result;
+        crate::accumulate::without_accounting(&mut shown);
+        let content = format!("Subtask result:\n{shown}");
         self.charge(content.len() as u64)?;
         Arc::make_mut(&mut session.messages).push(Message::user(content));
         self.ask(session).map(Some)

@@ -75,6 +75,10 @@ impl Vm<'_> {
         if !shown.is_some_and(|u| used.shown_in(u)) {
             set_note(&mut r, "usage", used.notes());
         }
+        // Which template ran (seed 004): the result of a call names what was called.
+        if let Some(Some(name)) = self.items.get(frame.function) {
+            set_note(&mut r, "template", name.clone());
+        }
         self.release_frame(&frame);
         self.stack.truncate(frame.base);
         if !self.frames.is_empty() {

@@ -1,7 +1,7 @@
 //! Subtask spawning (DESIGN §6): recognising a request, choosing its template, and the
 //! failure shape when it cannot run.
 
-use crate::bundle::{Bundle, ContextSettings, Inherit, StatedContext};
+use crate::bundle::{Bundle, ContextSettings, Inherit, StatedContext, CONTEXT_PARAM};
 use crate::result::{Reason, Status, TaskError, TaskResult};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -249,18 +249,52 @@ pub fn select(bundle: &Bundle, req: &Value) -> Result<u32, String> {
 }
 
 /// The arguments of `function` from a request's `inputs`, by parameter name, each
-/// checked against its parameter's type: the model's values are untrusted.
+/// checked against its parameter's type: the model's values are untrusted. Parameters
+/// are strict, as for `tvm run`: an input the template does not take, and a parameter
+/// the request leaves out, are refused by name (never passed on as `null`). The context
+/// a template inherits is not an input: it comes from the session that asked.
 pub fn arguments(bundle: &Bundle, function: u32, inputs: &Value) -> Result<Vec<Value>, String> {
     let Some(f) = bundle.functions.get(function as usize) else {
         return Err("the selected template does not exist".into());
     };
+    let names = || {
+        let names: Vec<&str> = (f.params.iter())
+            .filter(|p| p.name != CONTEXT_PARAM)
+            .map(|p| p.name.as_str())
+            .collect();
+        match names.is_empty() {
+            true => "it takes none".to_string(),
+            false => format!("its parameters: {}", names.join(", ")),
+        }
+    };
+    let given = inputs.as_object();
+    let unknown = given.and_then(|m| {
+        m.keys()
+            .find(|k| *k == CONTEXT_PARAM || !f.params.iter().any(|p| &p.name == *k))
+    });
+    if let Some(unknown) = unknown {
+        return Err(format!(
+            "`{}` has no parameter `{unknown}` ({})",
+            f.name,
+            names()
+        ));
+    }
     f.params
         .iter()
         .map(|p| {
-            let v = inputs.get(&p.name).cloned().unwrap_or(Value::Null);
+            if p.name == CONTEXT_PARAM {
+                return Ok(Value::String(String::new()));
+            }
+            let Some(v) = given.and_then(|m| m.get(&p.name)).cloned() else {
+                return Err(format!(
+                    "input `{}` of `{}` is missing: a subtask request gives every parameter ({})",
+                    p.name,
+                    f.name,
+                    names()
+                ));
+            };
             match p.ty.to_type().mismatch(&v) {
                 None => Ok(v),
-                // A missing input is `null` here, and named so.
                 Some(m) if m.path == "$" => Err(format!(
                     "input `{}` of `{}` should be `{}` but is {}",
                     p.name, f.name, p.ty, m.found
@@ -275,15 +309,21 @@ pub fn arguments(bundle: &Bundle, function: u32, inputs: &Value) -> Result<Vec<V
 }
 
 /// The parent's result when its subtask could not run or failed; `error` is the
-/// subtask's error (its value form, as a failed subtask's result holds it).
+/// subtask's error (its value form, as a failed subtask's result holds it). The message
+/// is the seeds' "Subtask execution failed" followed by the subtask error's own, so that
+/// the reason shows where the message is read, not only in the details.
 pub fn failure(request: &Value, error: Value, depth: usize, partial: &str) -> TaskResult {
+    let message = match error.get("message").and_then(Value::as_str) {
+        Some(why) if !why.is_empty() => format!("Subtask execution failed: {why}"),
+        _ => "Subtask execution failed".to_string(),
+    };
     let details = json!({
         "subtaskRequest": request,
         "subtaskError": error,
         "nestingDepth": depth,
         "partialOutput": partial,
     });
-    let error = TaskError::failure(Reason::SubtaskFailure, "Subtask execution failed");
+    let error = TaskError::failure(Reason::SubtaskFailure, message);
     TaskResult::failed(error.with_details(details))
 }
 

@@ -1,15 +1,21 @@
 //! `tvm info`: what a bundle offers, for a user about to run one they did not write:
 //! its entry points with their parameters (types and docs) and return types, the
 //! declared types those name written out, and the models its tasks name.
+//!
+//! Every template and named task can be run (DESIGN §2), but most libraries have a few
+//! items meant to be run and more that those call. The items no other item calls are
+//! listed first, as the entry points; those another item calls follow, apart, with
+//! their callers, as "also callable".
 
 use crate::{output, source};
 use clap::Args;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tv_stdlib::types::{Expanded, Type};
 use tv_vm::bundle::{Bundle, Function, CONTEXT_PARAM};
+use tv_vm::isa::Op;
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -39,6 +45,23 @@ pub fn info(args: &InfoArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// An item of the bundle (a template or named task) and the items that call it.
+struct Item<'b> {
+    name: &'b str,
+    f: &'b Function,
+    called_by: BTreeSet<&'b str>,
+}
+
+/// The names of the items no other item calls (the entry points), and of those another
+/// item calls, each in the bundle's order.
+pub fn entry_points(bundle: &Bundle) -> (Vec<&str>, Vec<&str>) {
+    let (called, roots): (Vec<Item>, Vec<Item>) = items(bundle)
+        .into_iter()
+        .partition(|i| !i.called_by.is_empty());
+    let roots = roots.into_iter().map(|i| i.name).collect();
+    (roots, called.into_iter().map(|i| i.name).collect())
+}
+
 /// The entry points' functions, in the bundle's order.
 fn entries(bundle: &Bundle) -> impl Iterator<Item = (&str, &Function)> {
     bundle.entries.iter().filter_map(|e| {
@@ -47,6 +70,38 @@ fn entries(bundle: &Bundle) -> impl Iterator<Item = (&str, &Function)> {
             .get(e.function as usize)
             .map(|f| (e.name.as_str(), f))
     })
+}
+
+/// Every item with its callers, in the bundle's order. A function's calls count for
+/// the item it belongs to: the bodies an item runs apart are named after it
+/// (`item~1`, `item~1~2`), so a call from one of them is a call from the item. An item
+/// calling only itself is not called by another.
+fn items(bundle: &Bundle) -> Vec<Item<'_>> {
+    let mut callers: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
+    for f in &bundle.functions {
+        let owner = f.name.split('~').next().unwrap_or(&f.name);
+        for op in &f.code {
+            if let Op::Call(callee, _) = op {
+                let callee_name = bundle.functions.get(*callee as usize).map(|c| &c.name);
+                if callee_name.is_some_and(|n| n != owner) {
+                    callers.entry(*callee).or_default().insert(owner);
+                }
+            }
+        }
+    }
+    bundle
+        .entries
+        .iter()
+        .filter_map(|e| {
+            let f = bundle.functions.get(e.function as usize)?;
+            let called_by = callers.remove(&e.function).unwrap_or_default();
+            Some(Item {
+                name: &e.name,
+                f,
+                called_by,
+            })
+        })
+        .collect()
 }
 
 /// Parameters as a caller passes them: the context a template inherits is passed by
@@ -85,19 +140,53 @@ fn types(bundle: &Bundle) -> BTreeMap<String, String> {
     out
 }
 
-/// Each model the LLM tasks name (by `provider:model` when a provider is named apart),
-/// and how many tasks name it. A task is an LLM task when an instruction calls a model
-/// for it; script tasks name no model.
-fn models(bundle: &Bundle) -> BTreeMap<String, usize> {
+/// A model the LLM tasks name: its provider when one is named, and the model (`None`:
+/// the run's default).
+type Named = (Option<String>, Option<String>);
+
+/// Each model the LLM tasks name, and how many tasks name it. A task is an LLM task
+/// when an instruction calls a model for it; script tasks name no model.
+fn models(bundle: &Bundle) -> BTreeMap<Named, usize> {
     let mut out = BTreeMap::new();
     for t in tv_runtime::host::llm_tasks(bundle) {
-        let name = match (&t.model, &t.provider) {
-            (Some(m), Some(p)) if !m.contains(':') => format!("{p}:{m}"),
-            (Some(m), _) => m.clone(),
-            (None, Some(p)) => format!("{p}: {RUN_DEFAULT}"),
-            (None, None) => RUN_DEFAULT.to_string(),
+        let named = match t.model.as_deref().map(|m| m.split_once(':')) {
+            Some(Some((p, m))) => (Some(p.to_string()), Some(m.to_string())),
+            Some(None) => (t.provider.clone(), t.model.clone()),
+            None => (t.provider.clone(), None),
         };
-        *out.entry(name).or_insert(0) += 1;
+        *out.entry(named).or_insert(0) += 1;
+    }
+    out
+}
+
+/// How the listing writes a model: `provider:model`, the run's default otherwise.
+fn model_text((provider, model): &Named) -> String {
+    match (provider, model) {
+        (Some(p), Some(m)) => format!("{p}:{m}"),
+        (None, Some(m)) => m.clone(),
+        (Some(p), None) => format!("{p}: {RUN_DEFAULT}"),
+        (None, None) => RUN_DEFAULT.to_string(),
+    }
+}
+
+/// An item's signature line, its description and its parameters, indented by `pad`.
+fn item_block(item: &Item, pad: &str) -> String {
+    let f = item.f;
+    let sig: Vec<String> = params(f).map(|p| format!("{}: {}", p.name, p.ty)).collect();
+    let mut out = format!("{pad}{}({}) -> {}\n", item.name, sig.join(", "), f.returns);
+    if !f.doc.is_empty() {
+        out.push_str(&format!("{pad}    {}\n", f.doc));
+    }
+    let width = params(f).map(|p| p.name.len()).max().unwrap_or(0);
+    let types: Vec<String> = params(f).map(|p| p.ty.to_string()).collect();
+    let type_width = types.iter().map(String::len).max().unwrap_or(0);
+    for (p, ty) in params(f).zip(&types) {
+        let line = format!(
+            "{pad}    --arg {:width$}  {ty:type_width$}  {}",
+            p.name, p.doc
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     out
 }
@@ -108,19 +197,19 @@ fn listing(bundle: &Bundle, path: &str, hash: &str) -> String {
         bundle.compiler_version,
         crate::short(hash)
     );
-    for (name, f) in entries(bundle) {
-        let sig: Vec<String> = params(f).map(|p| format!("{}: {}", p.name, p.ty)).collect();
-        out.push_str(&format!("\n{name}({}) -> {}\n", sig.join(", "), f.returns));
-        if !f.doc.is_empty() {
-            out.push_str(&format!("    {}\n", f.doc));
-        }
-        let width = params(f).map(|p| p.name.len()).max().unwrap_or(0);
-        let types: Vec<String> = params(f).map(|p| p.ty.to_string()).collect();
-        let type_width = types.iter().map(String::len).max().unwrap_or(0);
-        for (p, ty) in params(f).zip(&types) {
-            let line = format!("    --arg {:width$}  {ty:type_width$}  {}", p.name, p.doc);
-            out.push_str(line.trim_end());
-            out.push('\n');
+    let (called, roots): (Vec<Item>, Vec<Item>) = items(bundle)
+        .into_iter()
+        .partition(|i| !i.called_by.is_empty());
+    for item in &roots {
+        out.push('\n');
+        out.push_str(&item_block(item, ""));
+    }
+    if !called.is_empty() {
+        out.push_str("\nalso callable (called by the items above; run one with --entry NAME):\n");
+        for item in &called {
+            out.push_str(&item_block(item, "    "));
+            let by: Vec<&str> = item.called_by.iter().copied().collect();
+            out.push_str(&format!("        called by {}\n", by.join(", ")));
         }
     }
     let types = types(bundle);
@@ -133,30 +222,48 @@ fn listing(bundle: &Bundle, path: &str, hash: &str) -> String {
     out.push_str("\nmodels:\n");
     for (model, n) in models(bundle) {
         let tasks = if n == 1 { "task" } else { "tasks" };
-        out.push_str(&format!("    {model} ({n} {tasks})\n"));
+        out.push_str(&format!("    {} ({n} {tasks})\n", model_text(&model)));
     }
     out
 }
 
 fn describe(bundle: &Bundle, hash: &str) -> Value {
-    let entries: Vec<Value> = entries(bundle)
-        .map(|(name, f)| {
-            let params: Vec<Value> = params(f)
-                .map(|p| json!({"name": p.name, "type": p.ty.to_string(), "doc": p.doc}))
-                .collect();
-            json!({
-                "name": name,
-                "params": params,
-                "returns": f.returns.to_string(),
-                "description": f.doc,
-            })
+    let item = |i: &Item| {
+        let params: Vec<Value> = params(i.f)
+            .map(|p| json!({"name": p.name, "type": p.ty.to_string(), "doc": p.doc}))
+            .collect();
+        json!({
+            "name": i.name,
+            "params": params,
+            "returns": i.f.returns.to_string(),
+            "description": i.f.doc,
+            "calledBy": i.called_by,
+        })
+    };
+    let all = items(bundle);
+    let roots: Vec<Value> = all
+        .iter()
+        .filter(|i| i.called_by.is_empty())
+        .map(item)
+        .collect();
+    let called: Vec<Value> = all
+        .iter()
+        .filter(|i| !i.called_by.is_empty())
+        .map(item)
+        .collect();
+    // A model is a record, not a display string: the run's default is `null`.
+    let models: Vec<Value> = models(bundle)
+        .into_iter()
+        .map(|((provider, model), tasks)| {
+            json!({"provider": provider, "model": model, "tasks": tasks})
         })
         .collect();
     json!({
         "compilerVersion": bundle.compiler_version,
         "sha256": hash,
-        "entries": entries,
+        "entries": roots,
+        "alsoCallable": called,
         "types": types(bundle),
-        "models": models(bundle),
+        "models": models,
     })
 }

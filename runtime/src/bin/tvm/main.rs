@@ -13,6 +13,7 @@ mod batch;
 mod dotenv;
 mod expect;
 mod info;
+mod interrupt;
 mod keys;
 mod nats;
 mod options;
@@ -220,8 +221,16 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
         }
         None => None,
     };
-    let code = execute(&bundle, entry, values, limits, &host, journal.as_ref())?;
-    print_result(code, args.output)
+    let ran = execute(&bundle, entry, values, limits, &host, journal.as_ref())?;
+    if ran.interrupted {
+        if let Some(path) = &args.journal {
+            output::say(&format!(
+                "tvm: the journal keeps what was done; finish the run with `tvm resume {}`\n",
+                path.display()
+            ));
+        }
+    }
+    print_result(ran, args.output)
 }
 
 /// `--provider`, else `TVM_PROVIDER`, else the provider whose key is set. Resolved now,
@@ -301,6 +310,7 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     args.host.force_model = args.host.force_model.take().or(header.force_model);
     args.host.json_mode = args.host.json_mode.take().or(header.json_mode);
     args.host.max_cost = args.host.max_cost.or(header.max_cost);
+    args.host.require_files |= header.require_files;
     args.host.prices = args.host.prices.take().or(header.prices);
     if !args.host.no_cache {
         args.host.cache = args.host.cache.take().or(header.cache);
@@ -308,8 +318,8 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     let mut host = host(choice, &args.host)?;
     host.context.own_files.push(args.journal.clone());
     priced(&host, &bundle)?;
-    let code = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
-    let code = print_result(code, Output::Json)?;
+    let ran = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
+    let code = print_result(ran, Output::Json)?;
     let (replayed, made) = journal.counts();
     let bodies = match journal.bodies_replayed() {
         0 => String::new(),
@@ -322,10 +332,19 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
     Ok(code)
 }
 
+/// A run's result, and whether Ctrl-C stopped it.
+struct Ran {
+    result: TaskResult,
+    interrupted: bool,
+}
+
 /// Prints a run's result as `--output` asks, and gives the exit code: 0 when it
-/// completed, 1 when it failed.
-fn print_result(result: TaskResult, how: Output) -> Result<ExitCode, String> {
-    let code = if result.is_failed() {
+/// completed, 1 when it failed, 130 when Ctrl-C stopped it.
+fn print_result(ran: Ran, how: Output) -> Result<ExitCode, String> {
+    let result = ran.result;
+    let code = if ran.interrupted {
+        ExitCode::from(interrupt::EXIT)
+    } else if result.is_failed() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -351,7 +370,8 @@ fn print_result(result: TaskResult, how: Output) -> Result<ExitCode, String> {
     Ok(code)
 }
 
-/// Runs the entry to its end and gives its result, with the run's usage.
+/// Runs the entry to its end, or until Ctrl-C, and gives its result, with the run's
+/// usage.
 fn execute(
     bundle: &Bundle,
     entry: u32,
@@ -359,14 +379,21 @@ fn execute(
     limits: Limits,
     host: &RunHost,
     journal: Option<&Journal>,
-) -> Result<TaskResult, String> {
+) -> Result<Ran, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let (mut result, usage) = runtime.block_on(driver::run_journaled(
-        bundle, entry, values, limits, host, journal,
-    ));
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let stopped = stopping.clone();
+    let (mut result, usage) = runtime.block_on(async {
+        let listener = tokio::spawn(interrupt::on_ctrl_c(stop));
+        let run =
+            driver::run_interruptible(bundle, entry, values, limits, host, journal, Some(stopping));
+        let out = run.await;
+        listener.abort();
+        out
+    });
     if let Some(p) = &host.progress {
         p.finish();
     }
@@ -376,7 +403,12 @@ fn execute(
         return Err(problem);
     }
     result.set_note("usage", usage.notes());
-    Ok(result)
+    // A Ctrl-C that came as the run was ending did not stop it.
+    let interrupted = *stopped.borrow() && result.is_failed();
+    Ok(Ran {
+        result,
+        interrupted,
+    })
 }
 
 /// Under `--max-cost`, every model the run may call has a price: a usage error before
@@ -398,14 +430,16 @@ fn priced(host: &RunHost, bundle: &Bundle) -> Result<(), String> {
     ))
 }
 
+/// The entry to run: the one named, else the bundle's only entry point, where entry
+/// points are, as `tvm info` lists them, the items no other item calls.
 fn pick_entry(bundle: &Bundle, name: Option<&str>) -> Result<u32, String> {
+    let (roots, called) = info::entry_points(bundle);
     let names = || {
-        bundle
-            .entries
-            .iter()
-            .map(|e| e.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        let mut all = roots.join(", ");
+        if !called.is_empty() {
+            all.push_str(&format!("; also callable: {}", called.join(", ")));
+        }
+        all
     };
     match name {
         Some(n) => bundle
@@ -413,10 +447,13 @@ fn pick_entry(bundle: &Bundle, name: Option<&str>) -> Result<u32, String> {
             .map(|e| e.function)
             .ok_or_else(|| format!("no entry point `{n}` in the bundle (entries: {})", names())),
         None if bundle.entries.len() == 1 => Ok(bundle.entries[0].function),
-        None => Err(format!(
-            "the bundle has several entry points; choose one with --entry ({})",
-            names()
-        )),
+        None => match roots[..] {
+            [only] => bundle.entry(only).map(|e| e.function).ok_or_else(names),
+            _ => Err(format!(
+                "the bundle has several entry points; choose one with --entry ({})",
+                names()
+            )),
+        },
     }
 }
 

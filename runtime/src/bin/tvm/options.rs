@@ -40,6 +40,11 @@ pub struct HostArgs {
     /// paths (absolute, with `..`, or through a link) are skipped with a warning.
     #[arg(long, value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
+    /// Fail a task whose `file_paths` names a file that cannot be read (missing,
+    /// refused, not text), with context_retrieval_failure, instead of asking the model
+    /// without it and saying so in a warning.
+    #[arg(long)]
+    pub require_files: bool,
     /// Write one JSON line per host call: what was asked, how long, tokens, outcome.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -251,6 +256,7 @@ impl HostArgs {
             max_cost: self.max_cost,
             prices: self.prices.clone(),
             cache: self.cache_dir(),
+            require_files: self.require_files,
         })
     }
 
@@ -464,5 +470,6 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
     // What the run reads and writes about itself is never context (callers add theirs).
     let own = [&a.cassette, &a.record, &a.trace, &a.prices, &a.cache_dir()];
     host.context.own_files = own.into_iter().flatten().cloned().collect();
+    host.context.require_files = a.require_files;
     Ok(host)
 }

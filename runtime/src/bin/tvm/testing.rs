@@ -13,6 +13,7 @@ use tv_runtime::cassette::Cassette;
 use tv_runtime::driver;
 use tv_runtime::files;
 use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::observe::Trace;
 use tv_runtime::offline::{Offline, ReplyRule};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::Bundle;
@@ -34,6 +35,10 @@ pub struct TestArgs {
     /// With --snapshots: write new and changed snapshots as `.snap` directly.
     #[arg(long, requires = "snapshots")]
     accept: bool,
+    /// Write one JSON line per host call of the tests, as `tvm run --trace` does, each
+    /// naming its test first.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 pub fn test(args: TestArgs) -> Result<ExitCode, String> {
@@ -45,6 +50,13 @@ pub fn test(args: TestArgs) -> Result<ExitCode, String> {
         .flat_map(|m| &m.tests)
         .filter(|t| args.filter.as_ref().is_none_or(|f| t.name.node.contains(f)))
         .collect();
+    // Nothing tested is no success: a filter with a typo, or tests that went missing,
+    // would otherwise pass in CI.
+    if tests.is_empty() && (args.filter.is_some() || !args.snapshots) {
+        output::say(&format!("tvm: error: {}\n", nothing_to_run(&c, &args)));
+        return Ok(ExitCode::from(1));
+    }
+    let trace = args.trace.as_deref().map(Trace::create).transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -53,7 +65,8 @@ pub fn test(args: TestArgs) -> Result<ExitCode, String> {
     let (mut passed, mut failed) = (0usize, 0usize);
     for test in &tests {
         let dir = folder(&c, test);
-        let mut problems = match runtime.block_on(run(&loaded.bundle, test, &dir)) {
+        let traced = trace.as_ref().map(|t| t.for_test(&test.name.node));
+        let mut problems = match runtime.block_on(run(&loaded.bundle, test, &dir, traced)) {
             Ok(result) => {
                 let mut problems = expectations(test, &result);
                 let name = format!(
@@ -88,13 +101,48 @@ pub fn test(args: TestArgs) -> Result<ExitCode, String> {
     }
     output::print(&format!("{passed} passed, {failed} failed\n"))?;
     if tests.is_empty() {
-        output::say("tvm: warning: no <test> elements were found in the templates\n");
+        output::say("tvm: warning: no <test> elements: only the listings were compared\n");
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Why no test runs: the filter matches none of the tests (named, so that a typo
+/// shows), or the templates hold none.
+fn nothing_to_run(c: &Compilation, args: &TestArgs) -> String {
+    let names: Vec<&str> = (c.program.modules.iter())
+        .flat_map(|m| &m.tests)
+        .map(|t| t.name.node.as_str())
+        .collect();
+    let paths: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
+    let Some(filter) = &args.filter else {
+        return format!(
+            "no <test> elements in {}: nothing was tested",
+            paths.join(" ")
+        );
+    };
+    if names.is_empty() {
+        return format!(
+            "--filter `{filter}`: no <test> elements in {}: nothing was tested",
+            paths.join(" ")
+        );
+    }
+    const SHOWN: usize = 10;
+    let mut shown: Vec<String> = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("    {n}"))
+        .collect();
+    if names.len() > SHOWN {
+        shown.push(format!("    and {} more", names.len() - SHOWN));
+    }
+    format!(
+        "--filter `{filter}`: no test's name holds it, so nothing was tested; the tests are:\n{}",
+        shown.join("\n")
+    )
 }
 
 /// The file a test is written in, as given.
@@ -125,7 +173,12 @@ fn position(c: &Compilation, test: &TestCase) -> String {
 
 /// Runs one test's entry with its arguments and offline replies, one call at a time so
 /// that replies are used in the order the workflow asks.
-async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, String> {
+async fn run(
+    bundle: &Bundle,
+    test: &TestCase,
+    dir: &Path,
+    trace: Option<Trace>,
+) -> Result<Value, String> {
     let entry = bundle
         .entry(&test.entry.node)
         .ok_or_else(|| format!("the bundle has no entry point `{}`", test.entry.node))?;
@@ -166,6 +219,8 @@ async fn run(bundle: &Bundle, test: &TestCase, dir: &Path) -> Result<Value, Stri
     let mut host = RunHost::with_adapters(Choice::Replay, None, None, ScriptRunner::default());
     host.offline = Some(Offline::new(rules, cassettes));
     host.context.workspace = Some(dir.to_path_buf());
+    host.context.no_search = true;
+    host.trace = trace;
     let limits = Limits {
         concurrency: 1,
         ..Limits::default()
