@@ -40,7 +40,7 @@ impl Offline {
     /// the order they were written, else the last of them again (a loop asking the same
     /// question can be given a sequence of answers); else the first cassette holding a
     /// reply for it.
-    pub fn answer(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
+    pub fn answer(&self, r: &LlmRequest, asked: Option<&str>) -> Result<LlmReply, HostError> {
         if let Some(text) = self.by_rules(r) {
             return Ok(LlmReply {
                 content: text,
@@ -51,7 +51,7 @@ impl Offline {
         }
         let mut misses = Vec::new();
         for c in &self.cassettes {
-            match c.answer(r) {
+            match c.answer(r, asked) {
                 Ok(reply) => {
                     return Ok(LlmReply {
                         cost: Some(0),
@@ -154,7 +154,7 @@ mod tests {
         );
         let answers: Vec<String> = ["Evaluate a", "Evaluate b", "Evaluate c", "Draft"]
             .iter()
-            .map(|p| offline.answer(&request(p)).expect("answered").content)
+            .map(|p| offline.answer(&request(p), None).expect("answered").content)
             .collect();
         assert_eq!(answers, ["no", "yes", "yes", "anything"]);
     }
@@ -162,7 +162,9 @@ mod tests {
     #[test]
     fn a_request_nothing_answers_fails_naming_its_prompt() {
         let offline = Offline::new(vec![rule(Some("Summarise"), "ok")], Vec::new());
-        let e = offline.answer(&request("Translate this")).unwrap_err();
+        let e = offline
+            .answer(&request("Translate this"), None)
+            .unwrap_err();
         assert_eq!(e.reason, Reason::ExecutionHalted);
         assert!(e.message.contains("\"Translate this\""), "{}", e.message);
     }

@@ -85,14 +85,16 @@ fn write_step(out: &mut String, i: usize, r: &Value, full: bool) {
     };
 }
 
-/// A step's notes as the next steps' prompts show them: usage and cache marks are for
-/// the people running the workflow, not for the model.
+/// A step's notes as the next steps' prompts show them: usage, cache marks and warnings
+/// are for the people running the workflow, not for the model
+/// ([`crate::result::OPERATOR_NOTES`]).
 fn notes_for_prompt(notes: &Value) -> std::borrow::Cow<'_, str> {
+    use crate::result::OPERATOR_NOTES;
     match notes {
-        Value::Object(m) if m.contains_key("usage") || m.contains_key("cached") => {
+        Value::Object(m) if OPERATOR_NOTES.iter().any(|k| m.contains_key(*k)) => {
             let kept: Map<String, Value> = m
                 .iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "usage" | "cached"))
+                .filter(|(k, _)| !OPERATOR_NOTES.contains(&k.as_str()))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             std::borrow::Cow::Owned(Value::Object(kept).to_string())
