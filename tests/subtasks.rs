@@ -306,14 +306,16 @@ fn parent_given(reply: &'static str, then: &'static str) -> (Value, Value) {
 }
 
 #[test]
-fn the_parent_receives_the_subtasks_whole_result_as_json_with_its_parsed_content() {
+fn the_parent_receives_the_subtasks_result_as_json_with_its_parsed_content_and_no_usage() {
     let (r, given) = parent_given("```json\n{\"count\": 3}\n```", "done");
     assert_eq!(r["content"], "done", "{r:#}");
     assert_eq!(given["status"], "COMPLETE");
     assert_eq!(given["parsedContent"], json!({"count": 3}));
     assert_eq!(given["content"], "```json\n{\"count\": 3}\n```");
     assert_eq!(given["criteria"], "Every file is counted once");
-    assert_eq!(given["notes"]["usage"]["outputTokens"], 5);
+    // What the subtask used and cost is for the people running the workflow: a model
+    // sent it would see a different turn in a replayed or cached run.
+    assert!(given["notes"].get("usage").is_none(), "{given}");
 }
 
 #[test]

@@ -257,10 +257,10 @@ impl Cassette {
             HostError::new(
                 Reason::ExecutionHalted,
                 format!(
-                    "the cassette has no reply for request {k} (task `{}`, {model}, prompt {prompt:?}){}{}; record it with --record",
+                    "the cassette has no reply for request {k} (task `{}`, {model}, prompt {prompt:?}){}{}",
                     r.task.name,
                     self.nearest_difference(r, asked),
-                    self.predates(asked),
+                    self.predates(asked).unwrap_or_else(|| "; record it with --record".to_string()),
                 ),
             )
         })
@@ -268,15 +268,15 @@ impl Cassette {
 
     /// Why a request that names a model may miss a cassette recorded before keys held
     /// the model: its entries answer only a replay that names none.
-    fn predates(&self, asked: Option<&str>) -> String {
+    fn predates(&self, asked: Option<&str>) -> Option<String> {
         match asked {
-            Some(m) if self.old_entries > 0 => format!(
+            Some(m) if self.old_entries > 0 => Some(format!(
                 ";\n  {} of its entries were recorded before cassette keys held the model asked, \
                  so they answer only a replay that names no model; record the cassette again \
-                 (with --model {m} to keep this model) so that its keys name the model",
+                 with --record (and --model {m} to keep this model) so that its keys name the model",
                 self.old_entries
-            ),
-            _ => String::new(),
+            )),
+            _ => None,
         }
     }
 
@@ -312,10 +312,13 @@ impl Cassette {
                 if diffs.len() == 1 && diffs[0].starts_with("`model`") =>
             {
                 format!(
-                ";\n  the cassette holds this request of task `{task}` for model {}, and this run \
-                 asks {} (--model, TVM_MODEL or the task's <model> choose it)",
+                ";\n  the cassette holds this request of task `{task}` {}, and this run asks {} \
+                 (--model, TVM_MODEL or the task's <model> choose it)",
                 shown(&req["model"]),
-                shown(&asked["model"]),
+                match asked["model"].as_str() {
+                    Some(m) => format!("for model `{m}`"),
+                    None => "naming no model".to_string(),
+                },
             )
             }
             Some((task, _, diffs)) if !diffs.is_empty() => format!(
@@ -351,8 +354,8 @@ fn differences(recorded: &Value, asked: &Value) -> Vec<String> {
 /// A model of a normalized request, for a message.
 fn shown(model: &Value) -> String {
     match model.as_str() {
-        Some(m) => format!("`{m}`"),
-        None => "none named".to_string(),
+        Some(m) => format!("for model `{m}`"),
+        None => "with no model in its key".to_string(),
     }
 }
 
@@ -458,7 +461,7 @@ mod tests {
         let cassette = Cassette::load(&path).unwrap();
         let other = cassette.answer(&asked, Some("gpt-4o")).unwrap_err().message;
         assert!(
-            other.contains("for model `gpt-4o-mini`, and this run asks `gpt-4o`"),
+            other.contains("for model `gpt-4o-mini`, and this run asks for model `gpt-4o`"),
             "{other}"
         );
         assert_eq!(

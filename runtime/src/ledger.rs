@@ -140,7 +140,13 @@ impl Ledger {
             }
             Err(why) => return Err(refused(why)),
         };
-        let reservation = budget.reserve(worst, &format!("a call to `{model}`"))?;
+        let what = match self.price(provider, body).map(|p| longest_reply(provider, body, p)) {
+            Some(Ok(n)) if sent_limit(body).is_none() && n > 0 => format!(
+                "a call to `{model}`, which sends no max_tokens, so that its longest reply ({n} tokens) counts,"
+            ),
+            _ => format!("a call to `{model}`"),
+        };
+        let reservation = budget.reserve(worst, &what)?;
         Ok(Some(Held {
             budget,
             reservation,
@@ -286,11 +292,7 @@ fn model_of(body: &Value) -> &str {
 /// nothing at all bounds it when the output is free. `Err` says what to set when
 /// nothing bounds a priced reply.
 pub fn longest_reply(provider: &str, body: &Value, price: &Price) -> Result<u64, String> {
-    let sent = body
-        .get("max_tokens")
-        .or(body.get("max_completion_tokens"))
-        .and_then(Value::as_u64);
-    if let Some(n) = sent {
+    if let Some(n) = sent_limit(body) {
         return Ok(n);
     }
     if price.output <= 0.0 {
@@ -301,6 +303,13 @@ pub fn longest_reply(provider: &str, body: &Value, price: &Price) -> Result<u64,
         .and_then(|p| capability(p, model))
         .map(|c| c.max_output)
         .ok_or_else(|| unbounded(&format!("{provider}:{model}")))
+}
+
+/// The output limit a request body sends, under either of OpenAI's names.
+fn sent_limit(body: &Value) -> Option<u64> {
+    body.get("max_tokens")
+        .or(body.get("max_completion_tokens"))
+        .and_then(Value::as_u64)
 }
 
 /// Why a budget cannot hold calls to `model`, which send no max_tokens and whose longest

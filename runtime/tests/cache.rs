@@ -395,7 +395,7 @@ fn a_cassette_and_the_cache_answer_only_the_model_that_was_asked() {
     let message = r["notes"]["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("model `gpt-4o`")
-            && message.contains("for model `gpt-4o-mini`, and this run asks `gpt-4o`"),
+            && message.contains("for model `gpt-4o-mini`, and this run asks for model `gpt-4o`"),
         "{message}"
     );
 }

@@ -422,7 +422,9 @@ pub fn set_note(r: &mut Value, key: &str, v: Value) {
 pub const OPERATOR_NOTES: [&str; 3] = ["usage", "cached", "warnings"];
 
 /// A result in value form as a model is sent it: without [`OPERATOR_NOTES`], in its own
-/// notes or in those of any result it holds (a subtask's error, a loop's last result).
+/// notes or in those of any result it holds (a map's partial results, a subtask's
+/// error, a loop's last result). What a result says, its `content` and
+/// `parsedContent`, is data and is never touched, whatever keys it has.
 pub fn for_model(r: &Value) -> Value {
     let mut v = r.clone();
     strip_operator_notes(&mut v);
@@ -435,7 +437,9 @@ fn strip_operator_notes(v: &mut Value) {
             if let Some(Value::Object(notes)) = m.get_mut("notes") {
                 notes.retain(|k, _| !OPERATOR_NOTES.contains(&k.as_str()));
             }
-            m.values_mut().for_each(strip_operator_notes);
+            m.iter_mut()
+                .filter(|(k, _)| !matches!(k.as_str(), "content" | "parsedContent"))
+                .for_each(|(_, child)| strip_operator_notes(child));
         }
         Value::Array(items) => items.iter_mut().for_each(strip_operator_notes),
         _ => {}

@@ -21,11 +21,9 @@ const EXCERPT_CHARS: usize = 200;
 
 /// How long a server may take to accept a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long what was sent may stay unacknowledged by the peer's system before the
-/// connection is given up and the call retried (Linux).
-pub const UNACKNOWLEDGED_TIMEOUT: Duration = Duration::from_secs(30);
 /// TCP keepalive: the first probe of a quiet connection, the probes after it, how many
-/// may go unanswered.
+/// may go unanswered before the connection is given up (30 s in all) and the call
+/// retried. A server's system answers them while its model works on a reply.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
 const KEEPALIVE_RETRIES: u32 = 3;
@@ -98,19 +96,16 @@ impl Transport {
         // held open and never answered, and from this side it cannot be told from a
         // model still working on a long reply, which sends nothing before it is done.
         // A server that does not accept is given up on after the connect timeout, and
-        // a peer that stops acknowledging what is sent (a machine or container gone)
-        // after the TCP user timeout; neither cuts a slow reply, whose server's system
-        // acknowledges the request and the keepalive probes while the model works.
+        // a peer that stops answering keepalive probes (a machine or container gone)
+        // after them; neither cuts a slow reply, whose server's system answers the
+        // probes while the model works. (No TCP user timeout: a busy server that has
+        // not yet read a long request holds it unacknowledged for as long as it likes.)
         builder = builder
             .pool_max_idle_per_host(0)
             .connect_timeout(CONNECT_TIMEOUT.min(settings.request_timeout))
             .tcp_keepalive(KEEPALIVE)
             .tcp_keepalive_interval(KEEPALIVE_INTERVAL)
             .tcp_keepalive_retries(KEEPALIVE_RETRIES);
-        #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
-        {
-            builder = builder.tcp_user_timeout(UNACKNOWLEDGED_TIMEOUT);
-        }
         let client = builder
             .build()
             .map_err(|e| format!("{provider}: cannot build the HTTP client: {e}"))?;
@@ -156,12 +151,16 @@ impl Transport {
         let ticket = match &ledger.shared {
             Some(shared) => {
                 let what = format!("a call to `{}`", model_of(body));
-                // An unbounded call was refused by the reservation above.
-                let worst = ledger.worst(self.provider, body).unwrap_or(None);
-                match shared.enter(worst, &what).await {
+                let bound = ledger.worst(self.provider, body);
+                match shared.enter(bound.clone().unwrap_or(None), &what).await {
                     Ok(t) => Some((shared, t)),
-                    Err(e) => {
+                    Err(mut e) => {
                         Ledger::release(held);
+                        // A shared budget refuses a call with no worst case: nothing
+                        // bounds its reply, which says better what to do than no price.
+                        if let Err(why) = bound {
+                            e.message = format!("{why} (the batch's --max-cost)");
+                        }
                         return Err(e);
                     }
                 }
