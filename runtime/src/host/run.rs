@@ -265,6 +265,15 @@ impl RunHost {
         (sent, reply)
     }
 
+    /// `r` with the settings its model does not take left out, as its adapter sends it
+    /// (a reasoning model's temperature): what the trace shows.
+    fn as_sent(&self, mut r: LlmRequest) -> LlmRequest {
+        if let (Some(Choice::Remote(p)), Some(model)) = (self.choose(&r), self.asked_model(&r)) {
+            r.settings = crate::providers::sendable(p, &model, &r).0;
+        }
+        r
+    }
+
     /// `warning: ...` on stderr, above the progress line when there is one; once per
     /// run for each text.
     fn say_warning(&self, text: &str) {
@@ -404,7 +413,11 @@ impl AsyncHost for RunHost {
             p.finished(&reply);
         }
         if let Some(t) = &self.trace {
-            t.write(sent.as_ref().unwrap_or(request), &reply, start.elapsed());
+            let shown = match sent {
+                Some(HostRequest::Llm(r)) => Some(HostRequest::Llm(self.as_sent(r))),
+                other => other,
+            };
+            t.write(shown.as_ref().unwrap_or(request), &reply, start.elapsed());
         }
         reply
     }

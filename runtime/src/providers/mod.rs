@@ -229,7 +229,11 @@ fn explain_unsupported(mut e: HostError, req: &LlmRequest) -> HostError {
 /// The settings `req` is sent to `model` of `provider` with: those the model does not
 /// take by the capability table (a reasoning model's temperature, Anthropic's seed)
 /// left out, each said in a warning for the task's notes.
-fn sendable(provider: Provider, model: &str, req: &LlmRequest) -> (ModelSettings, Vec<String>) {
+pub(crate) fn sendable(
+    provider: Provider,
+    model: &str,
+    req: &LlmRequest,
+) -> (ModelSettings, Vec<String>) {
     let mut s = req.settings.clone();
     let set: Vec<Setting> = [
         (Setting::Temperature, s.temperature.is_some()),
