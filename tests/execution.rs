@@ -2,6 +2,7 @@
 //! request texts the model is sent, and the result and error shapes.
 
 use serde_json::json;
+use tv_stdlib::models::parse_model;
 use tv_tests::{bundle_of, prompts, run_with, scripted, status};
 use tv_vm::host::{EchoHost, HostRequest};
 use tv_vm::limits::Limits;
@@ -489,7 +490,12 @@ fn the_shipped_examples_replay_from_their_cassettes_to_complete() {
     impl tv_vm::host::Host for Replay {
         fn call(&mut self, request: &HostRequest) -> tv_vm::host::HostReply {
             match request {
-                HostRequest::Llm(r) => tv_vm::host::HostReply::Llm(self.0.answer(r)),
+                HostRequest::Llm(r) => {
+                    // As a replay naming no model asks: a task's own model, else none.
+                    let named = r.model.as_deref().and_then(|m| parse_model(m).ok());
+                    let asked = named.map(|m| m.name);
+                    tv_vm::host::HostReply::Llm(self.0.answer(r, asked.as_deref()))
+                }
                 HostRequest::Script(_) => panic!("the examples run no script"),
             }
         }

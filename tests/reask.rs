@@ -256,3 +256,57 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_is_asked_again_then_accep
         "{feedback}"
     );
 }
+
+/// A task that answers in JSON of `ty` (untyped JSON when `None`), asked again once.
+fn typed(ty: Option<&str>) -> Bundle {
+    let schema = ty.map_or(String::new(), |t| {
+        format!(
+            r#" schema="{}""#,
+            t.replace('&', "&amp;").replace('"', "&quot;")
+        )
+    });
+    bundle_of(&format!(
+        r#"<task name="t"><instructions>Answer.</instructions><output_format type="json"{schema}/></task>"#
+    ))
+}
+
+#[test]
+fn each_reply_of_the_fixture_reads_as_it_says_or_is_asked_again_as_prose() {
+    let text = std::fs::read_to_string("tests/fixtures/replies.json").expect("the fixture");
+    let fixture: Value = serde_json::from_str(&text).expect("the fixture is JSON");
+    let cases = fixture["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 25, "only {} cases", cases.len());
+    for case in cases {
+        let (what, reply) = (&case["case"], case["reply"].as_str().expect("a reply"));
+        let ty = case["type"].as_str();
+        // The same text twice: a re-asked prose reply gets it back and fails.
+        let mut host = replies(&[reply, reply]);
+        let (r, turns) = run(&typed(ty), Limits::default(), &mut host);
+        match (case.get("parsed"), ty) {
+            (Some(want), _) => {
+                assert_eq!(r["status"], "COMPLETE", "{what}: {r}");
+                assert_eq!(&r["parsedContent"], want, "{what}");
+                assert_eq!(turns, 1, "{what}");
+            }
+            (None, None) => {
+                assert_eq!(r["status"], "COMPLETE", "{what}: {r}");
+                assert!(r.get("parsedContent").is_none(), "{what}: {r}");
+                assert!(r["notes"]["parseError"].is_string(), "{what}: {r}");
+            }
+            (None, Some(_)) => {
+                assert_eq!(turns, 2, "{what}: asked again");
+                let feedback = &host.requests[1].messages[2].content;
+                assert!(
+                    feedback.starts_with("Your reply is not valid JSON ("),
+                    "{what}: {feedback}"
+                );
+                assert_eq!(r["status"], "FAILED", "{what}: {r}");
+                assert_eq!(
+                    r["notes"]["error"]["reason"], "output_format_failure",
+                    "{what}"
+                );
+                assert_eq!(r["content"], reply, "{what}: the last reply is kept");
+            }
+        }
+    }
+}

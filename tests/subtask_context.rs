@@ -311,15 +311,13 @@ fn a_requests_file_paths_replace_the_templates_and_are_read_only_inside_the_work
         .filter(|w| w.contains("leads outside the workspace; skipped"))
         .count();
     assert_eq!(skipped, 2, "{:?}", assembled.warnings);
-    // The parent sees the same in the subtask's result.
+    // The parent sees which files the subtask read; the warnings are for the people
+    // running the workflow (README "How programs run", subtasks).
     let given = r["content"].as_str().unwrap_or_default();
     let result: Value = serde_json::from_str(given.trim_start_matches("Subtask result:\n"))
         .unwrap_or_else(|e| panic!("{e}: {given}"));
     assert_eq!(result["notes"]["contextFiles"], json!(["notes/a.txt"]));
-    assert_eq!(
-        result["notes"]["warnings"].as_array().map(Vec::len),
-        Some(2)
-    );
+    assert!(result["notes"].get("warnings").is_none(), "{result}");
 }
 
 #[test]

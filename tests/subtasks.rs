@@ -403,7 +403,7 @@ fn parent_given(reply: &'static str, then: &'static str) -> (Value, Value) {
 }
 
 #[test]
-fn the_parent_receives_the_subtasks_whole_result_as_json_with_its_parsed_content() {
+fn the_parent_receives_the_subtasks_result_as_json_with_its_parsed_content_and_no_usage() {
     let (r, given) = parent_given("```json\n{\"count\": 3}\n```", "done");
     assert_eq!(r["content"], "done", "{r:#}");
     assert_eq!(given["status"], "COMPLETE");

@@ -6,7 +6,7 @@
 use crate::ast::{ArgValue, Body, InputValue, Item, OutputKind, Program, Task, TaskType};
 use crate::source::{SourceMap, Span};
 use std::fmt::Write as _;
-use tv_stdlib::types::{json_schema, strict_schema, Type};
+use tv_stdlib::types::{json_schema, strict_schema, strict_wrapped, Type};
 
 pub fn dump(program: &Program, sources: &SourceMap) -> String {
     let std_files: Vec<_> = program
@@ -41,15 +41,15 @@ pub fn dump(program: &Program, sources: &SourceMap) -> String {
 
 /// One schema: its title, whether it has a strict form, and the schema.
 fn entry(out: &mut String, title: &str, ty: &Type) {
-    let (schema, note) = match strict_schema(ty) {
-        Some(s) => (s, "strict"),
-        None if matches!(ty, Type::Record(_)) => (
+    let (schema, note) = match (strict_schema(ty), strict_wrapped(ty)) {
+        (Some(s), _) => (s, "strict"),
+        (None, Some(w)) => (
+            w,
+            "strict, wrapped: strict mode takes an object at the top, so the value is asked for as its `value` and taken out of the reply",
+        ),
+        (None, None) => (
             json_schema(ty),
             "not strict: strict mode needs every value typed, not `any`, `object` or `array`",
-        ),
-        None => (
-            json_schema(ty),
-            "not strict: strict mode takes a record at the top",
         ),
     };
     let text = serde_json::to_string_pretty(&schema).unwrap_or_default();

@@ -1,6 +1,12 @@
 //! Record and replay: every LLM reply of a run can be written to a cassette (JSON
 //! lines), keyed by a hash of the normalized request, and a later run can be answered
 //! from it with no network at all. A request the cassette lacks fails loudly.
+//!
+//! The key holds the model that was asked (its name as the provider is sent it), so a
+//! cassette never answers for another model. A task that names no model asks the run's
+//! (`--model`, `TVM_MODEL`, else the provider's default); such entries are marked, and a
+//! replay that names no model either (no `--model`, `TVM_MODEL` or `<model>`) is answered
+//! with them, as the run that recorded them was.
 
 use crate::files;
 use serde::{Deserialize, Serialize};
@@ -14,13 +20,18 @@ use tv_vm::bundle::Output;
 use tv_vm::host::{HostError, LlmReply, LlmRequest};
 use tv_vm::result::Reason;
 
-/// What identifies a request: what the model is asked, not who is asked. The provider
-/// and its default model stay out, so a cassette replays under any provider setting.
-/// Settings and the subtask tool are in only when a request has them, so cassettes
-/// recorded before they existed keep their keys.
-pub fn normalized(r: &LlmRequest) -> Value {
+/// The cassette format: 2 since keys hold the model asked. Entries without a version
+/// were keyed with `model: null` for every task that named no model.
+const VERSION: u32 = 2;
+
+/// What identifies a request: what the model is asked and which model is asked
+/// (`asked`, the name the provider is sent; `None` when a replay names none), not who
+/// is asked: the provider stays out, so a cassette replays under any provider that
+/// serves the model. Settings and the subtask tool are in only when a request has them,
+/// so cassettes recorded before they existed keep their keys.
+pub fn normalized(r: &LlmRequest, asked: Option<&str>) -> Value {
     let mut v = json!({
-        "model": r.model,
+        "model": asked,
         "system": r.system_prompt,
         "context": r.context,
         "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
@@ -46,14 +57,28 @@ fn output(o: &Output) -> Value {
     }
 }
 
-pub fn key(r: &LlmRequest) -> String {
-    let digest = Sha256::digest(normalized(r).to_string().as_bytes());
+pub fn key(r: &LlmRequest, asked: Option<&str>) -> String {
+    digest(&normalized(r, asked))
+}
+
+fn digest(normalized: &Value) -> String {
+    let digest = Sha256::digest(normalized.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `normalized` as a replay that names no model asks it.
+fn unnamed(normalized: &Value) -> Value {
+    let mut v = normalized.clone();
+    v["model"] = Value::Null;
+    v
 }
 
 /// One line of a cassette.
 #[derive(Serialize, Deserialize)]
 struct Entry {
+    /// [`VERSION`]; absent (1) in cassettes recorded before keys held the model.
+    #[serde(default = "first_version")]
+    version: u32,
     key: String,
     /// For people reading the cassette; replay uses only the key.
     task: String,
@@ -63,6 +88,14 @@ struct Entry {
     /// (absent in cassettes recorded before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     request: Option<Value>,
+    /// The task named no model: the run's was asked, and a replay that names none is
+    /// answered with this entry.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    default_model: bool,
+}
+
+fn first_version() -> u32 {
+    1
 }
 
 #[derive(Serialize, Deserialize)]
@@ -120,9 +153,18 @@ impl Recorder {
         })
     }
 
-    pub fn record(&self, r: &LlmRequest, reply: &LlmReply) -> Result<(), String> {
+    /// Writes down `reply` to `r`, which asked the model `asked` (`None`: no model was
+    /// named, as in a dry run).
+    pub fn record(
+        &self,
+        r: &LlmRequest,
+        asked: Option<&str>,
+        reply: &LlmReply,
+    ) -> Result<(), String> {
+        let request = normalized(r, asked);
         let entry = Entry {
-            key: key(r),
+            version: VERSION,
+            key: digest(&request),
             task: r.task.name.clone(),
             prompt: r
                 .messages
@@ -138,7 +180,8 @@ impl Recorder {
                 truncated: reply.truncated,
                 max_tokens: reply.max_tokens,
             },
-            request: Some(normalized(r)),
+            request: Some(request),
+            default_model: r.model.is_none(),
         };
         let line = serde_json::to_string(&entry).map_err(|e| e.to_string())?;
         let mut f = self
@@ -170,13 +213,20 @@ fn end_line(mut file: &std::fs::File) -> std::io::Result<()> {
 
 /// Replies by request key; the same request asked twice gets its replies in order.
 pub struct Cassette {
-    replies: Mutex<HashMap<String, VecDeque<LlmReply>>>,
+    /// Every recorded reply, and whether it was used.
+    replies: Mutex<Vec<Option<LlmReply>>>,
+    /// The replies of each key, in order.
+    by_key: HashMap<String, VecDeque<usize>>,
+    /// The replies a replay that names no model gets, by the key with `model: null`.
+    by_unnamed: HashMap<String, VecDeque<usize>>,
     /// Every recorded request (task name, normalized request when kept, prompt), in
     /// order, to explain a miss.
     recorded: Vec<(String, Option<Value>, String)>,
     /// `--max-reply-bytes`: a recorded reply larger than this fails its call, as the
     /// provider's reply would have.
     max_reply_bytes: usize,
+    /// Entries recorded before keys held the model.
+    old_entries: usize,
 }
 
 impl Cassette {
@@ -189,8 +239,11 @@ impl Cassette {
 
     /// The cassette `text` holds; errors name it `shown` with the line.
     pub fn parse(text: &str, shown: &str) -> Result<Cassette, String> {
-        let mut replies: HashMap<String, VecDeque<LlmReply>> = HashMap::new();
+        let mut replies = Vec::new();
+        let mut by_key: HashMap<String, VecDeque<usize>> = HashMap::new();
+        let mut by_unnamed: HashMap<String, VecDeque<usize>> = HashMap::new();
         let mut recorded = Vec::new();
+        let mut old_entries = 0;
         for (i, line) in text
             .lines()
             .enumerate()
@@ -198,8 +251,24 @@ impl Cassette {
         {
             let e: Entry = serde_json::from_str(line)
                 .map_err(|err| format!("{shown}:{}: not a cassette entry: {err}", i + 1))?;
+            let n = replies.len();
+            if e.version < VERSION {
+                old_entries += 1;
+                // Keyed with `model: null` when its task named no model: what a replay
+                // naming none asks, as it always did. Any other old key matches nothing.
+                let unnamed_key = e.request.as_ref().is_none_or(|r| r["model"].is_null());
+                if unnamed_key {
+                    by_unnamed.entry(e.key.clone()).or_default().push_back(n);
+                }
+            } else {
+                by_key.entry(e.key.clone()).or_default().push_back(n);
+                if let Some(request) = e.request.as_ref().filter(|_| e.default_model) {
+                    let k = digest(&unnamed(request));
+                    by_unnamed.entry(k).or_default().push_back(n);
+                }
+            }
             recorded.push((e.task, e.request, e.prompt));
-            replies.entry(e.key).or_default().push_back(LlmReply {
+            replies.push(Some(LlmReply {
                 content: e.reply.content,
                 input_tokens: e.reply.input_tokens,
                 output_tokens: e.reply.output_tokens,
@@ -208,11 +277,14 @@ impl Cassette {
                 truncated: e.reply.truncated,
                 max_tokens: e.reply.max_tokens,
                 ..LlmReply::default()
-            });
+            }));
         }
         Ok(Cassette {
             replies: Mutex::new(replies),
+            by_key,
+            by_unnamed,
             recorded,
+            old_entries,
             max_reply_bytes: crate::providers::DEFAULT_MAX_REPLY_BYTES,
         })
     }
@@ -223,13 +295,18 @@ impl Cassette {
         self
     }
 
-    pub fn answer(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
-        let k = key(r);
-        let found = self
-            .replies
-            .lock()
-            .ok()
-            .and_then(|mut m| m.get_mut(&k).and_then(VecDeque::pop_front));
+    /// The reply to `r` asked of the model `asked` (`None`: the replay names no model,
+    /// and the replies recorded for tasks that named none answer).
+    pub fn answer(&self, r: &LlmRequest, asked: Option<&str>) -> Result<LlmReply, HostError> {
+        let k = key(r, asked);
+        let index = match asked {
+            Some(_) => &self.by_key,
+            None => &self.by_unnamed,
+        };
+        let found = self.replies.lock().ok().and_then(|mut replies| {
+            let order = index.get(&k)?;
+            order.iter().find_map(|&i| replies[i].take())
+        });
         if let Some(reply) = &found {
             if reply.content.len() > self.max_reply_bytes {
                 return Err(HostError::new(
@@ -243,21 +320,40 @@ impl Cassette {
         }
         found.ok_or_else(|| {
             let prompt: String = r.messages.last().map_or("", |m| m.content.as_str()).chars().take(80).collect();
+            let model = match asked {
+                Some(m) => format!("model `{m}`"),
+                None => "no model named".to_string(),
+            };
             HostError::new(
                 Reason::ExecutionHalted,
                 format!(
-                    "the cassette has no reply for request {k} (task `{}`, prompt {prompt:?}){}; record it with --record",
+                    "the cassette has no reply for request {k} (task `{}`, {model}, prompt {prompt:?}){}{}",
                     r.task.name,
-                    self.nearest_difference(r),
+                    self.nearest_difference(r, asked),
+                    self.predates(asked).unwrap_or_else(|| "; record it with --record".to_string()),
                 ),
             )
         })
     }
 
+    /// Why a request that names a model may miss a cassette recorded before keys held
+    /// the model: its entries answer only a replay that names none.
+    fn predates(&self, asked: Option<&str>) -> Option<String> {
+        match asked {
+            Some(m) if self.old_entries > 0 => Some(format!(
+                ";\n  {} of its entries were recorded before cassette keys held the model asked, \
+                 so they answer only a replay that names no model; record the cassette again \
+                 with --record (and --model {m} to keep this model) so that its keys name the model",
+                self.old_entries
+            )),
+            _ => None,
+        }
+    }
+
     /// Where `r` differs from the recorded request nearest to it: the one of the same
     /// task, else any, with the fewest differing fields.
-    fn nearest_difference(&self, r: &LlmRequest) -> String {
-        let asked = normalized(r);
+    fn nearest_difference(&self, r: &LlmRequest, model: Option<&str>) -> String {
+        let asked = normalized(r, model);
         let prompt = r.messages.last().map_or("", |m| m.content.as_str());
         let candidates = self
             .recorded
@@ -277,11 +373,25 @@ impl Cassette {
                         &json!({"prompt": prompt}),
                     ),
                 };
-                (task, diffs)
+                (task, request, diffs)
             })
-            .min_by_key(|(task, d)| (**task != r.task.name, d.len()));
+            .min_by_key(|(task, _, d)| (**task != r.task.name, d.len()));
         match best {
-            Some((task, diffs)) if !diffs.is_empty() => format!(
+            // The same request of another model: what to change is the model.
+            Some((task, Some(req), diffs))
+                if diffs.len() == 1 && diffs[0].starts_with("`model`") =>
+            {
+                format!(
+                ";\n  the cassette holds this request of task `{task}` {}, and this run asks {} \
+                 (--model, TVM_MODEL or the task's <model> choose it)",
+                shown(&req["model"]),
+                match asked["model"].as_str() {
+                    Some(m) => format!("for model `{m}`"),
+                    None => "naming no model".to_string(),
+                },
+            )
+            }
+            Some((task, _, diffs)) if !diffs.is_empty() => format!(
                 ";\n  nearest recorded request (task `{task}`) differs in {}",
                 diffs.join("; ")
             ),
@@ -309,6 +419,14 @@ fn differences(recorded: &Value, asked: &Value) -> Vec<String> {
             (x != y).then(|| format!("`{k}`: {}", first_difference(&text(x), &text(y))))
         })
         .collect()
+}
+
+/// A model of a normalized request, for a message.
+fn shown(model: &Value) -> String {
+    match model.as_str() {
+        Some(m) => format!("for model `{m}`"),
+        None => "with no model in its key".to_string(),
+    }
 }
 
 fn text(v: &Value) -> String {
@@ -368,12 +486,15 @@ mod tests {
             ("other#1", "Unrelated"),
         ] {
             recorder
-                .record(&request(task, prompt, None), &reply)
+                .record(&request(task, prompt, None), Some("gpt-4o-mini"), &reply)
                 .unwrap();
         }
         let cassette = Cassette::load(&path).unwrap();
         let asked = request("review#1", "Review the change to setup.py", Some(0.5));
-        let message = cassette.answer(&asked).unwrap_err().message;
+        let message = cassette
+            .answer(&asked, Some("gpt-4o-mini"))
+            .unwrap_err()
+            .message;
         assert!(
             message.contains("nearest recorded request (task `review#1`)"),
             "{message}"
@@ -384,8 +505,71 @@ mod tests {
         assert!(!message.contains("`system`"), "{message}");
         // The same request is answered, and only as often as it was recorded.
         let same = request("review#1", "Review the change to deploy.py", None);
-        assert_eq!(cassette.answer(&same).unwrap().content, "ok");
-        assert!(cassette.answer(&same).is_err());
+        assert_eq!(
+            cassette.answer(&same, Some("gpt-4o-mini")).unwrap().content,
+            "ok"
+        );
+        assert!(cassette.answer(&same, Some("gpt-4o-mini")).is_err());
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_cassette_answers_only_the_model_it_recorded_and_a_replay_naming_none() {
+        let path =
+            std::env::temp_dir().join(format!("cassette-model-{}.jsonl", std::process::id()));
+        let recorder = Recorder::create(&path, RecordMode::Overwrite).unwrap();
+        let reply = LlmReply {
+            content: "from gpt-4o-mini".into(),
+            ..LlmReply::default()
+        };
+        let asked = request("review#1", "Review it", None);
+        for _ in 0..2 {
+            recorder
+                .record(&asked, Some("gpt-4o-mini"), &reply)
+                .unwrap();
+        }
+        let cassette = Cassette::load(&path).unwrap();
+        let other = cassette.answer(&asked, Some("gpt-4o")).unwrap_err().message;
+        assert!(
+            other.contains("for model `gpt-4o-mini`, and this run asks for model `gpt-4o`"),
+            "{other}"
+        );
+        assert_eq!(
+            cassette
+                .answer(&asked, Some("gpt-4o-mini"))
+                .unwrap()
+                .content,
+            "from gpt-4o-mini"
+        );
+        assert_eq!(
+            cassette.answer(&asked, None).unwrap().content,
+            "from gpt-4o-mini"
+        );
+        assert!(
+            cassette.answer(&asked, None).is_err(),
+            "each reply answers once"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_cassette_from_before_the_model_was_keyed_answers_a_replay_naming_none_and_says_so_otherwise(
+    ) {
+        let path = std::env::temp_dir().join(format!("cassette-old-{}.jsonl", std::process::id()));
+        let asked = request("review#1", "Review it", None);
+        let request = normalized(&asked, None);
+        let line = json!({"key": digest(&request), "task": "review#1", "prompt": "Review it",
+            "reply": {"content": "recorded", "input_tokens": 1, "output_tokens": 1}, "request": request});
+        std::fs::write(&path, format!("{line}\n{line}\n")).unwrap();
+        let cassette = Cassette::load(&path).unwrap();
+        assert_eq!(cassette.answer(&asked, None).unwrap().content, "recorded");
+        let named = cassette.answer(&asked, Some("gpt-4o")).unwrap_err().message;
+        assert!(named.contains("2 of its entries"), "{named}");
+        assert!(
+            named.contains("recorded before cassette keys held the model asked")
+                && named.contains("--model gpt-4o"),
+            "{named}"
+        );
         let _ = std::fs::remove_file(&path);
     }
 }

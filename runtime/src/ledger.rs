@@ -9,7 +9,12 @@
 //! reservation does not fit is never sent, so the run never spends more than its
 //! budget while each reply's cost stays within its worst case, which holds whenever
 //! the provider counts at most one input token per 4 ASCII characters or per other
-//! character (see [`estimate_tokens`]) and honours `max_tokens`.
+//! character (see [`estimate_tokens`]) and honours `max_tokens`, or, for a call that
+//! sends none, the model's longest reply in the capability table.
+//!
+//! A budget never changes what is sent: a request asked with a budget is the request
+//! asked without one, so the reply cache answers both, and a reasoning model is not
+//! cut short by a limit its task never set.
 
 use crate::cache::{CacheKey, Lookup, ReplyCache};
 use crate::prices::{usd, Price, Prices};
@@ -17,13 +22,9 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tv_stdlib::models::Provider;
+use tv_stdlib::models::{capability, Provider};
 use tv_vm::host::{HostError, LlmReply};
 use tv_vm::result::Resource;
-
-/// The output limit sent under a budget when none is in force, so that a call's worst
-/// case is bounded (DESIGN §15).
-pub const BUDGET_MAX_TOKENS: u64 = 4096;
 
 /// Prices, the budget and the reply cache, shared by the run's adapters.
 pub struct Ledger {
@@ -110,16 +111,15 @@ impl Ledger {
         }
     }
 
-    /// The most sending `body` to `provider` may cost, when its model has a price: its
-    /// whole text as input, and its `max_tokens` of output.
-    pub fn worst(&self, provider: &str, body: &Value) -> Option<u64> {
-        let price = self.price(provider, body)?;
-        let max_tokens = body
-            .get("max_tokens")
-            .or(body.get("max_completion_tokens"))
-            .and_then(Value::as_u64)
-            .unwrap_or(BUDGET_MAX_TOKENS);
-        Some(worst_case(price, &body.to_string(), max_tokens))
+    /// The most sending `body` to `provider` may cost: its whole text as input, and its
+    /// longest reply as output. `Ok(None)` when its model has no price; `Err` (why) when
+    /// nothing bounds its reply.
+    pub fn worst(&self, provider: &str, body: &Value) -> Result<Option<u64>, String> {
+        let Some(price) = self.price(provider, body) else {
+            return Ok(None);
+        };
+        let longest = longest_reply(provider, body, price)?;
+        Ok(Some(worst_case(price, &body.to_string(), longest)))
     }
 
     /// Reserves the worst case of sending `body` to `provider` from the budget, when
@@ -128,21 +128,25 @@ impl Ledger {
         let Some(budget) = &self.budget else {
             return Ok(None);
         };
-        let model = body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        // Every model was checked for a price before the run started; one met only now
-        // (a subtask's) is refused rather than run at an unknown cost.
-        let Some(worst) = self.worst(provider, body) else {
-            return Err(HostError::exhausted(
-                Resource::Cost,
-                format!("`{provider}:{model}` has no price, so a call to it cannot be kept within --max-cost; add its price with --prices FILE"),
-                0,
-                micro(budget.limit()),
-            ));
+        let model = model_of(body);
+        let refused =
+            |why: String| HostError::exhausted(Resource::Cost, why, 0, micro(budget.limit()));
+        // Every model was checked for a price and a bound before the run started; one
+        // met only now (a subtask's) is refused rather than run at an unknown cost.
+        let worst = match self.worst(provider, body) {
+            Ok(Some(worst)) => worst,
+            Ok(None) => {
+                return Err(refused(format!("`{provider}:{model}` has no price, so a call to it cannot be kept within --max-cost; add its price with --prices FILE")))
+            }
+            Err(why) => return Err(refused(why)),
         };
-        let reservation = budget.reserve(worst, &format!("a call to `{model}`"))?;
+        let what = match self.price(provider, body).map(|p| longest_reply(provider, body, p)) {
+            Some(Ok(n)) if sent_limit(body).is_none() && n > 0 => format!(
+                "a call to `{model}`, which sends no max_tokens, so that its longest reply ({n} tokens) counts,"
+            ),
+            _ => format!("a call to `{model}`"),
+        };
+        let reservation = budget.reserve(worst, &what)?;
         Ok(Some(Held {
             budget,
             reservation,
@@ -274,6 +278,48 @@ impl CostBudget {
     pub fn release(&self, r: Reservation) {
         self.settle(r, 0);
     }
+}
+
+/// The model a request body names.
+fn model_of(body: &Value) -> &str {
+    body.get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The longest reply `body` can get, in tokens: its `max_tokens` (or OpenAI's
+/// `max_completion_tokens`), else the model's longest reply by the capability table;
+/// nothing at all bounds it when the output is free. `Err` says what to set when
+/// nothing bounds a priced reply.
+pub fn longest_reply(provider: &str, body: &Value, price: &Price) -> Result<u64, String> {
+    if let Some(n) = sent_limit(body) {
+        return Ok(n);
+    }
+    if price.output <= 0.0 {
+        return Ok(0);
+    }
+    let model = model_of(body);
+    Provider::parse(provider)
+        .and_then(|p| capability(p, model))
+        .map(|c| c.max_output)
+        .ok_or_else(|| unbounded(&format!("{provider}:{model}")))
+}
+
+/// The output limit a request body sends, under either of OpenAI's names.
+fn sent_limit(body: &Value) -> Option<u64> {
+    body.get("max_tokens")
+        .or(body.get("max_completion_tokens"))
+        .and_then(Value::as_u64)
+}
+
+/// Why a budget cannot hold calls to `model`, which send no max_tokens and whose longest
+/// reply the capability table does not know.
+pub fn unbounded(model: &str) -> String {
+    format!(
+        "a call to `{model}` sends no max_tokens and the capability table (stdlib/models.json) \
+         does not know its longest reply, so --max-cost cannot bound it; set max_tokens on the \
+         task's <model> or --max-output-tokens"
+    )
 }
 
 /// Tokens a request text may take at most, as the budget counts them: 4 ASCII

@@ -46,7 +46,7 @@ impl Offline {
     ///
     /// A catch-all reply answers after the cassettes, so that a cassette written beside
     /// one still answers what it recorded.
-    pub fn answer(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
+    pub fn answer(&self, r: &LlmRequest, asked: Option<&str>) -> Result<LlmReply, HostError> {
         let matched = self
             .rules
             .iter()
@@ -56,7 +56,7 @@ impl Offline {
         }
         let mut misses = Vec::new();
         for c in &self.cassettes {
-            match c.answer(r) {
+            match c.answer(r, asked) {
                 Ok(reply) => {
                     return Ok(LlmReply {
                         cost: Some(0),
@@ -159,7 +159,7 @@ mod tests {
         );
         let answers: Vec<String> = ["Evaluate a", "Evaluate b", "Evaluate c", "Draft"]
             .iter()
-            .map(|p| offline.answer(&request(p)).expect("answered").content)
+            .map(|p| offline.answer(&request(p), None).expect("answered").content)
             .collect();
         assert_eq!(answers, ["no", "yes", "yes", "anything"]);
     }
@@ -167,7 +167,9 @@ mod tests {
     #[test]
     fn a_request_nothing_answers_fails_naming_its_prompt() {
         let offline = Offline::new(vec![rule(Some("Summarise"), "ok")], Vec::new());
-        let e = offline.answer(&request("Translate this")).unwrap_err();
+        let e = offline
+            .answer(&request("Translate this"), None)
+            .unwrap_err();
         assert_eq!(e.reason, Reason::ExecutionHalted);
         assert!(e.message.contains("\"Translate this\""), "{}", e.message);
     }

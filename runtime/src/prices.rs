@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
-use tv_stdlib::models::Provider;
+use tv_stdlib::models::{undated, Provider};
 
 /// The table as the providers published it on the date it names.
 const BUILTIN: &str = include_str!("../prices.json");
@@ -150,29 +150,6 @@ impl Prices {
     pub fn models(&self) -> &BTreeMap<String, Price> {
         &self.models
     }
-}
-
-/// `model` without a snapshot date at its end: `-YYYY-MM-DD` (OpenAI) or `-YYYYMMDD`
-/// (Anthropic). The digits must read as a date, so `-20250000` is not stripped.
-fn undated(model: &str) -> Option<&str> {
-    [11, 9].into_iter().find_map(|n| {
-        let at = model.len().checked_sub(n).filter(|&at| at > 0)?;
-        let date = model.get(at..)?.strip_prefix('-')?;
-        let dashed = n == 11 && date.get(4..5)? == "-" && date.get(7..8)? == "-";
-        let digits: String = date.chars().filter(|&c| !dashed || c != '-').collect();
-        is_date(&digits).then(|| &model[..at])
-    })
-}
-
-/// Whether `digits` is a date of this century as `YYYYMMDD`.
-fn is_date(digits: &str) -> bool {
-    let number = |at: std::ops::Range<usize>| digits.get(at)?.parse::<u32>().ok();
-    digits.len() == 8
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && matches!(
-            (number(0..4), number(4..6), number(6..8)),
-            (Some(2000..=2099), Some(1..=12), Some(1..=31))
-        )
 }
 
 /// Reads a price file: a regular file within [`files::PRICES`].
@@ -319,7 +296,7 @@ mod tests {
     fn the_builtin_table_parses_and_every_entry_is_sane() {
         let prices = Prices::builtin();
         let (taken, models) = (prices.taken(), prices.models());
-        let dated = taken.len() == 10 && is_date(&taken.replace('-', ""));
+        let dated = taken.len() == 10 && tv_stdlib::models::is_date(&taken.replace('-', ""));
         assert!(dated, "{taken}");
         assert_eq!(prices.sources().len(), 2);
         for (key, p) in models {

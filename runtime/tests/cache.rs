@@ -230,3 +230,172 @@ fn no_cache_entry_holds_the_api_key() {
         assert!(!f.to_string_lossy().contains(key));
     }
 }
+
+/// A parent that may spawn, and the template its subtask runs.
+const SPAWNING: &str = r#"<library>
+  <template name="shout" params="word">
+    <task><description>shout the word</description><instructions>Shout {{word}}.</instructions></task>
+  </template>
+  <task name="plan">
+    <instructions>Plan the release.</instructions>
+    <subtasks>enabled</subtasks>
+  </task>
+</library>"#;
+
+/// The model of [`SPAWNING`]: the parent calls the spawning tool, the subtask shouts,
+/// and the parent's follow-up turn, which holds the subtask's result, is answered
+/// with the text of that turn, so that a result shows what the model was sent.
+fn spawning_model(_: usize, r: &Request) -> Reply {
+    let body = r.json();
+    let last = r.prompt();
+    let message = if last.starts_with("Subtask result:") {
+        json!({"role": "assistant", "content": format!("done after: {last}")})
+    } else if last.contains("Plan the release") {
+        let call =
+            json!({"type": "atomic", "description": "shout the word", "inputs": {"word": "ship"}});
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "spawn_subtask", "arguments": call.to_string()}}]})
+    } else {
+        json!({"role": "assistant", "content": "SHIP!"})
+    };
+    assert_eq!(body["model"], "gpt-4o-mini");
+    Reply::json(
+        200,
+        json!({"model": "gpt-4o-mini-2024-07-18",
+               "choices": [{"message": message, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 120, "completion_tokens": 12,
+                         "prompt_tokens_details": {"cached_tokens": 64}}}),
+    )
+}
+
+#[test]
+fn a_subtask_workflow_replays_from_its_cassette_and_its_cache_without_calling_the_server() {
+    let rt = runtime();
+    let server = rt.block_on(Server::start(spawning_model));
+    let dir = scratch("cache", "subtask");
+    let (b, cache, cassette) = (
+        files::compiled(&dir, SPAWNING),
+        dir.join("cache"),
+        dir.join("plan.jsonl"),
+    );
+    let url = server.url();
+    let bundle = b.to_str().expect("path");
+    let (cache, cassette) = (
+        cache.to_str().expect("path"),
+        cassette.to_str().expect("path"),
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", bundle, "--entry", "plan"];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = run_tvm(&args, &[("OPENAI_BASE_URL", url.as_str())]);
+        let result: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+        assert_eq!(code, 0, "{extra:?}: {stdout} {stderr}");
+        result
+    };
+    let live = run(&[
+        "--provider",
+        "openai",
+        "--cache",
+        cache,
+        "--record",
+        cassette,
+    ]);
+    assert_eq!(
+        server.hits(),
+        3,
+        "the parent, its subtask, the parent again"
+    );
+    let sent = server.requests()[2].prompt();
+    assert!(
+        sent.starts_with("Subtask result:") && sent.contains("SHIP!"),
+        "{sent}"
+    );
+    for metadata in ["usage", "cached", "costUsd", "inputTokens", "warnings"] {
+        assert!(
+            !sent.contains(metadata),
+            "the model was sent `{metadata}`: {sent}"
+        );
+    }
+    let replayed = run(&["--provider", "replay", "--cassette", cassette]);
+    assert_eq!(replayed["content"], live["content"], "{replayed}");
+    let cached = run(&["--provider", "openai", "--cache", cache]);
+    assert_eq!(
+        server.hits(),
+        3,
+        "every call of the second run is in the cache"
+    );
+    assert_eq!(cached["content"], live["content"]);
+    assert_eq!(
+        cached["notes"]["usage"]["cachedCalls"],
+        json!(3),
+        "{cached}"
+    );
+}
+
+#[test]
+fn a_cassette_and_the_cache_answer_only_the_model_that_was_asked() {
+    let rt = runtime();
+    let server = rt.block_on(deterministic());
+    let dir = scratch("cache", "model");
+    let b = files::compiled(&dir, &program("Sum up."));
+    let (cache, cassette) = (dir.join("cache"), dir.join("survey.jsonl"));
+    let (bundle, cache, cassette) = (
+        b.to_str().expect("path"),
+        cache.to_str().expect("path"),
+        cassette.to_str().expect("path"),
+    );
+    let url = server.url();
+    let run = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["run", bundle, "--arg", r#"topics=["a"]"#];
+        args.extend_from_slice(extra);
+        let mut vars = vec![("OPENAI_BASE_URL", url.as_str())];
+        vars.extend_from_slice(env);
+        let (code, stdout, stderr) = run_tvm(&args, &vars);
+        let result: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+        (code, result, stderr)
+    };
+    let openai = ["--provider", "openai", "--cache", cache];
+    let (code, _, stderr) = run(
+        &[
+            &openai[..],
+            &["--model", "gpt-4o-mini", "--record", cassette],
+        ]
+        .concat(),
+        &[],
+    );
+    assert_eq!((code, server.hits()), (0, 2), "{stderr}");
+    let entry: Value = serde_json::from_str(
+        std::fs::read_to_string(cassette)
+            .expect("cassette")
+            .lines()
+            .next()
+            .expect("an entry"),
+    )
+    .expect("JSON");
+    assert_eq!(entry["request"]["model"], "gpt-4o-mini", "{entry}");
+    // Another model is asked again, whether named by --model or TVM_MODEL.
+    let (code, _, stderr) = run(&[&openai[..], &["--model", "gpt-4o"]].concat(), &[]);
+    assert_eq!((code, server.hits()), (0, 4), "{stderr}");
+    let (code, _, stderr) = run(&openai, &[("TVM_MODEL", "gpt-4.1")]);
+    assert_eq!((code, server.hits()), (0, 6), "{stderr}");
+    let (code, _, stderr) = run(&[&openai[..], &["--model", "gpt-4o-mini"]].concat(), &[]);
+    assert_eq!(
+        (code, server.hits()),
+        (0, 6),
+        "the model asked first is cached: {stderr}"
+    );
+    // The cassette replays for its model, and for a replay that names none.
+    let replay = ["--provider", "replay", "--cassette", cassette];
+    let (code, r, _) = run(&[&replay[..], &["--model", "gpt-4o-mini"]].concat(), &[]);
+    assert_eq!((code, &r["status"]), (0, &json!("COMPLETE")), "{r}");
+    let (code, r, _) = run(&replay, &[]);
+    assert_eq!((code, &r["status"]), (0, &json!("COMPLETE")), "{r}");
+    let (code, r, _) = run(&replay, &[("TVM_MODEL", "gpt-4o")]);
+    assert_eq!(code, 1, "{r}");
+    let message = r["notes"]["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("model `gpt-4o`")
+            && message.contains("for model `gpt-4o-mini`, and this run asks for model `gpt-4o`"),
+        "{message}"
+    );
+}

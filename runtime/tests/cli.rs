@@ -383,6 +383,61 @@ fn a_trace_has_one_line_per_host_call_and_no_secret() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+#[test]
+fn a_setting_the_model_does_not_take_is_left_out_of_the_request_and_the_trace_and_said_in_the_notes(
+) {
+    let rt = server_runtime();
+    let reply = json!({"choices": [{"message": {"role": "assistant", "content": "fine"}}], "usage": {"prompt_tokens": 2, "completion_tokens": 1}});
+    let server = rt.block_on(Server::scripted(vec![Reply::json(200, reply)]));
+    let dir = std::env::temp_dir().join(format!("tvm-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let trace = dir.join("trace.jsonl");
+    let flags = [
+        "--force-model",
+        "openai:o3",
+        "--temperature",
+        "0.5",
+        "--seed",
+        "3",
+        "--trace",
+        trace.to_str().expect("path"),
+    ];
+    let (code, stdout, stderr) = run_against(&server.url(), &flags);
+    assert_eq!(code, 0, "{stderr}");
+    let body = server.requests()[0].json();
+    assert_eq!(
+        (body.get("temperature"), &body["seed"]),
+        (None, &json!(3)),
+        "{body}"
+    );
+    let line: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&trace)
+            .expect("trace")
+            .lines()
+            .next()
+            .expect("a line"),
+    )
+    .expect("JSON");
+    let settings = &line["settings"];
+    assert_eq!(
+        (&settings["temperature"], &settings["seed"]),
+        (&json!(null), &json!(3)),
+        "{line}"
+    );
+    let result: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let warnings = result["notes"]["warnings"].to_string();
+    assert!(
+        warnings.contains("`o3` does not take `temperature`"),
+        "{result}"
+    );
+    assert_eq!(
+        stderr.matches("does not take `temperature`").count(),
+        1,
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// Runs the golden bundle's `summarize_change` against `url` with `extra` flags.
 fn run_against(url: &str, extra: &[&str]) -> (i32, String, String) {
     let g = golden();

@@ -127,21 +127,90 @@ fn a_call_whose_worst_case_does_not_fit_is_not_sent_and_fails_with_the_cost_reso
     let rt = runtime();
     let server = rt.block_on(Server::start(|_, _| reply("gpt-4o-mini")));
     let dir = scratch("cost", "budget");
-    // One call's worst case (4,096 output tokens at 0.60 USD per million, about
-    // 0.0025 USD) fits in 0.004 USD; a second one beside it does not.
-    let (code, result, stderr) = survey(&dir, &server, &["--max-cost", "0.004"]);
+    // No max_tokens is sent, so a call's worst case is gpt-4o-mini's longest reply in
+    // the capability table (16,384 tokens at 0.60 USD per million, about 0.0098 USD):
+    // one fits in 0.012 USD, a second one beside it does not.
+    let (code, result, stderr) = survey(&dir, &server, &["--max-cost", "0.012"]);
     assert_eq!(code, 1, "{stderr}");
     let text = result.to_string();
     assert!(text.contains(r#""resource":"cost""#), "{result}");
     assert!(text.contains("does not fit"), "{result}");
     let sent = server.requests();
     assert!(!sent.is_empty() && sent.len() < 4, "{} sent", sent.len());
-    // Under a budget every call states its output limit, so its worst case is bounded.
-    assert!(sent.iter().all(|r| r.json()["max_tokens"] == json!(4096)));
+    // A budget changes nothing in what is sent.
+    for r in &sent {
+        let body = r.json();
+        assert!(body.get("max_tokens").is_none(), "{body}");
+    }
     let spent = result["notes"]["usage"]["costUsd"]
         .as_f64()
         .expect("a cost");
-    assert!(spent <= 0.004, "{spent}");
+    assert!(spent <= 0.012, "{spent}");
+}
+
+#[test]
+fn a_budget_changes_nothing_in_the_request_so_a_cache_filled_without_one_answers_it() {
+    let rt = runtime();
+    let server = rt.block_on(Server::start(|_, _| reply("gpt-4o-mini")));
+    let dir = scratch("cost", "budget-cache");
+    let cache = dir.join("cache");
+    let cache = ["--cache", cache.to_str().expect("path")];
+    let (code, _, stderr) = survey(&dir, &server, &cache);
+    assert_eq!((code, server.hits()), (0, 4), "{stderr}");
+    let budgeted = [&cache[..], &["--max-cost", "1"]].concat();
+    let (code, result, stderr) = survey(&dir, &server, &budgeted);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        server.hits(),
+        4,
+        "the budgeted run is answered from the cache"
+    );
+    assert_eq!(
+        result["notes"]["usage"]["cachedCalls"],
+        json!(4),
+        "{result}"
+    );
+}
+
+#[test]
+fn a_budget_over_a_model_whose_longest_reply_is_unknown_asks_for_a_max_tokens_before_anything_is_sent(
+) {
+    let rt = runtime();
+    let server = rt.block_on(Server::start(|_, _| reply("my-local-model")));
+    let dir = scratch("cost", "budget-unbounded");
+    let prices = dir.join("prices.json");
+    let table = json!({"models": {"openai:my-local-model": {"input": 1.0, "output": 2.0},
+                                  "openai:my-free-model": {"input": 0, "output": 0}}});
+    std::fs::write(&prices, table.to_string()).expect("write prices");
+    let priced = [
+        "--prices",
+        prices.to_str().expect("path"),
+        "--max-cost",
+        "1",
+    ];
+    let flags = [&priced[..], &["--model", "my-local-model"]].concat();
+    let (code, _, stderr) = survey(&dir, &server, &flags);
+    assert_eq!(code, 2, "{stderr}");
+    for part in [
+        "`openai:my-local-model`",
+        "no max_tokens",
+        "--max-output-tokens",
+    ] {
+        assert!(stderr.contains(part), "{part}: {stderr}");
+    }
+    assert_eq!(server.hits(), 0);
+    // The limit the user sets is sent, and bounds the worst case.
+    let bounded = [&flags[..], &["--max-output-tokens", "500"]].concat();
+    let (code, _, stderr) = survey(&dir, &server, &bounded);
+    assert_eq!((code, server.hits()), (0, 4), "{stderr}");
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.json()["max_tokens"] == json!(500)));
+    // A model whose output is free needs no bound.
+    let free = [&priced[..], &["--model", "my-free-model"]].concat();
+    let (code, _, stderr) = survey(&dir, &server, &free);
+    assert_eq!(code, 0, "{stderr}");
 }
 
 /// One call of a random workflow: its prompt's length, its output limit, and the

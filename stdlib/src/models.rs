@@ -1,6 +1,12 @@
-//! Model identifiers: `provider:model` or a bare model name (DESIGN §3).
+//! Model identifiers: `provider:model` or a bare model name (DESIGN §3), and what the
+//! providers' models take: which sampling settings, how long a reply and a prompt may be
+//! (the capability table, `stdlib/models.json`, which the compiler reads to warn and the
+//! runtime to send only what a model takes and to bound a call's worst case).
 
+use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::OnceLock;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Provider {
@@ -106,6 +112,155 @@ pub fn parse_model(s: &str) -> Result<ModelRef, ModelError> {
     }
 }
 
+/// The capability table as the providers published it on the date it names.
+const CAPABILITIES: &str = include_str!("../models.json");
+
+/// A sampling setting of `<model>` that a model may refuse (`max_tokens` is always
+/// taken, under one name or another).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum Setting {
+    #[serde(rename = "temperature")]
+    Temperature,
+    #[serde(rename = "top_p")]
+    TopP,
+    #[serde(rename = "stop")]
+    Stop,
+    #[serde(rename = "seed")]
+    Seed,
+}
+
+impl Setting {
+    pub const ALL: [Setting; 4] = [
+        Setting::Temperature,
+        Setting::TopP,
+        Setting::Stop,
+        Setting::Seed,
+    ];
+
+    /// The attribute of `<model>` that sets it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Setting::Temperature => "temperature",
+            Setting::TopP => "top_p",
+            Setting::Stop => "stop",
+            Setting::Seed => "seed",
+        }
+    }
+}
+
+/// What one model takes.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Capability {
+    /// Tokens of prompt and reply together.
+    pub context_window: u64,
+    /// The most tokens one reply may have.
+    pub max_output: u64,
+    /// The settings it takes; any other is refused by the provider.
+    pub takes: Vec<Setting>,
+    /// Settings it takes one of at a time, never together (Anthropic's newer models:
+    /// `temperature` or `top_p`).
+    #[serde(default)]
+    pub one_of: Vec<Setting>,
+}
+
+/// The table: models keyed `provider:model`, when and where the figures were taken.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    pub taken: String,
+    pub sources: BTreeMap<String, String>,
+    pub models: BTreeMap<String, Capability>,
+}
+
+/// The built-in capability table.
+pub fn capabilities() -> &'static Capabilities {
+    static TABLE: OnceLock<Capabilities> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        serde_json::from_str(CAPABILITIES)
+            .expect("stdlib/models.json is a valid capability table (a unit test reads it)")
+    })
+}
+
+/// What `model` at `provider` takes: the exact `provider:model` entry, else, for a
+/// dated snapshot (`gpt-4o-mini-2024-07-18`), the entry of the model it is a snapshot
+/// of. Nothing else is guessed: a model the table does not name is sent every setting
+/// it is given (a local server takes what it takes).
+pub fn capability(provider: Provider, model: &str) -> Option<&'static Capability> {
+    let models = &capabilities().models;
+    let prefix = provider.as_str();
+    models
+        .get(&format!("{prefix}:{model}"))
+        .or_else(|| models.get(&format!("{prefix}:{}", undated(model)?)))
+}
+
+/// A setting a request cannot carry to its model, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeftOut {
+    pub setting: Setting,
+    pub why: String,
+}
+
+/// The settings of `set` (in [`Setting::ALL`] order) that `model` at `provider` does not
+/// take, each with why: the table says it refuses them; it takes only one of two that
+/// are both set (the second is left out); or Anthropic, whose API has no seed.
+pub fn left_out(provider: Provider, model: &str, set: &[Setting]) -> Vec<LeftOut> {
+    let cap = capability(provider, model);
+    let mut out = Vec::new();
+    for s in Setting::ALL.into_iter().filter(|s| set.contains(s)) {
+        let why = match cap {
+            _ if provider == Provider::Anthropic && s == Setting::Seed => {
+                "Anthropic's API has no seed".to_string()
+            }
+            Some(c) if !c.takes.contains(&s) => {
+                format!("`{model}` does not take `{}`", s.as_str())
+            }
+            Some(c) if c.one_of.contains(&s) && is_second(s, &c.one_of, set) => {
+                let names: Vec<String> = c
+                    .one_of
+                    .iter()
+                    .map(|o| format!("`{}`", o.as_str()))
+                    .collect();
+                format!("`{model}` takes {}, not both", names.join(" or "))
+            }
+            _ => continue,
+        };
+        out.push(LeftOut { setting: s, why });
+    }
+    out
+}
+
+/// Whether `s` comes after another setting of `group` that is set too.
+fn is_second(s: Setting, group: &[Setting], set: &[Setting]) -> bool {
+    group
+        .iter()
+        .take_while(|g| **g != s)
+        .any(|g| set.contains(g))
+}
+
+/// `model` without a snapshot date at its end: `-YYYY-MM-DD` (OpenAI) or `-YYYYMMDD`
+/// (Anthropic). The digits must read as a date, so `-20250000` is not stripped.
+pub fn undated(model: &str) -> Option<&str> {
+    [11, 9].into_iter().find_map(|n| {
+        let at = model.len().checked_sub(n).filter(|&at| at > 0)?;
+        let date = model.get(at..)?.strip_prefix('-')?;
+        let dashed = n == 11 && date.get(4..5)? == "-" && date.get(7..8)? == "-";
+        let digits: String = date.chars().filter(|&c| !dashed || c != '-').collect();
+        is_date(&digits).then(|| &model[..at])
+    })
+}
+
+/// Whether `digits` is a date of this century as `YYYYMMDD`.
+pub fn is_date(digits: &str) -> bool {
+    let number = |at: std::ops::Range<usize>| digits.get(at)?.parse::<u32>().ok();
+    digits.len() == 8
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && matches!(
+            (number(0..4), number(4..6), number(6..8)),
+            (Some(2000..=2099), Some(1..=12), Some(1..=31))
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +296,48 @@ mod tests {
             Err(ModelError::UnknownProvider("foo".into()))
         );
         assert_eq!(parse_model("openai:"), Err(ModelError::EmptyName));
+    }
+
+    #[test]
+    fn the_capability_table_reads_and_names_known_providers_and_sources() {
+        let t = capabilities();
+        assert!(is_date(&t.taken.replace('-', "")), "{}", t.taken);
+        for (key, c) in &t.models {
+            let (provider, name) = key.split_once(':').expect("provider:model");
+            assert!(Provider::parse(provider).is_some(), "{key}");
+            assert!(parse_model(name).is_ok(), "{key}");
+            assert!(c.max_output > 0 && c.max_output < c.context_window, "{key}");
+            assert!(t.sources.contains_key(provider), "{key} has no source");
+        }
+    }
+
+    #[test]
+    fn a_reasoning_model_takes_no_temperature_top_p_or_stop_and_a_snapshot_is_its_model() {
+        let all = Setting::ALL;
+        let out: Vec<Setting> = left_out(Provider::OpenAi, "o3-2025-04-16", &all)
+            .into_iter()
+            .map(|l| l.setting)
+            .collect();
+        assert_eq!(out, [Setting::Temperature, Setting::TopP, Setting::Stop]);
+        assert!(left_out(Provider::OpenAi, "gpt-4o-mini", &all).is_empty());
+        // A model the table does not name is sent what it is given.
+        assert!(left_out(Provider::OpenAi, "llama3", &all).is_empty());
+    }
+
+    #[test]
+    fn anthropic_has_no_seed_and_its_newer_models_take_temperature_or_top_p() {
+        let both = [Setting::Temperature, Setting::TopP, Setting::Seed];
+        let out = left_out(Provider::Anthropic, "claude-sonnet-4-5", &both);
+        let names: Vec<&str> = out.iter().map(|l| l.setting.as_str()).collect();
+        assert_eq!(names, ["top_p", "seed"]);
+        assert!(
+            out[0].why.contains("`temperature` or `top_p`, not both"),
+            "{}",
+            out[0].why
+        );
+        let one = left_out(Provider::Anthropic, "claude-sonnet-4-5", &[Setting::TopP]);
+        assert!(one.is_empty(), "{one:?}");
+        let unknown = left_out(Provider::Anthropic, "claude-3-opus", &[Setting::Seed]);
+        assert_eq!(unknown[0].why, "Anthropic's API has no seed");
     }
 }

@@ -85,39 +85,21 @@ fn write_step(out: &mut String, i: usize, r: &Value, full: bool) {
     };
 }
 
-/// A step's notes as the next steps' prompts show them: usage and cache marks are for
-/// the people running the workflow, not for the model.
+/// A step's notes as the next steps' prompts show them: usage, cache marks and warnings
+/// are for the people running the workflow, not for the model
+/// ([`crate::result::OPERATOR_NOTES`]).
 fn notes_for_prompt(notes: &Value) -> std::borrow::Cow<'_, str> {
+    use crate::result::OPERATOR_NOTES;
     match notes {
-        Value::Object(m) if m.contains_key("usage") || m.contains_key("cached") => {
+        Value::Object(m) if OPERATOR_NOTES.iter().any(|k| m.contains_key(*k)) => {
             let kept: Map<String, Value> = m
                 .iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "usage" | "cached"))
+                .filter(|(k, _)| !OPERATOR_NOTES.contains(&k.as_str()))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             std::borrow::Cow::Owned(Value::Object(kept).to_string())
         }
         other => text_of(other),
-    }
-}
-
-/// `v` with the accounting taken out of every result in it (`notes.usage`,
-/// `notes.cached`, nested results included), as a model is shown a subtask's result.
-/// Besides being of no use to the model, they differ between a live run, a replayed one
-/// and one answered from the reply cache, and a request that held them would never
-/// match its cassette or cache entry. Values nest at most `MAX_NESTING` levels, so the
-/// walk is bounded.
-pub(crate) fn without_accounting(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            if let Some(Value::Object(notes)) = m.get_mut("notes") {
-                notes.shift_remove("usage");
-                notes.shift_remove("cached");
-            }
-            m.values_mut().for_each(without_accounting);
-        }
-        Value::Array(items) => items.iter_mut().for_each(without_accounting),
-        _ => {}
     }
 }
 

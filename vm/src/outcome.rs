@@ -116,13 +116,31 @@ pub fn with_criteria(r: &mut TaskResult, meta: &TaskMeta) {
 }
 
 /// A reply cut by the output limit: what was written is kept, but it is not an answer.
+/// With no `max_tokens` sent, no limit was set, so none is reported: the model's own
+/// output limit or the server's context window ended the reply, and the message says
+/// which settings choose the limit.
 fn truncated(reply: LlmReply) -> TaskResult {
-    let limit = reply.max_tokens.unwrap_or(reply.output_tokens);
-    let message = match reply.max_tokens {
-        Some(n) => format!("the reply was cut at the output limit of {n} tokens; raise `max_tokens` on the task's `<model>` or `--max-output-tokens`"),
-        None => "the reply was cut at the model's output limit".to_string(),
+    let error = match reply.max_tokens {
+        Some(n) => TaskError::exhausted(
+            Resource::Output,
+            format!("the reply was cut at the output limit of {n} tokens; raise `max_tokens` on the task's `<model>` or `--max-output-tokens`"),
+            reply.output_tokens,
+            n,
+        ),
+        None => TaskError {
+            metrics: None,
+            ..TaskError::exhausted(
+                Resource::Output,
+                format!(
+                    "the reply was cut after {} tokens, though no max_tokens was sent: the model's own output limit or the server's context window ended it (a local server's context size, e.g. llama-server --ctx-size, holds the prompt and the reply together); set `max_tokens` on the task's `<model>` or `--max-output-tokens` to choose the limit, or give the server a larger context",
+                    reply.output_tokens
+                ),
+                reply.output_tokens,
+                0,
+            )
+        }
+        .with_details(json!({"outputTokens": reply.output_tokens})),
     };
-    let error = TaskError::exhausted(Resource::Output, message, reply.output_tokens, limit);
     let notes = reply_notes(&reply);
     let mut r = failed_keeping(error, reply.content);
     r.notes.other = notes;
@@ -217,30 +235,51 @@ fn content_of(r: &Value) -> String {
         .to_string()
 }
 
-/// The reason, message and error (its value form, moved out) of a failed step, for
-/// the failure of the sequence or reduce it belongs to.
-fn error_of(mut r: Value) -> (Reason, String, Value) {
-    let e = r
+/// What a composite task's failure takes from its failed step (or item, or input).
+struct StepFailure {
+    reason: Reason,
+    message: String,
+    /// The step's error, in value form.
+    error: Value,
+    /// The step's text: a reply cut at its output limit, or one of the wrong type, is
+    /// kept, as an atomic task's failure keeps it.
+    content: String,
+}
+
+/// The failure of a step (its value form, moved out), for the failure of the sequence,
+/// reduce or map it belongs to.
+fn error_of(mut r: Value) -> StepFailure {
+    let error = r
         .pointer_mut("/notes/error")
         .map(Value::take)
         .unwrap_or(Value::Null);
-    let reason = ErrorKind::of(&e).map_or(Reason::UnexpectedError, ErrorKind::reason);
-    let message = e
+    let reason = ErrorKind::of(&error).map_or(Reason::UnexpectedError, ErrorKind::reason);
+    let message = error
         .get("message")
         .and_then(Value::as_str)
         .unwrap_or("a step failed")
         .to_string();
-    (reason, message, e)
+    let content = match r.get_mut("content").map(Value::take) {
+        Some(Value::String(s)) => s,
+        _ => String::new(),
+    };
+    StepFailure {
+        reason,
+        message,
+        error,
+        content,
+    }
 }
 
 /// A sequence whose step `step` (from 0) of `total` failed with `failed`.
 pub fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Value {
-    let (reason, message, error) = error_of(failed);
-    let message = format!("step {} of {total} failed: {message}", step + 1);
+    let f = error_of(failed);
+    let message = format!("step {} of {total} failed: {}", step + 1, f.message);
     // Counted from 1, as the message counts them.
     let details = json!({"failedStep": step + 1, "totalSteps": total,
-        "partialResults": partial, "stepError": error});
-    TaskResult::failed(TaskError::failure(reason, message).with_details(details)).into()
+        "partialResults": partial, "stepError": f.error});
+    let error = TaskError::failure(f.reason, message).with_details(details);
+    failed_keeping(error, f.content).into()
 }
 
 /// A reduce whose input at `index` of `total` failed with `failed`.
@@ -251,20 +290,22 @@ pub fn fail_reduce(
     processed: Value,
     accumulator: Value,
 ) -> Value {
-    let (reason, message, error) = error_of(failed);
+    let f = error_of(failed);
     // `failedInputIndex` counts from 0; the message says both.
     let message = format!(
-        "input {} of {total} (index {index}) of the reduction failed: {message}",
-        index.as_u64().unwrap_or(0) + 1
+        "input {} of {total} (index {index}) of the reduction failed: {}",
+        index.as_u64().unwrap_or(0) + 1,
+        f.message
     );
     let details = json!({
         "failedInputIndex": index,
         "totalInputs": total,
         "processedInputs": processed,
         "currentAccumulator": accumulator,
-        "inputError": error,
+        "inputError": f.error,
     });
-    TaskResult::failed(TaskError::failure(reason, message).with_details(details)).into()
+    let error = TaskError::failure(f.reason, message).with_details(details);
+    failed_keeping(error, f.content).into()
 }
 
 /// A map's result from its bodies' results in item order (`null` for an item whose
@@ -292,19 +333,21 @@ pub fn map_result(results: Vec<Value>) -> Value {
             _ => Value::Null,
         })
         .collect();
-    let (reason, message, error) = error_of(failed);
+    let f = error_of(failed);
     // `failedIndex` counts from 0; the message says both.
     let message = format!(
-        "item {} of {total} (index {index}) of the map failed: {message}",
-        index + 1
+        "item {} of {total} (index {index}) of the map failed: {}",
+        index + 1,
+        f.message
     );
     let details = json!({
         "failedIndex": index,
         "totalItems": total,
         "partialResults": partial,
-        "itemError": error,
+        "itemError": f.error,
     });
-    TaskResult::failed(TaskError::failure(reason, message).with_details(details)).into()
+    let error = TaskError::failure(f.reason, message).with_details(details);
+    failed_keeping(error, f.content).into()
 }
 
 /// [`crate::result::value_of`], moving the value out of the result.

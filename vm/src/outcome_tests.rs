@@ -153,3 +153,46 @@ fn a_map_takes_its_bodies_values_or_fails_at_the_first_failed_item_passing_its_r
     );
     assert_eq!(e["details"]["itemError"]["reason"], "execution_timeout");
 }
+
+#[test]
+fn a_reply_cut_with_no_limit_sent_reports_no_limit_and_says_what_to_set() {
+    let reply = LlmReply {
+        content: "half an ans".into(),
+        output_tokens: 412,
+        truncated: true,
+        max_tokens: None,
+        ..LlmReply::default()
+    };
+    let r = Value::from(llm_result(reply, &Output::Text));
+    let e = &r["notes"]["error"];
+    assert_eq!(
+        (e["type"].as_str(), e["resource"].as_str()),
+        (Some("RESOURCE_EXHAUSTION"), Some("output"))
+    );
+    assert!(e.get("metrics").is_none(), "no limit was set: {e}");
+    assert_eq!(e["details"]["outputTokens"], 412);
+    let message = e["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("no max_tokens was sent")
+            && message.contains("--ctx-size")
+            && message.contains("--max-output-tokens"),
+        "{message}"
+    );
+    assert_eq!(r["content"], "half an ans");
+}
+
+#[test]
+fn the_cut_text_of_a_failed_step_item_or_input_stays_in_the_composites_content() {
+    let cut = || {
+        let mut r = TaskResult::failed(TaskError::exhausted(Resource::Output, "cut", 9, 8));
+        r.content = "the first half of an answer".into();
+        Value::from(r)
+    };
+    let sequence = fail_sequence(cut(), json!([]), 0, 2);
+    let reduce = fail_reduce(cut(), json!(0), json!(2), json!([]), json!("start"));
+    let map = map_result(vec![TaskResult::complete("one".into()).into(), cut()]);
+    for r in [sequence, reduce, map] {
+        assert_eq!(r["status"], "FAILED", "{r}");
+        assert_eq!(r["content"], "the first half of an answer", "{r}");
+    }
+}

@@ -414,6 +414,38 @@ pub fn set_note(r: &mut Value, key: &str, v: Value) {
     }
 }
 
+/// Notes that are for the people running a workflow, never for a model: what calls used
+/// and cost, whether a reply came from a cache, and the host's warnings (a damaged cache
+/// entry, a server that refused a field). They differ between a live run, a replayed
+/// one and a cached one, so a prompt holding them would be a different request each
+/// time, and the cassette and the cache would never answer it.
+pub const OPERATOR_NOTES: [&str; 3] = ["usage", "cached", "warnings"];
+
+/// A result in value form as a model is sent it: without [`OPERATOR_NOTES`], in its own
+/// notes or in those of any result it holds (a map's partial results, a subtask's
+/// error, a loop's last result). What a result says, its `content` and
+/// `parsedContent`, is data and is never touched, whatever keys it has.
+pub fn for_model(r: &Value) -> Value {
+    let mut v = r.clone();
+    strip_operator_notes(&mut v);
+    v
+}
+
+fn strip_operator_notes(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Object(notes)) = m.get_mut("notes") {
+                notes.retain(|k, _| !OPERATOR_NOTES.contains(&k.as_str()));
+            }
+            m.iter_mut()
+                .filter(|(k, _)| !matches!(k.as_str(), "content" | "parsedContent"))
+                .for_each(|(_, child)| strip_operator_notes(child));
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_operator_notes),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 #[path = "result_tests.rs"]
 mod tests;

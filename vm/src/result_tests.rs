@@ -138,3 +138,22 @@ fn a_value_that_is_not_a_result_is_refused() {
         {"type": "TASK_FAILURE", "reason": "timeout", "message": "m"}}});
     assert!(TaskResult::try_from(bad_reason).is_err());
 }
+
+#[test]
+fn a_result_as_a_model_is_sent_it_has_no_usage_cache_marks_or_warnings_at_any_depth() {
+    let inner = json!({"status": "FAILED", "content": "",
+        "notes": {"usage": {"calls": 1, "costUsd": 0.01}, "cached": true, "error": {"message": "cut"}}});
+    // The model's own answer is data, whatever keys it uses.
+    let answer = json!({"notes": {"usage": "as written", "cached": true}});
+    let r = json!({"status": "COMPLETE", "content": "done",
+        "notes": {"usage": {"calls": 2}, "warnings": ["the cached reply cannot be read"],
+                  "contextFiles": ["a.rs"], "evaluation": inner},
+        "parsedContent": answer});
+    assert_eq!(
+        for_model(&r),
+        json!({"status": "COMPLETE", "content": "done",
+            "notes": {"contextFiles": ["a.rs"], "evaluation": {"status": "FAILED", "content": "",
+                "notes": {"error": {"message": "cut"}}}},
+            "parsedContent": answer})
+    );
+}

@@ -8,6 +8,7 @@ mod expr;
 mod graph;
 mod infer;
 mod lists;
+mod model;
 mod operators;
 mod records;
 mod scope;

@@ -57,6 +57,7 @@ impl<'p> Checker<'p, '_, '_> {
             self.check_unstated_search(task, cm);
         }
         self.check_provider(task);
+        self.check_model_settings(task);
         self.check_compile_only(task);
         if task.type_invalid {
             return;

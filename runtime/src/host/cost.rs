@@ -1,23 +1,33 @@
 //! What the run host does for `--max-cost` before anything runs (DESIGN §15): every
-//! model the bundle's LLM calls may go to must have a price, since a budget cannot
-//! hold a call whose cost is unknown.
+//! model the bundle's LLM calls may go to must have a price, and every call a bound on
+//! its reply (its max_tokens, else the model's longest reply in the capability table),
+//! since a budget cannot hold a call whose cost is unknown.
 
 use super::{Choice, RunHost};
 use std::collections::BTreeSet;
-use tv_stdlib::models::Provider;
+use tv_stdlib::models::{capability, Provider};
 use tv_vm::bundle::{Bundle, TaskMeta};
 use tv_vm::host::LlmRequest;
 use tv_vm::isa::Op;
 
+/// The models a budget cannot hold, as `provider:model`, sorted.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Unbudgeted {
+    /// Models the price table has no price for.
+    pub unpriced: Vec<String>,
+    /// Priced models whose calls send no max_tokens and whose longest reply the
+    /// capability table does not know.
+    pub unbounded: Vec<String>,
+}
+
 impl RunHost {
-    /// The `provider:model` of every LLM call the bundle may make that the price
-    /// table has no price for, sorted. Calls answered by echo or a cassette cost
-    /// nothing and need none.
-    pub fn unpriced_models(&self, bundle: &Bundle) -> Vec<String> {
+    /// What of the bundle's LLM calls a budget cannot hold. Calls answered by echo or a
+    /// cassette cost nothing and need neither a price nor a bound.
+    pub fn unbudgeted(&self, bundle: &Bundle) -> Unbudgeted {
         let Some(ledger) = &self.ledger else {
-            return Vec::new();
+            return Unbudgeted::default();
         };
-        let mut missing = BTreeSet::new();
+        let (mut unpriced, mut unbounded) = (BTreeSet::new(), BTreeSet::new());
         for meta in llm_tasks(bundle) {
             let request = LlmRequest {
                 query: None,
@@ -36,11 +46,27 @@ impl RunHost {
             let Some(model) = self.model_of(provider, &sent) else {
                 continue;
             };
-            if ledger.prices.get(provider, &model).is_none() {
-                missing.insert(format!("{}:{model}", provider.as_str()));
+            let name = format!("{}:{model}", provider.as_str());
+            match ledger.prices.get(provider, &model) {
+                None => {
+                    unpriced.insert(name);
+                }
+                // Anthropic always sends one (its API requires it); OpenAI only when set.
+                Some(price)
+                    if provider == Provider::OpenAi
+                        && sent.settings.max_tokens.is_none()
+                        && price.output > 0.0
+                        && capability(provider, &model).is_none() =>
+                {
+                    unbounded.insert(name);
+                }
+                Some(_) => {}
             }
         }
-        missing.into_iter().collect()
+        Unbudgeted {
+            unpriced: unpriced.into_iter().collect(),
+            unbounded: unbounded.into_iter().collect(),
+        }
     }
 
     /// The model a request goes to on `provider`, as the adapter would name it.

@@ -5,7 +5,7 @@
 use crate::cassette::{Cassette, Recorder};
 use crate::context::Assembler;
 use crate::host::AsyncHost;
-use crate::ledger::{Ledger, BUDGET_MAX_TOKENS};
+use crate::ledger::Ledger;
 use crate::observe::{Progress, Trace};
 use crate::offline::Offline;
 use crate::providers::vars::{ANTHROPIC_BASE_URL, OPENAI_BASE_URL};
@@ -55,6 +55,9 @@ pub struct RunHost {
     pub defaults: ModelSettings,
     /// Replaces every task's model (`--force-model`).
     pub force_model: Option<String>,
+    /// The model of tasks that name none (`--model`, `TVM_MODEL`): the adapters have it
+    /// as their default, and a replay needs it to ask its cassette for that model.
+    pub model: Option<String>,
     /// Set with `--provider replay`.
     pub cassette: Option<Cassette>,
     /// Set by `tvm test`: a test's replies and cassettes, which answer before `cassette`.
@@ -123,6 +126,7 @@ impl RunHost {
             default: Some(default),
             defaults: ModelSettings::default(),
             force_model: None,
+            model: None,
             cassette: None,
             offline: None,
             recorder: None,
@@ -176,17 +180,34 @@ impl RunHost {
     }
 
     /// The request as it is sent: `--force-model` and the run's default settings
-    /// applied, and under `--max-cost` an output limit, so that its worst case is bounded.
+    /// applied. A budget changes nothing in it: its worst case is bounded by the
+    /// model's longest reply instead (see [`Ledger::worst`]).
     pub(super) fn prepare(&self, r: &LlmRequest) -> LlmRequest {
         let mut sent = r.clone();
         if let Some(m) = &self.force_model {
             sent.model = Some(m.clone());
         }
         sent.settings = r.settings.or(&self.defaults);
-        if self.budgeted() && sent.settings.max_tokens.is_none() {
-            sent.settings.max_tokens = Some(BUDGET_MAX_TOKENS);
-        }
         sent
+    }
+
+    /// The model `r` (as prepared) asks, by the name its provider is sent: the task's
+    /// (or `--force-model`'s), else the run's (`--model`, `TVM_MODEL`), else the
+    /// provider's default. `None` when nothing names one: a dry run, or a replay that
+    /// names none (its cassette then answers with what its tasks that named none got).
+    pub fn asked_model(&self, r: &LlmRequest) -> Option<String> {
+        let name = |m: &String| parse_model(m).ok().map(|m| m.name);
+        let adapter = match self.choose(r) {
+            Some(Choice::Remote(Provider::OpenAi)) => self.openai.as_ref().map(|a| a.settings()),
+            Some(Choice::Remote(Provider::Anthropic)) => {
+                self.anthropic.as_ref().map(|a| a.settings())
+            }
+            _ => None,
+        };
+        match adapter {
+            Some(settings) => Some(settings.model_for(r)),
+            None => r.model.as_ref().or(self.model.as_ref()).and_then(name),
+        }
     }
 
     /// The request as sent (settings, inherited subset, files) and its reply.
@@ -210,7 +231,7 @@ impl RunHost {
         };
         for w in &assembled.unread {
             let task = &sent.task.name;
-            self.say_once(&format!(
+            self.say_warning(&format!(
                 "task `{task}`: {w}; the model is asked without it{hint}"
             ));
         }
@@ -231,8 +252,9 @@ impl RunHost {
         let reply = match self.ask(&sent).await {
             Ok(mut reply) => {
                 reply.context_files = assembled.files;
-                // A provider's warnings (a server that refused structured output) are
-                // rare and about the whole run: said on stderr too, as they come.
+                // A provider's warnings (a server that refused structured output, a
+                // setting the model does not take) are about the whole run: said on
+                // stderr too, as they come, each once.
                 for w in &reply.warnings {
                     self.say_warning(w);
                 }
@@ -243,7 +265,7 @@ impl RunHost {
                 }
                 match &self.recorder {
                     Some(rec) => rec
-                        .record(&sent, &reply)
+                        .record(&sent, self.asked_model(&sent).as_deref(), &reply)
                         .map(|()| reply)
                         .map_err(|message| HostError::new(Reason::ExecutionHalted, message)),
                     None => Ok(reply),
@@ -254,19 +276,25 @@ impl RunHost {
         (sent, reply)
     }
 
-    /// [`RunHost::say_warning`], unless this run said the same already.
-    fn say_once(&self, text: &str) {
-        let new = match self.said.lock() {
-            Ok(mut said) => said.insert(text.to_string()),
-            Err(_) => true,
-        };
-        if new {
-            self.say_warning(text);
+    /// `r` with the settings its model does not take left out, as its adapter sends it
+    /// (a reasoning model's temperature): what the trace shows.
+    fn as_sent(&self, mut r: LlmRequest) -> LlmRequest {
+        if let (Some(Choice::Remote(p)), Some(model)) = (self.choose(&r), self.asked_model(&r)) {
+            r.settings = crate::providers::sendable(p, &model, &r).0;
         }
+        r
     }
 
-    /// `warning: ...` on stderr, above the progress line when there is one.
+    /// `warning: ...` on stderr, above the progress line when there is one; once per
+    /// run for each text.
     fn say_warning(&self, text: &str) {
+        let new = self
+            .said
+            .lock()
+            .map_or(true, |mut said| said.insert(text.to_string()));
+        if !new {
+            return;
+        }
         let line = format!("tvm: warning: {text}");
         match &self.progress {
             Some(p) => p.say(&line),
@@ -313,12 +341,15 @@ impl RunHost {
                 ..tv_vm::host::echo(r)
             }),
             Some(Choice::Replay) => match (&self.offline, &self.cassette) {
-                (Some(o), _) => o.answer(r),
-                (None, Some(c)) => c.answer(r).map(|reply| LlmReply {
-                    cost: Some(0),
-                    cached: true,
-                    ..reply
-                }),
+                (Some(o), _) => o.answer(r, self.asked_model(r).as_deref()),
+                (None, Some(c)) => {
+                    c.answer(r, self.asked_model(r).as_deref())
+                        .map(|reply| LlmReply {
+                            cost: Some(0),
+                            cached: true,
+                            ..reply
+                        })
+                }
                 (None, None) => Err(unavailable(
                     "replay needs a cassette: --cassette FILE".into(),
                 )),
@@ -378,7 +409,11 @@ impl AsyncHost for RunHost {
             p.finished(&reply);
         }
         if let Some(t) = &self.trace {
-            t.write(sent.as_ref().unwrap_or(request), &reply, start.elapsed());
+            let shown = match sent {
+                Some(HostRequest::Llm(r)) => Some(HostRequest::Llm(self.as_sent(r))),
+                other => other,
+            };
+            t.write(shown.as_ref().unwrap_or(request), &reply, start.elapsed());
         }
         reply
     }

@@ -7,6 +7,7 @@ use super::{
 };
 use reqwest::header::HeaderName;
 use serde_json::{json, Value};
+use tv_stdlib::models::Provider;
 use tv_vm::host::{HostError, LlmReply, LlmRequest, Role};
 
 /// Where the key comes from, named when a server refuses it.
@@ -59,15 +60,17 @@ impl Anthropic {
     /// store what was sent).
     pub fn body(&self, req: &LlmRequest) -> Value {
         self.body_shaped(req, &Shape::of(req, self.transport.json_mode(), true))
+            .0
     }
 
     /// The request body for `req`, its output asked for as `shape` says: a native shape
-    /// is one tool whose input is the reply, forced with `tool_choice`.
-    fn body_shaped(&self, req: &LlmRequest, shape: &Shape) -> Value {
+    /// is one tool whose input is the reply, forced with `tool_choice`. Settings the
+    /// model does not take are left out, each with a warning.
+    fn body_shaped(&self, req: &LlmRequest, shape: &Shape) -> (Value, Vec<String>) {
         let model = self.transport.settings.model_for(req);
         // Never both tools: forcing the reply tool would forbid the spawning one.
         let tools = match shape {
-            Shape::Native { name, schema } => Some(json!([{
+            Shape::Native { name, schema, .. } => Some(json!([{
                 "name": name,
                 "description": REPLY_TOOL_DESCRIPTION,
                 "input_schema": schema,
@@ -91,7 +94,7 @@ impl Anthropic {
             }
         }
         let system = system_blocks(&model, req, tools.as_ref(), session, shape);
-        let s = &req.settings;
+        let (s, warnings) = super::sendable(Provider::Anthropic, &model, req);
         let mut body = json!({
             "model": model,
             "max_tokens": s.max_tokens.unwrap_or(MAX_TOKENS),
@@ -106,8 +109,8 @@ impl Anthropic {
         if let Some(p) = s.top_p {
             body["top_p"] = json!(p);
         }
-        // The messages API has no seed: a run that sets one is as repeatable as the
-        // provider makes it, and the seed still keys the cache and the cassette.
+        // The messages API has no seed: `sendable` left it out with a warning; it still
+        // keys the cassette, which holds what the task asked for.
         if let Some(stop) = &s.stop {
             body["stop_sequences"] = json!([stop]);
         }
@@ -117,14 +120,17 @@ impl Anthropic {
         if let Shape::Native { name, .. } = shape {
             body["tool_choice"] = json!({"type": "tool", "name": name});
         }
-        body
+        (body, warnings)
     }
 
     /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
     /// A server that refuses the forced tool is asked again with the schema in the
     /// prompt, and so is every later call of the run.
     pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
-        let feature = "a forced tool (`tools` with `tool_choice`)";
+        let feature = (
+            "a forced tool (`tools` with `tool_choice`)",
+            &["tools", "tool_choice"][..],
+        );
         structured::complete(&self.transport, req, true, feature, |shape| async move {
             self.complete_shaped(req, &shape).await
         })
@@ -136,7 +142,7 @@ impl Anthropic {
         req: &LlmRequest,
         shape: &Shape,
     ) -> Result<LlmReply, HostError> {
-        let body = self.body_shaped(req, shape);
+        let (body, warnings) = self.body_shaped(req, shape);
         let reply_tool = match shape {
             Shape::Native { name, .. } => Some(name.as_str()),
             _ => None,
@@ -150,6 +156,16 @@ impl Anthropic {
             reply.model = self.transport.settings.model_for(req);
         }
         reply.max_tokens = body.get("max_tokens").and_then(Value::as_u64);
+        reply.warnings.extend(warnings);
+        if reply.truncated && req.settings.max_tokens.is_none() {
+            // The limit it was cut at is one the task never set: say where it came from.
+            reply.warnings.push(format!(
+                "task `{}`: no max_tokens was set, and Anthropic requires one, so the default \
+                 of {MAX_TOKENS} was sent; set max_tokens on the task's <model> or \
+                 --max-output-tokens for longer replies",
+                req.task.name
+            ));
+        }
         Ok(reply)
     }
 

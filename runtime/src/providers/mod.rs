@@ -26,6 +26,8 @@ use std::fmt;
 
 use std::time::Duration;
 use transport::Transport;
+use tv_stdlib::models::{left_out, Provider, Setting};
+use tv_vm::bundle::ModelSettings;
 use tv_vm::host::{HostError, LlmRequest};
 
 /// The name of the tool through which a model asks for a subtask.
@@ -253,21 +255,56 @@ pub fn subtask_schema() -> Value {
 pub const SPAWN_SUBTASK_DESCRIPTION: &str = "Run a subtask and continue this task with its \
 result. Use it when part of the work is a separate task of its own.";
 
-/// A request the server refused as malformed (HTTP 400 or 422) that names a feature the
-/// request used gets told which element turns the feature off: stock local servers
-/// (llama.cpp without `--jinja`, some Ollama models) refuse tools.
+/// A request the server refused for its spawning tool gets told which task offered the
+/// tool and which element turns it off: stock local servers (llama.cpp without
+/// `--jinja`, some Ollama models) refuse tools, with whatever status they choose.
 fn explain_unsupported(mut e: HostError, req: &LlmRequest) -> HostError {
-    let refused = e.message.contains("HTTP 400") || e.message.contains("HTTP 422");
-    let lower = e.message.to_lowercase();
-    if refused && req.task.subtasks && lower.contains("tool") {
+    let tools = matches!(transport::refused_field(&e), Some("tools" | "tool_choice"));
+    if tools && req.task.subtasks {
         e.message.push_str(&format!(
-            "\n(the server seems not to support tools: task `{}` offers the spawn_subtask tool \
-             because it says `<subtasks>enabled</subtasks>`; remove that element, or use a \
-             server with tool support)",
+            "\n(the server does not take tools: task `{}` offers the spawn_subtask tool because \
+             it says `<subtasks>enabled</subtasks>`; remove that element, or use a server with \
+             tool support, e.g. llama-server started with --jinja)",
             req.task.name
         ));
     }
     e
+}
+
+/// The settings `req` is sent to `model` of `provider` with: those the model does not
+/// take by the capability table (a reasoning model's temperature, Anthropic's seed)
+/// left out, each said in a warning for the task's notes.
+pub(crate) fn sendable(
+    provider: Provider,
+    model: &str,
+    req: &LlmRequest,
+) -> (ModelSettings, Vec<String>) {
+    let mut s = req.settings.clone();
+    let set: Vec<Setting> = [
+        (Setting::Temperature, s.temperature.is_some()),
+        (Setting::TopP, s.top_p.is_some()),
+        (Setting::Stop, s.stop.is_some()),
+        (Setting::Seed, s.seed.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(setting, on)| on.then_some(setting))
+    .collect();
+    let mut warnings = Vec::new();
+    for left in left_out(provider, model, &set) {
+        match left.setting {
+            Setting::Temperature => s.temperature = None,
+            Setting::TopP => s.top_p = None,
+            Setting::Stop => s.stop = None,
+            Setting::Seed => s.seed = None,
+        }
+        warnings.push(format!(
+            "task `{}`: {}, so the request leaves `{}` out",
+            req.task.name,
+            left.why,
+            left.setting.as_str()
+        ));
+    }
+    (s, warnings)
 }
 
 /// The system text: the system prompt, then the memory system's context when there is one

@@ -5,6 +5,7 @@ use super::structured::{self, Shape};
 use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
 use reqwest::header::AUTHORIZATION;
 use serde_json::{json, Value};
+use tv_stdlib::models::Provider;
 use tv_vm::host::{HostError, LlmReply, LlmRequest, Role};
 use tv_vm::result::Reason;
 
@@ -43,12 +44,14 @@ impl OpenAi {
     /// store what was sent).
     pub fn body(&self, req: &LlmRequest) -> Value {
         self.body_shaped(req, &Shape::of(req, self.transport.json_mode(), false))
+            .0
     }
 
     /// The request body for `req`, its output asked for as `shape` says: a native shape
     /// is `response_format` with a strict JSON schema (which the spawning tool can go
-    /// with: the model either calls it or answers in the schema).
-    fn body_shaped(&self, req: &LlmRequest, shape: &Shape) -> Value {
+    /// with: the model either calls it or answers in the schema). Settings the model
+    /// does not take are left out, each with a warning.
+    fn body_shaped(&self, req: &LlmRequest, shape: &Shape) -> (Value, Vec<String>) {
         // Static text first, so that the prefix OpenAI caches on its own is as long as it
         // can be: the system message (the system prompt, then the context, then any
         // schema), then the conversation.
@@ -64,7 +67,7 @@ impl OpenAi {
         let mut body = json!({"model": model});
         // Moved in: `json!` would copy every message through the serializer.
         body["messages"] = Value::Array(messages);
-        let s = &req.settings;
+        let (s, warnings) = super::sendable(Provider::OpenAi, &model, req);
         if let Some(t) = s.temperature {
             body["temperature"] = json!(t);
         }
@@ -90,20 +93,23 @@ impl OpenAi {
                 }
             }]);
         }
-        if let Shape::Native { name, schema } = shape {
+        if let Shape::Native { name, schema, .. } = shape {
             body["response_format"] = json!({
                 "type": "json_schema",
                 "json_schema": {"name": name, "strict": true, "schema": schema},
             });
         }
-        body
+        (body, warnings)
     }
 
     /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
     /// A server that refuses `response_format` is asked again with the schema in the
     /// prompt, and so is every later call of the run.
     pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
-        let feature = "`response_format` with a JSON schema";
+        let feature = (
+            "`response_format` with a JSON schema",
+            &["response_format", "json_schema"][..],
+        );
         structured::complete(&self.transport, req, false, feature, |shape| async move {
             self.complete_shaped(req, &shape).await
         })
@@ -115,7 +121,7 @@ impl OpenAi {
         req: &LlmRequest,
         shape: &Shape,
     ) -> Result<LlmReply, HostError> {
-        let body = self.body_shaped(req, shape);
+        let (body, warnings) = self.body_shaped(req, shape);
         let mut reply = self
             .transport
             .exchange("/chat/completions", &body, |v| self.read(v))
@@ -125,6 +131,7 @@ impl OpenAi {
             reply.model = self.transport.settings.model_for(req);
         }
         reply.max_tokens = req.settings.max_tokens;
+        reply.warnings.extend(warnings);
         Ok(reply)
     }
 

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::atomic::Ordering;
-use tv_stdlib::types::{json_schema, strict_schema, Type};
+use tv_stdlib::types::{json_schema, strict_schema, strict_wrapped, Type, WRAPPED};
+use tv_stdlib::values::parse_json_text;
 use tv_vm::bundle::Output;
 use tv_vm::host::{HostError, LlmReply, LlmRequest};
 
@@ -47,8 +48,14 @@ impl JsonMode {
 pub enum Shape {
     /// Text, or JSON of no declared type: nothing is added to the request.
     Free,
-    /// The provider's own field: a strict schema under a name.
-    Native { name: String, schema: Value },
+    /// The provider's own field: a strict schema under a name. `wrapped`: the type is
+    /// not a record, and the schema asks for it as the one property of an object (both
+    /// strict modes take only an object at the top), which the reply is unwrapped of.
+    Native {
+        name: String,
+        schema: Value,
+        wrapped: bool,
+    },
     /// The schema, described at the end of the system text.
     Described(Value),
 }
@@ -64,10 +71,14 @@ impl Shape {
             Output::Json(_) | Output::Text => return Shape::Free,
         };
         let native = mode == JsonMode::Native && !(spawn_conflicts && req.task.subtasks);
-        match strict_schema(ty).filter(|_| native) {
-            Some(schema) => Shape::Native {
+        let strict = strict_schema(ty)
+            .map(|schema| (schema, false))
+            .or_else(|| strict_wrapped(ty).map(|schema| (schema, true)));
+        match strict.filter(|_| native) {
+            Some((schema, wrapped)) => Shape::Native {
                 name: schema_name(ty, &req.task.name),
                 schema,
+                wrapped,
             },
             None => Shape::Described(json_schema(ty)),
         }
@@ -97,7 +108,16 @@ impl Shape {
     /// The same request in prompt mode.
     fn described(&self) -> Shape {
         match self {
-            Shape::Native { schema, .. } => Shape::Described(schema.clone()),
+            Shape::Native {
+                schema, wrapped, ..
+            } => {
+                let plain = if *wrapped {
+                    &schema["properties"][WRAPPED]
+                } else {
+                    schema
+                };
+                Shape::Described(plain.clone())
+            }
             other => other.clone(),
         }
     }
@@ -153,26 +173,39 @@ impl Transport {
     }
 }
 
-/// Words in a refusal that name the fields native mode adds.
-const NATIVE_FIELDS: [&str; 4] = ["response_format", "json_schema", "tool_choice", "tools"];
+/// A reply to a wrapped schema with the value it holds as its text. A reply that is not
+/// the wrapper (a refusal in words, a model that ignored the schema) stays as it is, and
+/// the type check says what is wrong with it.
+fn unwrapped(mut reply: LlmReply) -> LlmReply {
+    if reply.subtask_request.is_some() {
+        return reply;
+    }
+    if let Ok(Value::Object(mut m)) = parse_json_text(&reply.content) {
+        if m.len() == 1 {
+            if let Some(v) = m.remove(WRAPPED) {
+                reply.content = v.to_string();
+            }
+        }
+    }
+    reply
+}
 
-/// Whether a call failed because the server does not take the native field: refused as
-/// malformed (HTTP 400 or 422) by an error that names it.
-fn refuses_native(e: &HostError) -> bool {
-    let refused = e.message.contains("HTTP 400") || e.message.contains("HTTP 422");
-    let lower = e.message.to_lowercase();
-    refused && NATIVE_FIELDS.iter().any(|f| lower.contains(f))
+/// Whether a call failed because the server does not take one of `native`, the fields
+/// the adapter's native mode adds: it refused a field the request carried (whatever the
+/// HTTP status, see [`super::transport::refused_field`]), and that field is one of them.
+fn refuses_native(e: &HostError, native: &[&str]) -> bool {
+    super::transport::refused_field(e).is_some_and(|f| native.contains(&f))
 }
 
 /// Makes one call with the shape `req` needs. A native call the server refuses for its
 /// native field is made again in prompt mode, and the provider stays in prompt mode for
 /// the rest of the run; the call that switched it carries the warning. `feature` names
-/// the native field in messages.
+/// the native field in messages; `native` lists the request fields it consists of.
 pub(super) async fn complete<F, Fut>(
     transport: &Transport,
     req: &LlmRequest,
     spawn_conflicts: bool,
-    feature: &str,
+    (feature, native): (&str, &[&str]),
     call: F,
 ) -> Result<LlmReply, HostError>
 where
@@ -180,12 +213,14 @@ where
     Fut: Future<Output = Result<LlmReply, HostError>>,
 {
     let shape = Shape::of(req, transport.json_mode(), spawn_conflicts);
-    if !matches!(shape, Shape::Native { .. }) {
-        return call(shape).await;
-    }
+    let wrapped = match shape {
+        Shape::Native { wrapped, .. } => wrapped,
+        _ => return call(shape).await,
+    };
     let described = shape.described();
     let refused = match call(shape).await {
-        Err(e) if refuses_native(&e) => e,
+        Err(e) if refuses_native(&e, native) => e,
+        Ok(reply) if wrapped => return Ok(unwrapped(reply)),
         other => return other,
     };
     // Only the first refusal of the run says so; calls already in flight when it came

@@ -12,11 +12,29 @@ use serde_json::Value;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 use tv_vm::host::{HostError, LlmReply};
 use tv_vm::result::Reason;
 
 /// How long an excerpt of a response body in an error message may be.
 const EXCERPT_CHARS: usize = 200;
+
+/// How long a server may take to accept a connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// TCP keepalive: the first probe of a quiet connection, the probes after it, how many
+/// may go unanswered before the connection is given up (30 s in all) and the call
+/// retried. A server's system answers them while its model works on a reply.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
+
+/// The fields a server may refuse for lacking the feature they ask for (tools,
+/// structured output); an error naming one the request carried is a refusal.
+pub(super) const FEATURE_FIELDS: [&str; 4] =
+    ["tools", "tool_choice", "response_format", "json_schema"];
+
+/// How a refusal opens its message, so that the adapters can tell which field it was.
+const REFUSED: &str = "the server refused the request's `";
 
 /// The part of both adapters that talks HTTP: one client, the concurrency cap, retries,
 /// and the translation of every failure into a [`HostError`].
@@ -81,6 +99,21 @@ impl Transport {
         if loopback {
             builder = builder.no_proxy();
         }
+        // Connections (README "tvm", providers): none is kept
+        // between calls, because a kept connection to a server that restarted may be
+        // held open and never answered, and from this side it cannot be told from a
+        // model still working on a long reply, which sends nothing before it is done.
+        // A server that does not accept is given up on after the connect timeout, and
+        // a peer that stops answering keepalive probes (a machine or container gone)
+        // after them; neither cuts a slow reply, whose server's system answers the
+        // probes while the model works. (No TCP user timeout: a busy server that has
+        // not yet read a long request holds it unacknowledged for as long as it likes.)
+        builder = builder
+            .pool_max_idle_per_host(0)
+            .connect_timeout(CONNECT_TIMEOUT.min(settings.request_timeout))
+            .tcp_keepalive(KEEPALIVE)
+            .tcp_keepalive_interval(KEEPALIVE_INTERVAL)
+            .tcp_keepalive_retries(KEEPALIVE_RETRIES);
         let client = builder
             .build()
             .map_err(|e| format!("{provider}: cannot build the HTTP client: {e}"))?;
@@ -126,11 +159,16 @@ impl Transport {
         let ticket = match &ledger.shared {
             Some(shared) => {
                 let what = format!("a call to `{}`", model_of(body));
-                let worst = ledger.worst(self.provider, body);
-                match shared.enter(worst, &what).await {
+                let bound = ledger.worst(self.provider, body);
+                match shared.enter(bound.clone().unwrap_or(None), &what).await {
                     Ok(t) => Some((shared, t)),
-                    Err(e) => {
+                    Err(mut e) => {
                         Ledger::release(held);
+                        // A shared budget refuses a call with no worst case: nothing
+                        // bounds its reply, which says better what to do than no price.
+                        if let Err(why) = bound {
+                            e.message = format!("{why} (the batch's --max-cost)");
+                        }
                         return Err(e);
                     }
                 }
@@ -252,6 +290,14 @@ impl Transport {
         }
         let code = status.as_u16();
         let what = format!("HTTP {status}: {}", self.excerpt(&bytes));
+        // Whatever the status (llama.cpp says 500), an error naming a feature the request
+        // carried will not go away with another attempt: the feature is not there.
+        if !matches!(code, 401 | 403 | 429) {
+            if let Some(field) = named_field(&bytes, body) {
+                let message = format!("{REFUSED}{field}` field ({what})");
+                return Err(Failure::Fatal(self.error(Reason::UnexpectedError, message)));
+            }
+        }
         if code == 429 && !out_of_quota(&bytes) {
             return Err(Failure::Limited {
                 error: self.error(Reason::UnexpectedError, what),
@@ -345,6 +391,37 @@ impl fmt::Debug for Transport {
             .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
+}
+
+/// The first of [`FEATURE_FIELDS`] that `body` (the request) carries and the error
+/// reply `error` names as a word (`tools` in "tools param requires --jinja flag", not in
+/// "tool_choice").
+fn named_field(error: &[u8], body: &Value) -> Option<&'static str> {
+    let text = String::from_utf8_lossy(error).to_lowercase();
+    let carried = |f: &str| match f {
+        "json_schema" => body.pointer("/response_format/json_schema").is_some(),
+        f => body.get(f).is_some(),
+    };
+    FEATURE_FIELDS
+        .into_iter()
+        .filter(|f| carried(f))
+        .find(|f| names_word(&text, f))
+}
+
+/// Whether `word` occurs in `text` with no letter, digit or `_` either side.
+fn names_word(text: &str, word: &str) -> bool {
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    text.match_indices(word).any(|(at, _)| {
+        !part(text[..at].chars().next_back()) && !part(text[at + word.len()..].chars().next())
+    })
+}
+
+/// The field a call's error says the server refused ([`FEATURE_FIELDS`]), if it is one.
+pub(super) fn refused_field(e: &HostError) -> Option<&'static str> {
+    let (_, rest) = e.message.split_once(REFUSED)?;
+    FEATURE_FIELDS
+        .into_iter()
+        .find(|f| rest.strip_prefix(f).is_some_and(|r| r.starts_with('`')))
 }
 
 /// Whether a 429's body says the account has no credit left (OpenAI's

@@ -227,3 +227,61 @@ async fn forty_concurrent_calls_never_exceed_the_cap_and_each_is_answered_once()
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_connection_a_restarted_server_keeps_open_without_answering_does_not_stall_the_next_call()
+{
+    both(|api| async move {
+        // The first request of each connection is answered and the connection kept;
+        // any later one on it is read and never answered, as a server restarted
+        // gracefully does with the connections it kept from before.
+        let ok = api.ok("fine", 1, 1);
+        let server = Server::keeping_alive(move |_, r| {
+            if r.on_connection == 0 {
+                ok.clone()
+            } else {
+                Reply::Silent
+            }
+        })
+        .await;
+        let mut settings = api.settings(&server);
+        settings.request_timeout = Duration::from_secs(4);
+        let client = Client::new(api, settings);
+        client.complete(&request(None)).await.unwrap();
+        let started = Instant::now();
+        let second = client.complete(&request(None)).await.unwrap();
+        assert_eq!(second.content, "fine");
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_secs(2),
+            "{api:?}: {took:?}, not the request timeout"
+        );
+        // Each call went on a connection of its own.
+        let reused: Vec<usize> = server.requests().iter().map(|r| r.on_connection).collect();
+        assert_eq!(reused, [0, 0], "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_model_slow_to_say_anything_keeps_the_whole_request_timeout() {
+    both(|api| async move {
+        // A reply that is not streamed sends nothing until it is whole.
+        let slow = api
+            .ok("thought it through", 1, 1)
+            .after(Duration::from_secs(3));
+        let server = Server::keeping_alive(move |_, _| slow.clone()).await;
+        let mut settings = api.settings(&server);
+        settings.request_timeout = Duration::from_secs(10);
+        let started = Instant::now();
+        let reply = call(api, settings, &request(None)).await.unwrap();
+        assert_eq!(reply.content, "thought it through", "{api:?}");
+        assert!(started.elapsed() >= Duration::from_secs(3), "{api:?}");
+        assert_eq!(
+            server.hits(),
+            1,
+            "{api:?}: asked once, not abandoned and asked again"
+        );
+    })
+    .await;
+}

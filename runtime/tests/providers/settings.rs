@@ -65,7 +65,7 @@ async fn openai_reasoning_models_are_sent_max_completion_tokens_instead() {
 
 #[tokio::test]
 async fn sampling_settings_reach_anthropic_as_its_api_spells_them() {
-    let req = with_settings("claude-sonnet-4-5", every_setting(), false);
+    let req = with_settings("claude-sonnet-4", every_setting(), false);
     let body = body_sent(Api::Anthropic, &req).await;
     assert_eq!(body["max_tokens"], 800);
     assert_eq!(body["temperature"], 0.2);
@@ -158,4 +158,95 @@ async fn a_server_that_refuses_tools_is_answered_with_the_element_that_turns_the
             "`summarise`",
         ],
     );
+}
+
+/// The body a scripted server received for `req`, and the warnings of the reply.
+async fn sent_and_said(api: Api, req: &LlmRequest) -> (Value, Vec<String>) {
+    let server = Server::scripted(vec![api.ok("ok", 1, 1)]).await;
+    let reply = call(api, api.settings(&server), req).await.unwrap();
+    (server.requests()[0].json(), reply.warnings)
+}
+
+#[tokio::test]
+async fn a_reasoning_model_is_sent_no_temperature_top_p_or_stop_and_the_notes_say_so() {
+    let (body, warnings) =
+        sent_and_said(Api::OpenAi, &with_settings("o3", every_setting(), false)).await;
+    assert_valid_chat_request(&body);
+    for refused in ["temperature", "top_p", "stop"] {
+        assert!(body.get(refused).is_none(), "{refused}: {body}");
+        assert!(
+            warnings.iter().any(|w| w.contains(&format!(
+                "`o3` does not take `{refused}`, so the request leaves `{refused}` out"
+            ))),
+            "{refused}: {warnings:?}"
+        );
+    }
+    assert_eq!(
+        (&body["seed"], &body["max_completion_tokens"]),
+        (&json!(7), &json!(800))
+    );
+    assert!(
+        warnings.iter().all(|w| w.starts_with("task `summarise`")),
+        "{warnings:?}"
+    );
+    // A dated snapshot is its model; a model the table does not know gets every setting.
+    let (dated, _) = sent_and_said(
+        Api::OpenAi,
+        &with_settings("o3-2025-04-16", every_setting(), false),
+    )
+    .await;
+    assert!(dated.get("temperature").is_none(), "{dated}");
+    let (local, said) = sent_and_said(
+        Api::OpenAi,
+        &with_settings("llama3.1", every_setting(), false),
+    )
+    .await;
+    assert_eq!(
+        (&local["temperature"], &local["stop"]),
+        (&json!(0.2), &json!(["###"]))
+    );
+    assert!(said.is_empty(), "{said:?}");
+}
+
+#[tokio::test]
+async fn anthropic_is_sent_temperature_or_top_p_as_its_model_takes_them_and_the_seed_is_said_to_be_left_out(
+) {
+    let (body, warnings) = sent_and_said(
+        Api::Anthropic,
+        &with_settings("claude-sonnet-4-5", every_setting(), false),
+    )
+    .await;
+    assert_eq!(body["temperature"], 0.2);
+    assert!(body.get("top_p").is_none(), "{body}");
+    let said = warnings.join("\n");
+    assert!(
+        said.contains("`claude-sonnet-4-5` takes `temperature` or `top_p`, not both, so the request leaves `top_p` out")
+            && said.contains("Anthropic's API has no seed, so the request leaves `seed` out"),
+        "{said}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_tools_with_a_500_is_asked_once_and_told_which_element_to_remove() {
+    // llama-server without --jinja, as it answers.
+    let refusal = json!({"error": {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}});
+    let server =
+        Server::scripted(vec![Reply::json(500, refusal), Api::OpenAi.ok("ok", 1, 1)]).await;
+    let req = with_settings("local-model", ModelSettings::default(), true);
+    let err = call(Api::OpenAi, Api::OpenAi.settings(&server), &req)
+        .await
+        .unwrap_err();
+    assert_eq!(server.hits(), 1, "a refusal is not retried");
+    assert_mentions(
+        &err,
+        Reason::UnexpectedError,
+        &[
+            "refused the request's `tools` field",
+            "HTTP 500",
+            "--jinja",
+            "<subtasks>enabled</subtasks>",
+            "`summarise`",
+        ],
+    );
+    assert!(!err.message.contains("gave up"), "{}", err.message);
 }

@@ -216,10 +216,10 @@ async fn prompt_mode_describes_the_schema_at_the_end_of_the_system_text() {
 #[tokio::test]
 async fn a_type_strict_mode_cannot_express_is_described_in_the_prompt_even_in_native_mode() {
     both(|api| async move {
-        // A field of type `object`, a top-level array, a record under `any`: no strict schema.
+        // A field of type `object`, an untyped array, a record with one: no strict schema.
         let loose = [
             "{approved: boolean, details: object}",
-            "string[]",
+            "array",
             "{items: array}",
         ];
         let server = Server::scripted(vec![api.ok("{}", 1, 1)]).await;
@@ -465,6 +465,112 @@ async fn a_refusal_about_something_else_is_no_reason_to_fall_back() {
             .map(|r| is_native(&r.json()))
             .collect();
         assert_eq!(natives, [true, true], "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_the_native_field_with_any_status_is_not_retried_and_is_asked_in_prompt_mode(
+) {
+    both(|api| async move {
+        let ty = review_type(None);
+        // llama.cpp's words and status when it is asked for tools without --jinja; a
+        // server without structured output, with a 500 of its own.
+        let words = match api {
+            Api::OpenAi => "'response_format' is not supported by this server",
+            Api::Anthropic => "tools param requires --jinja flag",
+        };
+        let refused = Reply::json(
+            500,
+            json!({"error": {"code": 500, "message": words, "type": "server_error"}}),
+        );
+        let server = Server::scripted(vec![refused, api.ok(r#"{"approved": true}"#, 4, 2)]).await;
+        let reply = call(api, api.settings(&server), &typed("review", &ty))
+            .await
+            .unwrap_or_else(|e| panic!("{api:?}: {e:?}"));
+        assert_eq!(reply.content, r#"{"approved": true}"#, "{api:?}");
+        let natives: Vec<bool> = server
+            .requests()
+            .iter()
+            .map(|r| is_native(&r.json()))
+            .collect();
+        assert_eq!(
+            natives,
+            [true, false],
+            "{api:?}: one refusal, no retry, then prompt mode"
+        );
+        assert!(
+            reply.warnings[0].contains("HTTP 500"),
+            "{api:?}: {:?}",
+            reply.warnings
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_error_that_names_no_field_the_request_carried_is_retried_as_before() {
+    let ty = review_type(None);
+    // `tools` is named, but a typed request to OpenAI carries `response_format` only.
+    let words = json!({"error": {"message": "internal error in the tools worker"}});
+    let server = Server::scripted(vec![Reply::json(500, words), Api::OpenAi.ok("{}", 1, 1)]).await;
+    call(
+        Api::OpenAi,
+        Api::OpenAi.settings(&server),
+        &typed("review", &ty),
+    )
+    .await
+    .unwrap();
+    let natives: Vec<bool> = server
+        .requests()
+        .iter()
+        .map(|r| is_native(&r.json()))
+        .collect();
+    assert_eq!(natives, [true, true], "retried, and still native");
+}
+
+#[tokio::test]
+async fn a_list_goes_to_the_server_wrapped_in_an_object_and_its_reply_is_unwrapped() {
+    both(|api| async move {
+        let ty = Type::parse("string[]").unwrap();
+        let wrapped = json!({"value": ["a.rs", "b.rs"]});
+        let answer = match api {
+            Api::OpenAi => api.ok(&wrapped.to_string(), 3, 2),
+            Api::Anthropic => tool_reply("files", wrapped),
+        };
+        let server = Server::scripted(vec![answer]).await;
+        let reply = call(api, api.settings(&server), &typed("files", &ty))
+            .await
+            .unwrap_or_else(|e| panic!("{api:?}: {e:?}"));
+        assert_eq!(reply.content, r#"["a.rs","b.rs"]"#, "{api:?}");
+        let body = server.requests()[0].json();
+        let schema = match api {
+            Api::OpenAi => body["response_format"]["json_schema"]["schema"].clone(),
+            Api::Anthropic => body["tools"][0]["input_schema"].clone(),
+        };
+        assert_eq!(
+            schema,
+            json!({"type": "object", "properties": {"value": {"type": "array", "items": {"type": "string"}}},
+                   "required": ["value"], "additionalProperties": false}),
+            "{api:?}"
+        );
+        assert!(!system_of(api, &body).contains("Reply with JSON only"), "{api:?}");
+        assert_openai_bodies_conform(api, &server);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_wrapped_list_refused_by_the_server_is_described_unwrapped_in_prompt_mode() {
+    both(|api| async move {
+        let ty = Type::parse("string[]").unwrap();
+        let server = Server::scripted(vec![refusal(api), api.ok(r#"["a.rs"]"#, 3, 2)]).await;
+        let reply = call(api, api.settings(&server), &typed("files", &ty))
+            .await
+            .unwrap_or_else(|e| panic!("{api:?}: {e:?}"));
+        assert_eq!(reply.content, r#"["a.rs"]"#, "{api:?}");
+        let body = server.requests()[1].json();
+        assert!(system_of(api, &body).ends_with(&described(&ty)), "{api:?}");
     })
     .await;
 }

@@ -1,7 +1,8 @@
 //! A scripted HTTP/1.1 server on 127.0.0.1 for provider tests: it records every request
 //! and answers each from the test's script (status, headers, body, a delay, or a dropped
 //! connection). One request per connection (`connection: close`), so that the number of
-//! requests served is exactly the number of attempts the client made.
+//! requests served is exactly the number of attempts the client made; or, started with
+//! [`Server::keeping_alive`], connections kept open for the requests after it.
 
 #![allow(dead_code)]
 
@@ -28,6 +29,9 @@ pub enum Reply {
     /// A chunked body that never ends: 64 KiB chunks written as fast as the client
     /// reads them, until it closes the connection.
     Endless { status: u16 },
+    /// Read the request and answer nothing, keeping the connection open until the
+    /// client closes it: a server restarted gracefully does so on a connection it kept.
+    Silent,
 }
 
 impl Reply {
@@ -76,6 +80,8 @@ pub struct Request {
     pub body: String,
     /// When the whole request had arrived.
     pub at: Instant,
+    /// Requests read on its connection before it (0: the connection's first).
+    pub on_connection: usize,
 }
 
 impl Request {
@@ -132,6 +138,8 @@ pub fn windowed(
 type Responder = dyn Fn(usize, &Request) -> Reply + Send + Sync;
 
 struct State {
+    /// Connections stay open after a reply, for the client to send more.
+    keep_alive: bool,
     requests: Mutex<Vec<Request>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
@@ -149,11 +157,27 @@ impl Server {
     pub async fn start(
         responder: impl Fn(usize, &Request) -> Reply + Send + Sync + 'static,
     ) -> Server {
+        Server::with(false, responder).await
+    }
+
+    /// [`Server::start`], keeping each connection open after a reply (HTTP/1.1
+    /// keep-alive), as most servers do.
+    pub async fn keeping_alive(
+        responder: impl Fn(usize, &Request) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        Server::with(true, responder).await
+    }
+
+    async fn with(
+        keep_alive: bool,
+        responder: impl Fn(usize, &Request) -> Reply + Send + Sync + 'static,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let state = Arc::new(State {
+            keep_alive,
             requests: Mutex::new(Vec::new()),
             in_flight: AtomicUsize::new(0),
             max_in_flight: AtomicUsize::new(0),
@@ -221,18 +245,38 @@ impl Drop for InFlight<'_> {
 }
 
 async fn serve(mut stream: TcpStream, state: Arc<State>) {
-    let Some(request) = read_request(&mut stream).await else {
-        return;
-    };
-    let _counted = InFlight::enter(&state);
+    for on_connection in 0.. {
+        let Some(mut request) = read_request(&mut stream).await else {
+            return;
+        };
+        request.on_connection = on_connection;
+        if !answer(&mut stream, &state, request).await || !state.keep_alive {
+            let _ = stream.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// Answers one request; whether the connection can carry another.
+async fn answer(stream: &mut TcpStream, state: &State, request: Request) -> bool {
+    let _counted = InFlight::enter(state);
     let index = {
         let mut all = state.requests.lock().unwrap();
         all.push(request.clone());
         all.len() - 1
     };
     let (status, headers, body, delay) = match (state.responder)(index, &request) {
-        Reply::Drop => return,
-        Reply::Endless { status } => return endless(stream, status).await,
+        Reply::Drop => return false,
+        Reply::Endless { status } => {
+            endless(stream, status).await;
+            return false;
+        }
+        Reply::Silent => {
+            // Until the client closes the connection.
+            let mut rest = [0u8; 1024];
+            while matches!(stream.read(&mut rest).await, Ok(n) if n > 0) {}
+            return false;
+        }
         Reply::Send {
             status,
             headers,
@@ -241,8 +285,13 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
         } => (status, headers, body, delay),
     };
     tokio::time::sleep(delay).await;
+    let connection = if state.keep_alive {
+        "keep-alive"
+    } else {
+        "close"
+    };
     let mut head = format!(
-        "HTTP/1.1 {status} {}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        "HTTP/1.1 {status} {}\r\ncontent-length: {}\r\nconnection: {connection}\r\n",
         reason(status),
         body.len()
     );
@@ -251,13 +300,12 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
     }
     head.push_str("\r\n");
     // The client may have given up (timeouts): a failed write is part of the test.
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(body.as_bytes()).await;
-    let _ = stream.shutdown().await;
+    stream.write_all(head.as_bytes()).await.is_ok()
+        && stream.write_all(body.as_bytes()).await.is_ok()
 }
 
 /// Sends `status` and a chunked JSON-looking body until the client goes away.
-async fn endless(mut stream: TcpStream, status: u16) {
+async fn endless(stream: &mut TcpStream, status: u16) {
     let head = format!(
         "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
         reason(status)
@@ -314,6 +362,7 @@ async fn read_request(stream: &mut TcpStream) -> Option<Request> {
         headers,
         body: String::from_utf8_lossy(&body).to_string(),
         at: Instant::now(),
+        on_connection: 0,
     })
 }
 

@@ -9,7 +9,7 @@ mod schema;
 
 pub use check::{json_path, Mismatch, PathStep, MISSING};
 pub use parse::{is_scalar_name, parse_with, TypeError};
-pub use schema::{json_schema, smallest_value, strict_schema};
+pub use schema::{json_schema, smallest_value, strict_schema, strict_wrapped, WRAPPED};
 
 use std::fmt;
 use std::sync::Arc;

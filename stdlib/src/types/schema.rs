@@ -51,6 +51,25 @@ pub fn strict_schema(t: &Type) -> Option<Value> {
     (matches!(t, Type::Record(_)) && fully_typed(t)).then(|| json_schema(t))
 }
 
+/// The property a value that is not a record is sent in under strict mode, which takes
+/// only an object at the top: `string[]` is asked for as `{"value": [...]}`, and the
+/// reply is unwrapped before it is read.
+pub const WRAPPED: &str = "value";
+
+/// The strict schema of a fully typed type that is not a record (`string[]`, a union of
+/// strings, `number`): an object whose one required property, [`WRAPPED`], is the type.
+pub fn strict_wrapped(t: &Type) -> Option<Value> {
+    let wrapped = !matches!(t, Type::Record(_)) && fully_typed(t);
+    wrapped.then(|| {
+        json!({
+            "type": "object",
+            "properties": {WRAPPED: json_schema(t)},
+            "required": [WRAPPED],
+            "additionalProperties": false,
+        })
+    })
+}
+
 fn fully_typed(t: &Type) -> bool {
     match t {
         Type::Any | Type::Object => false,

@@ -325,6 +325,21 @@ fn the_json_schema_of_a_record_is_strict() {
 }
 
 #[test]
+fn a_fully_typed_value_that_is_not_a_record_is_wrapped_for_strict_mode() {
+    use serde_json::json;
+    let list = Type::parse("string[]").unwrap();
+    assert_eq!(
+        strict_wrapped(&list),
+        Some(json!({"type": "object",
+            "properties": {"value": {"type": "array", "items": {"type": "string"}}},
+            "required": ["value"], "additionalProperties": false}))
+    );
+    assert_eq!(strict_wrapped(&review()), None, "a record goes as it is");
+    assert_eq!(strict_wrapped(&Type::parse("array").unwrap()), None);
+    assert_eq!(strict_wrapped(&Type::parse("object").unwrap()), None);
+}
+
+#[test]
 fn the_smallest_value_has_the_required_fields_only_and_is_of_its_type() {
     use serde_json::json;
     let t =

@@ -203,9 +203,9 @@ impl Vm<'_> {
             self.stack.push(failed.into());
             return Ok(None);
         }
-        let mut shown = result;
-        crate::accumulate::without_accounting(&mut shown);
-        let content = format!("Subtask result:\n{shown}");
+        // Billing and cache notes stay out: a replayed or cached subtask would make a
+        // different follow-up turn than the live one it replays.
+        let content = format!("Subtask result:\n{}", crate::result::for_model(&result));
         self.charge(content.len() as u64)?;
         Arc::make_mut(&mut session.messages).push(Message::user(content));
         self.ask(session).map(Some)

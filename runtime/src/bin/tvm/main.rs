@@ -411,23 +411,36 @@ fn execute(
     })
 }
 
-/// Under `--max-cost`, every model the run may call has a price: a usage error before
-/// anything runs otherwise (DESIGN §15).
+/// Under `--max-cost`, every model the run may call has a price, and every call a bound
+/// on its reply: a usage error before anything runs otherwise (DESIGN §15).
 fn priced(host: &RunHost, bundle: &Bundle) -> Result<(), String> {
-    let missing = if host.budgeted() {
-        host.unpriced_models(bundle)
-    } else {
-        Vec::new()
-    };
-    if missing.is_empty() {
+    if !host.budgeted() {
         return Ok(());
     }
-    Err(format!(
-        "--max-cost needs the price of every model the run may call, and the price table has none for {}; \
-         add them with --prices FILE (JSON: {{\"models\": {{\"{}\": {{\"input\": USD_PER_MILLION, \"output\": USD_PER_MILLION}}}}}})",
-        missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "),
-        missing[0]
-    ))
+    let missing = host.unbudgeted(bundle);
+    let listed = |models: &[String]| {
+        models
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(first) = missing.unpriced.first() {
+        return Err(format!(
+            "--max-cost needs the price of every model the run may call, and the price table has none for {}; \
+             add them with --prices FILE (JSON: {{\"models\": {{\"{first}\": {{\"input\": USD_PER_MILLION, \"output\": USD_PER_MILLION}}}}}})",
+            listed(&missing.unpriced),
+        ));
+    }
+    if !missing.unbounded.is_empty() {
+        return Err(format!(
+            "--max-cost needs a bound on every call's reply, and calls to {} send no max_tokens while the \
+             capability table (stdlib/models.json) does not know their longest reply; set max_tokens on \
+             their tasks' <model> or --max-output-tokens",
+            listed(&missing.unbounded),
+        ));
+    }
+    Ok(())
 }
 
 /// The entry to run: the one named, else the bundle's only entry point, where entry

@@ -442,6 +442,10 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
     let vars = dotenv::vars();
     let mut host = RunHost::new(choice, vars, tune, ScriptRunner::default(), ledger)?;
     host.defaults = a.sampling();
+    host.model = a.model.clone().or_else(|| {
+        let from_env = std::env::var("TVM_MODEL").ok()?;
+        Some(from_env.trim().to_string()).filter(|m| !m.is_empty())
+    });
     if let Some(m) = &a.force_model {
         tv_stdlib::models::parse_model(m)
             .map_err(|e| format!("--force-model `{m}` is not a model identifier: {e}"))?;
