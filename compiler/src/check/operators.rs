@@ -2,6 +2,7 @@
 //! step sees, how a script's command quotes its values, and what a loop binds.
 
 use super::scope::Scope;
+use super::shell::Why;
 use super::Checker;
 use crate::ast::{Body, ExprKind, Input, Task, TextTemplate};
 use crate::diag::Diagnostic;
@@ -134,26 +135,67 @@ impl<'p> Checker<'p, '_, '_> {
                 .find(|i| i.name.node == *name),
             _ => None,
         };
-        let help = match input {
-            Some(i) => format!(
-                "use \"$TVM_INPUT_{}\" (scripts receive every input in the environment)",
-                i.name.node.to_uppercase()
+        let (var, pass) = match input {
+            Some(i) => (
+                format!("\"$TVM_INPUT_{}\"", i.name.node.to_uppercase()),
+                String::new(),
             ),
-            None => "pass the value as an `<input>` of `<script_execution>` and use \
-                     \"$TVM_INPUT_NAME\" (scripts receive every input in the environment)"
-                .to_string(),
+            // A variable the script does not receive: an empty `<input>` passes it on.
+            None => match &hole.kind {
+                ExprKind::Var(name) => (
+                    format!("\"$TVM_INPUT_{}\"", name.to_uppercase()),
+                    format!("pass it with <input name=\"{name}\"/> in <script_execution> and "),
+                ),
+                _ => (
+                    "\"$TVM_INPUT_NAME\"".to_string(),
+                    "pass the value as an `<input>` of `<script_execution>` and ".to_string(),
+                ),
+            },
         };
-        self.diags.push(
-            Diagnostic::error(
-                hole.span,
+        let (message, label, help) = match refusal.why {
+            Why::Quoting => (
                 format!(
                     "this `{{{{...}}}}` stands {} in the script command, where the \
                      compiler cannot quote its value safely",
                     refusal.reason
                 ),
-            )
-            .with_label("cannot be quoted here")
-            .with_help(help),
+                "cannot be quoted here",
+                format!("{pass}use {var} (scripts receive every input in the environment)"),
+            ),
+            Why::Code => (
+                format!(
+                    "this `{{{{...}}}}` stands {}: quoting keeps a value one word, but not \
+                     from being run as code",
+                    refusal.reason
+                ),
+                "read as code here",
+                format!(
+                    "{pass}refer to {var} inside the code, in single quotes so that this \
+                     shell leaves it alone and the program that runs the code reads it \
+                     from its environment as data (`sh -c 'grep -e \"$TVM_INPUT_X\" f'`)"
+                ),
+            ),
+            Why::Name => (
+                format!("this `{{{{...}}}}` stands {}", refusal.reason),
+                "chosen by the value here",
+                format!(
+                    "write the program in the command; to let a value choose among programs, \
+                     {pass}list them: `case {var} in lint) ruff check;; fmt) ruff format;; esac`"
+                ),
+            ),
+            Why::Option => (
+                format!("this `{{{{...}}}}` stands {}", refusal.reason),
+                "chosen by the value here",
+                format!(
+                    "write the option in the command and pass the value as its argument \
+                     (`-n {{{{value}}}}`, `--name={{{{value}}}}`), or {pass}use {var} there"
+                ),
+            ),
+        };
+        self.diags.push(
+            Diagnostic::error(hole.span, message)
+                .with_label(label)
+                .with_help(help),
         );
     }
 

@@ -14,7 +14,11 @@ fn pieces(command: &str) -> Vec<Piece<'_>> {
 }
 
 fn quotes(command: &str) -> Vec<Quote> {
-    contexts(&pieces(command)).unwrap_or_else(|r| panic!("{command:?} refused: {r:?}"))
+    contexts(&pieces(command))
+        .unwrap_or_else(|r| panic!("{command:?} refused: {r:?}"))
+        .into_iter()
+        .map(|h| h.quote)
+        .collect()
 }
 
 fn refusal(command: &str) -> Refusal {
@@ -122,7 +126,7 @@ fn a_quoted_value_leaves_the_lexer_as_a_hole_leaves_it() {
             let (mut hole, mut spliced) = (Lexer::default(), Lexer::default());
             hole.text(before);
             spliced.text(before);
-            assert_eq!(hole.hole(), Ok(quote));
+            assert_eq!(hole.hole().map(|h| h.quote), Ok(quote));
             spliced.text(&tv_vm::shell::shell_quote_in(value, quote));
             assert!(hole.same_shape(&spliced), "{command:?} with {value:?}");
             hole.text(after);
@@ -130,4 +134,37 @@ fn a_quoted_value_leaves_the_lexer_as_a_hole_leaves_it() {
             assert!(hole.same_shape(&spliced), "{command:?} with {value:?}");
         }
     }
+}
+
+#[test]
+fn a_command_longer_than_the_compiler_follows_refuses_its_later_holes() {
+    use super::shell::MAX_WORDS;
+    let long = format!("echo {}{{}}", "w ".repeat(MAX_WORDS));
+    let r = refusal(&long);
+    assert_eq!(
+        r.reason,
+        format!("in a command of more than {MAX_WORDS} words, more than the compiler follows")
+    );
+    let within = format!("echo {}{{}}", "w ".repeat(MAX_WORDS - 2));
+    assert_eq!(quotes(&within), [Quote::Bare]);
+}
+
+#[test]
+fn a_value_leading_a_word_is_checked_for_a_leading_dash_unless_a_dashdash_came() {
+    let option = |command: &str| -> Vec<bool> {
+        contexts(&pieces(command))
+            .unwrap_or_else(|r| panic!("{command:?} refused: {r:?}"))
+            .iter()
+            .map(|h| h.option)
+            .collect()
+    };
+    assert_eq!(
+        option("git log {} \"{}\" '{}' x{} --a={}"),
+        [true, true, true, false, false]
+    );
+    assert_eq!(option("git log -- {} \"{}\""), [false, false]);
+    // A `--` of `sudo` ends sudo's options, not those of the command it runs.
+    assert_eq!(option("sudo -- git log {}; git log -- x {}"), [true, false]);
+    // A redirection's target is a file, not an argument.
+    assert_eq!(option("cat > {} < {}"), [false, false]);
 }

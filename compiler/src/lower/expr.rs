@@ -27,7 +27,7 @@ impl<'a> Lowerer<'a> {
                 TextPart::Expr(e) => {
                     holes += 1;
                     // Bare-word quoting is the safe default should a context be missing.
-                    let quote = shell.then(|| quotes.get(holes - 1).copied());
+                    let quote = shell.then(|| quotes.get(holes - 1).map(|h| h.quote));
                     (self.expr(e, frame), quote.map(|q| q.unwrap_or(Quote::Bare)))
                 }
             })
