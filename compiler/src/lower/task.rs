@@ -174,7 +174,7 @@ impl Lowerer<'_> {
                 let ty = node.ty.clone();
                 Expr::new(ExprKind::Task(Box::new(node)), ty, input.span)
             }
-            InputValue::Text(t) => self.text(t, frame, false),
+            InputValue::Text(t) => self.text(t, frame),
             InputValue::Empty => self.var(&input.name.node, input.name.span, frame),
         }
     }
@@ -198,10 +198,10 @@ impl Lowerer<'_> {
         let prompt = task.instructions.as_ref().or(task.description.as_ref());
         let inherited = frame.defaults.system.clone();
         let system = match task.system.as_ref().or(inherited.as_ref()) {
-            Some(t) => self.text(t, frame, false),
+            Some(t) => self.text(t, frame),
             None => Expr::str("", task.span),
         };
-        let mut prompt = prompt.map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
+        let mut prompt = prompt.map_or(Expr::str("", task.span), |t| self.text(t, frame));
         let unnamed = ast::unreferenced_inputs(task);
         if !unnamed.is_empty() {
             prompt = self.with_sections(prompt, &unnamed, frame);
@@ -273,18 +273,34 @@ impl Lowerer<'_> {
                 inputs.push((i.name.node.clone(), value));
             }
         }
-        let command = script
-            .command
-            .as_ref()
-            .map_or(Expr::str("", script.span), |c| self.text(c, frame, true));
-        Some(Node {
+        let command = match &script.command {
+            Some(c) => self.command(c, frame),
+            None => super::expr::Command {
+                text: Expr::str("", script.span),
+                options: Vec::new(),
+                lets: Vec::new(),
+            },
+        };
+        let node = Node {
             kind: NodeKind::Script {
                 task: meta,
-                command,
+                command: command.text,
                 inputs,
+                options: command.options,
             },
             ty: Type::String,
             span: script.span,
+        };
+        if command.lets.is_empty() {
+            return Some(node);
+        }
+        Some(Node {
+            ty: node.ty.clone(),
+            span: node.span,
+            kind: NodeKind::Let {
+                bindings: command.lets,
+                body: Box::new(node),
+            },
         })
     }
 

@@ -341,7 +341,8 @@ pub(super) static COMMANDS: &[Spec] = &[
     // Builtins that may evaluate what they are given.
     spec(&["declare", "typeset", "local", "export", "readonly"], NONE, Operands::Declare),
     spec(&["printf"], Opts { loads: &["-v"], ..NONE }, Operands::Format),
-    spec(&["for", "case", "select"], NONE, Operands::Plain),
+    // Data never read as an option (`echo`'s options only change how it prints).
+    spec(&["for", "case", "select", "echo"], NONE, Operands::Plain),
 ];
 
 /// The entry for a command word: its last path component, then that without a
