@@ -249,12 +249,23 @@ fn content_of(r: &Value) -> String {
 }
 
 /// The reason, message and error (its value form, moved out) of a failed step, for
-/// the failure of the sequence or reduce it belongs to.
+/// the failure of the sequence, reduce or map it belongs to. A failed script's output
+/// goes with its error (`details.scriptOutput`): its stderr says why it failed.
 fn error_of(mut r: Value) -> (Reason, String, Value) {
-    let e = r
+    let mut e = r
         .pointer_mut("/notes/error")
         .map(Value::take)
         .unwrap_or(Value::Null);
+    let output = r.pointer_mut("/notes/scriptOutput").map(Value::take);
+    if let (Some(output), Some(error)) = (output, e.as_object_mut()) {
+        let details = error.entry("details").or_insert(Value::Null);
+        if !details.is_object() {
+            *details = Value::Object(Map::new());
+        }
+        if let Some(d) = details.as_object_mut() {
+            d.insert("scriptOutput".into(), output);
+        }
+    }
     let reason = ErrorKind::of(&e).map_or(Reason::UnexpectedError, ErrorKind::reason);
     let message = e
         .get("message")

@@ -260,6 +260,13 @@ impl Lowerer<'_> {
     pub(super) fn script_node(&mut self, task: &Task, frame: &mut Frame) -> Option<Node> {
         let script = task.script.as_ref()?;
         let meta = self.meta(task, frame);
+        let is_script = task.kind.node == TaskType::Script;
+        if !is_script {
+            // A loop's script: the loop's output format is the loop's, not the script's.
+            if let Some(m) = self.tasks.get_mut(meta as usize) {
+                std::sync::Arc::make_mut(m).output = bundle::Output::Text;
+            }
+        }
         let mut inputs: Vec<(String, Expr)> = script
             .inputs
             .iter()
@@ -271,6 +278,20 @@ impl Lowerer<'_> {
             if !inputs.iter().any(|(n, _)| *n == i.name.node) {
                 let value = self.var(&i.name.node, i.name.span, frame);
                 inputs.push((i.name.node.clone(), value));
+            }
+        }
+        // A step after another (or inside one) receives the previous step's value,
+        // as `TVM_INPUT_OUTPUT` and on stdin, unless an input of its own is so named.
+        if let Some(output) = frame.lookup("output") {
+            if !inputs.iter().any(|(n, _)| n == "output") {
+                let ty = frame
+                    .locals
+                    .get(output as usize)
+                    .map_or(Type::Any, |(_, t)| t.clone());
+                inputs.push((
+                    "output".into(),
+                    Expr::new(ExprKind::Local(output), ty, script.span),
+                ));
             }
         }
         let command = match &script.command {
@@ -288,7 +309,11 @@ impl Lowerer<'_> {
                 inputs,
                 options: command.options,
             },
-            ty: Type::String,
+            ty: if is_script {
+                infer_output_type(task)
+            } else {
+                Type::String
+            },
             span: script.span,
         };
         if command.lets.is_empty() {
