@@ -19,6 +19,7 @@
 
 mod commands;
 mod lexer;
+mod positional;
 mod resolve;
 mod scan;
 mod word;

@@ -168,3 +168,18 @@ fn a_value_leading_a_word_is_checked_for_a_leading_dash_unless_a_dashdash_came()
     // A redirection's target is a file, not an argument.
     assert_eq!(option("cat > {} < {}"), [false, false]);
 }
+
+#[test]
+fn shells_code_strings_are_followed_a_few_levels_deep_and_no_deeper() {
+    // `sh -c 'sh -c '\''echo "$1"'\'' _ "$1"' _ {}`, `levels` shells around `echo`.
+    let nested = |levels: usize| {
+        let mut code = "echo \"$1\"".to_string();
+        for _ in 1..levels {
+            code = format!("sh -c '{}' _ \"$1\"", code.replace('\'', r"'\''"));
+        }
+        format!("sh -c '{}' _ {{}}", code.replace('\'', r"'\''"))
+    };
+    assert_eq!(quotes(&nested(4)), [Quote::Bare]);
+    let r = refusal(&nested(5));
+    assert!(r.reason.contains("nested more than 4 shells deep"), "{r:?}");
+}

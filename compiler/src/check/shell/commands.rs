@@ -129,6 +129,10 @@ const CONTAINER_SUBS: &[(&str, &Spec)] = &[
     ("create", &IN_CONTAINER),
 ];
 const DOCKER_INNER: Spec = spec(&[], NONE, Operands::Sub(CONTAINER_SUBS));
+const MANIFEST: Spec = code(
+    &[],
+    "deploys what its arguments name, containers that run code",
+);
 
 /// The table. Names are matched on a command's last path component, and again with
 /// a version suffix taken off (`python3.12`, `perl5.36`). Options not listed are
@@ -196,6 +200,8 @@ pub(super) static COMMANDS: &[Spec] = &[
     code(&["let"], "evaluates its arguments as arithmetic (where `a[$(cmd)]` runs cmd)"),
     code(&["[["], "evaluates the operands of `-eq` and its kin as arithmetic (where `a[$(cmd)]` runs cmd)"),
     code(&["alias"], "defines commands from its arguments"),
+    code(&["compgen", "complete", "bind", "fc"],
+         "runs, or expands as a shell would, commands its arguments hold"),
     code(&["enable"], "loads builtins from the files its arguments name"),
     code(&["unset", "read", "mapfile", "readarray", "getopts"],
          "reads its arguments as variable names, whose subscripts bash evaluates"),
@@ -327,7 +333,8 @@ pub(super) static COMMANDS: &[Spec] = &[
                          ("container", &DOCKER_INNER), ("compose", &DOCKER_INNER)])),
     spec(&["kubectl", "oc"], NONE,
          Operands::Sub(&[("exec", &IN_CONTAINER), ("run", &IN_CONTAINER), ("debug", &IN_CONTAINER),
-                         ("attach", &IN_CONTAINER)])),
+                         ("attach", &IN_CONTAINER), ("apply", &MANIFEST), ("create", &MANIFEST),
+                         ("replace", &MANIFEST)])),
     spec(&["npm", "pnpm", "yarn"], NONE,
          Operands::Sub(&[("exec", &INSTALL), ("x", &INSTALL), ("dlx", &INSTALL),
                          ("install", &INSTALL), ("i", &INSTALL), ("add", &INSTALL),
@@ -343,6 +350,9 @@ pub(super) static COMMANDS: &[Spec] = &[
     spec(&["printf"], Opts { loads: &["-v"], ..NONE }, Operands::Format),
     // Data never read as an option (`echo`'s options only change how it prints).
     spec(&["for", "case", "select", "echo"], NONE, Operands::Plain),
+    // `test -v 'a[$(cmd)]'`: bash evaluates the subscript.
+    loads(&["test", "["], &["-v"]),
+    loads(&["hash"], &["-p"]),
 ];
 
 /// The entry for a command word: its last path component, then that without a
@@ -367,11 +377,19 @@ const CODE_VARS: &[&str] = &[
     "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH", "JAVA_TOOL_OPTIONS",
     "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "BROWSER",
     "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS", "SUDO_ASKPASS", "RSYNC_RSH", "MAKEFLAGS", "CC", "CXX",
-    "TAR_OPTIONS",
+    "TAR_OPTIONS", "HOME", "XDG_CONFIG_HOME", "ZDOTDIR", "RUSTC_WRAPPER", "RUSTFLAGS",
 ];
 
 /// Prefixes of such variables (`LD_PRELOAD`, `GIT_SSH_COMMAND`, `BASH_FUNC_f%%`).
-const CODE_VAR_PREFIXES: &[&str] = &["LD_", "DYLD_", "GIT_", "BASH_FUNC_"];
+const CODE_VAR_PREFIXES: &[&str] = &[
+    "LD_",
+    "DYLD_",
+    "GIT_",
+    "BASH_FUNC_",
+    "PIP_",
+    "NPM_CONFIG_",
+    "CARGO_",
+];
 
 pub(super) fn code_var(name: &str) -> bool {
     CODE_VARS.contains(&name) || CODE_VAR_PREFIXES.iter().any(|p| name.starts_with(p))

@@ -253,6 +253,13 @@ impl Lexer {
             '{' => Frame::Param,
             '\'' if !quoted => Frame::Ansi,
             '"' if !quoted => Frame::Locale,
+            '[' => {
+                // bash's old arithmetic expands what is inside as if in double quotes:
+                // a single-quoted `$(...)` there runs.
+                self.lost =
+                    Some("after `$[`, bash arithmetic, where even quotes do not stop `$(...)`");
+                return false;
+            }
             _ => return false,
         };
         self.push(frame);

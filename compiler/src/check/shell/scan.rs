@@ -22,6 +22,8 @@ pub(super) enum Scanned {
 struct State<'a> {
     operands: usize,
     first: Option<&'a str>,
+    /// The first operand is all literal (a shell's code, to read).
+    first_whole: bool,
     /// `--` ended the options.
     dashdash: bool,
     /// A `--` word came, wherever: a value after it is no option (the rule the
@@ -110,6 +112,7 @@ pub(super) fn scan(
         st.operands += 1;
         if n == 0 {
             st.first = Some(a.text);
+            st.first_whole = a.whole;
         }
         match &spec.operands {
             Operands::Command { before, .. } if n == *before => {
@@ -289,6 +292,14 @@ impl Reached<'_> {
             } else {
                 format!("as the script `{name}` runs")
             }),
+            // `sh -c CODE name args`: what CODE does with `$0`, `$1`, ...
+            Operands::Shell if st.c => match st.first.filter(|_| st.first_whole) {
+                Some(code) => super::positional::verdict(code, n - 1, name),
+                None => Verdict::Code(format!(
+                    "as an argument of the code `{name} -c` runs, which is not written out, so \
+                     the compiler cannot tell what it does with it"
+                )),
+            },
             Operands::Shell => data(a, st.dashdash || st.dashes),
             Operands::Command { before, .. } if n < *before => data(a, st.dashdash || st.dashes),
             Operands::Command { .. } => command_position(a),
