@@ -70,7 +70,12 @@ fn walk(args: &[Arg], at: usize, defined: &[String]) -> Found {
     // A command whose input becomes arguments of the command at `start` (xargs).
     let mut fed: Option<bool> = None;
     loop {
-        while start < at && assignment(&args[start]).is_some() {
+        // Assignments, and what only groups the command (`sudo -- { ...; }` is not
+        // a command, but `! cmd` after a wrapper's operands reads as one).
+        while start < at
+            && (assignment(&args[start]).is_some()
+                || (args[start].whole && matches!(args[start].text, "{" | "!")))
+        {
             start += 1;
         }
         if start == at {
