@@ -26,8 +26,10 @@ mod word;
 mod words;
 
 pub use lexer::{Frame, Lexer};
+pub use positional::MAX_CODE;
 pub use tv_vm::isa::Quote;
 pub use word::MAX_WORDS;
+pub use words::MAX_NESTING;
 
 /// A piece of a command: literal text, or a hole whose value is unknown.
 #[derive(Clone, Copy, Debug)]
@@ -112,7 +114,7 @@ pub fn contexts(pieces: &[Piece]) -> Result<Vec<Hole>, Refusal> {
     }
     let unclosed = lexer.unclosed();
     lexer.finish();
-    for (hole, reason) in std::mem::take(&mut lexer.words.late) {
+    if let Some((hole, reason)) = lexer.words.late.take() {
         let why = Why::Code;
         refuse(Refusal { hole, reason, why });
     }

@@ -141,12 +141,41 @@ fn a_command_longer_than_the_compiler_follows_refuses_its_later_holes() {
     use super::shell::MAX_WORDS;
     let long = format!("echo {}{{}}", "w ".repeat(MAX_WORDS));
     let r = refusal(&long);
-    assert_eq!(
-        r.reason,
-        format!("in a command of more than {MAX_WORDS} words, more than the compiler follows")
+    let reason = format!(
+        "in a command of more than {MAX_WORDS} words or holes, more than the compiler follows"
     );
+    assert_eq!(r.reason, reason);
     let within = format!("echo {}{{}}", "w ".repeat(MAX_WORDS - 2));
     assert_eq!(quotes(&within), [Quote::Bare]);
+    // Holes in one word count too.
+    let holes = format!("echo {}", "{}".repeat(MAX_WORDS + 1));
+    let r = refusal(&holes);
+    assert_eq!((r.hole, r.reason.as_str()), (MAX_WORDS, reason.as_str()));
+}
+
+#[test]
+fn groups_nested_deeper_than_the_compiler_follows_refuse_their_holes() {
+    use super::shell::MAX_NESTING;
+    let deep = |n: usize| format!("{}cat {{}}{}", "( ".repeat(n), " )".repeat(n));
+    assert_eq!(quotes(&deep(MAX_NESTING - 1)), [Quote::Bare]);
+    let r = refusal(&deep(MAX_NESTING));
+    assert!(
+        r.reason
+            .contains(&format!("nested more than {MAX_NESTING} deep")),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_shells_code_string_longer_than_the_compiler_reads_refuses_the_values_after_it() {
+    use super::shell::MAX_CODE;
+    let code = |len: usize| format!("sh -c 'echo \"$1\" {}' _ {{}}", "x".repeat(len));
+    assert_eq!(quotes(&code(MAX_CODE - 20)), [Quote::Bare]);
+    let r = refusal(&code(MAX_CODE));
+    assert!(
+        r.reason.contains(&format!("more than {MAX_CODE} bytes")),
+        "{r:?}"
+    );
 }
 
 #[test]

@@ -11,6 +11,9 @@ use std::cell::Cell;
 /// before the compiler stops reading them.
 const MAX_NESTING: u32 = 4;
 
+/// The longest code string read: every hole after it reads it again.
+pub const MAX_CODE: usize = 16 << 10;
+
 thread_local! {
     static NESTING: Cell<u32> = const { Cell::new(0) };
 }
@@ -18,8 +21,14 @@ thread_local! {
 /// The verdict on a value that `code`, run by `name -c`, receives as parameter `p`
 /// (`$0` for the first argument after the code).
 pub(super) fn verdict(code: &str, p: usize, name: &str) -> Verdict {
-    let (pieces, unquoted) = references(code, p);
     let param = format!("${p}");
+    if code.len() > MAX_CODE {
+        return Verdict::Code(format!(
+            "as `{param}` of a code string of more than {MAX_CODE} bytes, more than the \
+             compiler reads"
+        ));
+    }
+    let (pieces, unquoted) = references(code, p);
     if pieces.iter().all(|piece| matches!(piece, Piece::Text(_))) {
         return Verdict::Data { option: false };
     }

@@ -10,6 +10,7 @@
 
 use super::commands::{code_var, lookup, Operands, Spec};
 use super::scan::{scan, Scanned};
+use std::collections::HashSet;
 
 /// A word of a command, as far as it is known.
 #[derive(Clone, Copy, Debug)]
@@ -43,7 +44,7 @@ pub(super) fn option_name() -> Verdict {
 
 /// What reads the last word of `args`, which holds a hole; `defined`: the functions
 /// and aliases the script defines.
-pub(super) fn hole(args: &[Arg], defined: &[String]) -> Verdict {
+pub(super) fn hole(args: &[Arg], defined: &HashSet<String>) -> Verdict {
     match walk(args, args.len().saturating_sub(1), defined) {
         Found::Hole(v) => v,
         Found::Stdin(_) => Verdict::Data { option: true },
@@ -51,7 +52,7 @@ pub(super) fn hole(args: &[Arg], defined: &[String]) -> Verdict {
 }
 
 /// The command (its name) when the command made of `args` reads code from its input.
-pub(super) fn stdin(args: &[Arg], defined: &[String]) -> Option<String> {
+pub(super) fn stdin(args: &[Arg], defined: &HashSet<String>) -> Option<String> {
     match walk(args, args.len(), defined) {
         Found::Stdin(who) => who,
         Found::Hole(_) => None,
@@ -65,7 +66,7 @@ pub(super) enum Found {
 
 /// Follows the commands of `args` to the word `at` (a hole's), or past the end
 /// (`at == args.len()`: the input).
-fn walk(args: &[Arg], at: usize, defined: &[String]) -> Found {
+fn walk(args: &[Arg], at: usize, defined: &HashSet<String>) -> Found {
     let mut start = 0;
     // A command whose input becomes arguments of the command at `start` (xargs).
     let mut fed: Option<bool> = None;
@@ -93,7 +94,7 @@ fn walk(args: &[Arg], at: usize, defined: &[String]) -> Found {
             );
             return decided(args, at, Verdict::Code(why), &shown);
         }
-        if defined.iter().any(|d| d == word.text) {
+        if defined.contains(word.text) {
             let why = format!(
                 "as an argument of `{shown}`, a function or alias this script defines, whose \
                  body the compiler does not follow"

@@ -3,9 +3,18 @@
 
 use super::resolve::Arg;
 
-/// Words one simple command may have before the compiler stops following it: every
-/// hole looks back over its command's words, so this bounds the work per hole.
+/// Words (and holes) one simple command may have before the compiler stops following
+/// it: every hole looks back over its command's words, so this bounds the work.
 pub const MAX_WORDS: usize = 4096;
+
+/// The first of the holes kept in `slot` and `hole`: only the first hole refused is
+/// reported, and all the holes of one list are refused for one reason, so the first
+/// is all a list needs to keep.
+pub(super) fn keep(slot: &mut Option<usize>, hole: Option<usize>) {
+    if let Some(h) = hole {
+        *slot = Some(slot.map_or(h, |s| s.min(h)));
+    }
+}
 
 /// One word: its text once quotes are removed, for as long as all of it is literal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,7 +32,8 @@ pub(super) struct Word {
     pub(super) bracket: bool,
     /// Some of it was quoted (`"if"` is no reserved word, `"2">x` no descriptor).
     pub(super) quoted: bool,
-    pub(super) holes: Vec<usize>,
+    /// The first hole in it.
+    pub(super) holes: Option<usize>,
 }
 
 impl Word {
@@ -35,7 +45,7 @@ impl Word {
             brace: false,
             bracket: false,
             quoted: false,
-            holes: Vec::new(),
+            holes: None,
         }
     }
 
@@ -92,11 +102,13 @@ pub(super) struct Command {
     /// The word being read, or the next one, is a redirection's target.
     pub(super) target: Option<Target>,
     /// Holes in its standard input (`< {{f}}`, `<<< {{v}}`).
-    pub(super) input: Vec<usize>,
+    pub(super) input: Option<usize>,
     /// `name()`: the `)` to come closes no subshell.
     pub(super) function: bool,
     /// It has more than [`MAX_WORDS`] words.
     pub(super) long: bool,
+    /// Holes in it.
+    pub(super) holes: usize,
 }
 
 impl Command {

@@ -8,7 +8,12 @@
 //! command's `<` input that is its script) is found out when that command ends.
 
 use super::resolve::{self, Verdict};
-use super::word::{Command, Target, Word, MAX_WORDS};
+use super::word::{keep, Command, Target, Word, MAX_WORDS};
+use std::collections::HashSet;
+
+/// Groups and substitutions that may nest before the compiler stops following them:
+/// a hole looks out through every one it is in.
+pub const MAX_NESTING: usize = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -29,19 +34,20 @@ enum Kind {
     },
 }
 
-/// A list of commands: the whole text, or a group or substitution inside it.
+/// A list of commands: the whole text, or a group or substitution inside it. Each
+/// list of holes keeps its first (see [`keep`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Level {
     kind: Kind,
     command: Command,
     /// Holes of the earlier commands of the current pipeline: what they print, the
     /// current command reads.
-    pipeline: Vec<usize>,
+    pipeline: Option<usize>,
     /// Holes of the current command.
-    stage: Vec<usize>,
+    stage: Option<usize>,
     /// Every hole of this level: what a group prints, the next command of the outer
     /// pipeline reads.
-    all: Vec<usize>,
+    all: Option<usize>,
 }
 
 impl Level {
@@ -49,9 +55,9 @@ impl Level {
         Level {
             kind,
             command: Command::default(),
-            pipeline: Vec::new(),
-            stage: Vec::new(),
-            all: Vec::new(),
+            pipeline: None,
+            stage: None,
+            all: None,
         }
     }
 }
@@ -62,8 +68,8 @@ const OPERATORS: &[&str] = &[
     ">|", ">(", "((", "))", ";", "&", "|", "<", ">", "(", ")", "\n",
 ];
 
-/// Holes refused once what reads them is known: (hole, where it stands).
-pub type Late = Vec<(usize, String)>;
+/// The first hole refused once what reads it is known, and where it stands.
+pub type Late = Option<(usize, String)>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Words {
@@ -74,7 +80,9 @@ pub struct Words {
     pub late: Late,
     /// Functions and aliases the command defines: what they do with their arguments
     /// is for their bodies to say, which the compiler does not follow.
-    defined: Vec<String>,
+    defined: HashSet<String>,
+    /// Groups and substitutions nested deeper than [`MAX_NESTING`] were opened.
+    deep: bool,
     /// An alias whose name is not written out was defined: any later command may be one.
     aliased: bool,
 }
@@ -84,8 +92,9 @@ impl Default for Words {
         Words {
             levels: vec![Level::new(Kind::Top)],
             ops: String::new(),
-            late: Vec::new(),
-            defined: Vec::new(),
+            late: None,
+            defined: HashSet::new(),
+            deep: false,
             aliased: false,
         }
     }
@@ -173,8 +182,8 @@ impl Words {
         let Some(level) = self.levels.last_mut() else {
             return Verdict::Data { option: true };
         };
-        level.all.push(hole);
-        level.stage.push(hole);
+        keep(&mut level.all, Some(hole));
+        keep(&mut level.stage, Some(hole));
         if matches!(level.kind, Kind::Arith { .. }) {
             return Verdict::Code(
                 "inside `((...))`, which bash evaluates as arithmetic (where `a[$(cmd)]` runs cmd)"
@@ -183,16 +192,23 @@ impl Words {
         }
         let command = &mut level.command;
         let word = command.word.get_or_insert_with(Word::new);
-        word.holes.push(hole);
-        let verdict = if self.aliased {
+        keep(&mut word.holes, Some(hole));
+        command.holes += 1;
+        let verdict = if self.deep {
+            Verdict::Code(format!(
+                "inside groups or substitutions nested more than {MAX_NESTING} deep, more than \
+                 the compiler follows"
+            ))
+        } else if self.aliased {
             Verdict::Code(
                 "after an `alias` whose name is not written out, which may make any command \
                  run its arguments as code"
                     .into(),
             )
-        } else if command.long {
+        } else if command.long || command.holes > MAX_WORDS {
             Verdict::Code(format!(
-                "in a command of more than {MAX_WORDS} words, more than the compiler follows"
+                "in a command of more than {MAX_WORDS} words or holes, more than the compiler \
+                 follows"
             ))
         } else if command.target.is_some() {
             // A file to read or write, or the input: data (a script read from the
@@ -283,25 +299,25 @@ impl Words {
                 } else {
                     Kind::ProcOut
                 };
-                self.levels.push(Level::new(kind));
+                self.open(kind);
             }
             "((" if self.level().command.is_empty() => {
-                self.levels.push(Level::new(Kind::Arith {
+                self.open(Kind::Arith {
                     depth: 0,
                     closing: false,
-                }));
+                });
             }
             "((" => (0..2).for_each(|_| self.token("(")),
             "))" => (0..2).for_each(|_| self.token(")")),
             "(" => {
                 let command = &mut self.level().command;
                 if command.is_empty() {
-                    self.levels.push(Level::new(Kind::Subshell));
+                    self.open(Kind::Subshell);
                 } else {
                     command.function = true;
                     if let Some(w) = command.word.as_ref().or(command.words.last()) {
                         let name = w.text.clone();
-                        self.defined.push(name);
+                        self.defined.insert(name);
                     }
                 }
             }
@@ -333,14 +349,14 @@ impl Words {
         };
         if let Some(target) = command.target.take() {
             if target == Target::Input {
-                command.input.extend(&word.holes);
+                keep(&mut command.input, word.holes);
             }
             return;
         }
         if command.words.is_empty() && word.whole && !word.quoted {
             match word.text.as_str() {
                 "{" => {
-                    self.levels.push(Level::new(Kind::Brace));
+                    self.open(Kind::Brace);
                     return;
                 }
                 "}" => {
@@ -364,15 +380,24 @@ impl Words {
     fn separator(&mut self) {
         self.end_command();
         let level = self.level();
-        level.pipeline.clear();
-        level.stage.clear();
+        level.pipeline = None;
+        level.stage = None;
     }
 
     fn pipe(&mut self) {
         self.end_command();
         let level = self.level();
-        let stage = std::mem::take(&mut level.stage);
-        level.pipeline.extend(stage);
+        let stage = level.stage.take();
+        keep(&mut level.pipeline, stage);
+    }
+
+    /// A group or substitution opens, unless too many are open already.
+    fn open(&mut self, kind: Kind) {
+        if self.levels.len() >= MAX_NESTING {
+            self.deep = true;
+            return;
+        }
+        self.levels.push(Level::new(kind));
     }
 
     /// The innermost group or substitution closes; its holes join the outer command.
@@ -385,11 +410,11 @@ impl Words {
             return;
         };
         let outer = self.level();
-        outer.stage.extend(&inner.all);
-        outer.all.extend(&inner.all);
+        keep(&mut outer.stage, inner.all);
+        keep(&mut outer.all, inner.all);
         if matches!(inner.kind, Kind::ProcIn | Kind::ProcOut) {
             let w = outer.command.word.get_or_insert_with(Word::new);
-            w.holes.extend(&inner.all);
+            keep(&mut w.holes, inner.all);
         }
     }
 
@@ -407,7 +432,9 @@ impl Words {
             "alias" => {
                 for w in &words[1..] {
                     match w.text.split_once('=') {
-                        Some((name, _)) if !name.is_empty() => self.defined.push(name.into()),
+                        Some((name, _)) if !name.is_empty() => {
+                            self.defined.insert(name.into());
+                        }
                         _ => self.aliased |= !w.whole,
                     }
                 }
@@ -424,36 +451,45 @@ impl Words {
             return;
         }
         let command = std::mem::take(&mut self.level().command);
-        if command.words.is_empty() && command.input.is_empty() {
+        if command.words.is_empty() && command.input.is_none() {
             return;
         }
         self.definitions(&command.words);
         let Some(who) = resolve::stdin(&command.args(), &self.defined) else {
             return;
         };
-        let mut refused: Vec<(usize, String)> = Vec::new();
-        let piped = format!("in what is piped into `{who}`, which reads its input as code");
-        let input = format!("in the input of `{who}`, which reads it as code");
-        refused.extend(command.input.iter().map(|&h| (h, input.clone())));
+        let mut piped = None;
         // What flows in: the earlier commands of this pipeline, and of each group
-        // around it; the input of the command that writes into a `>(...)`.
-        for level in self.levels.iter().rev() {
-            refused.extend(level.pipeline.iter().map(|&h| (h, piped.clone())));
+        // around it; through a `>(...)`, the command that writes into it.
+        for i in (0..self.levels.len()).rev() {
+            let level = &mut self.levels[i];
+            keep(&mut piped, level.pipeline.take());
             match level.kind {
-                Kind::Subshell | Kind::Brace => continue,
-                Kind::ProcOut => {}
+                Kind::Subshell | Kind::Brace => {}
+                Kind::ProcOut if i > 0 => {
+                    let outer = &mut self.levels[i - 1];
+                    keep(&mut piped, outer.stage.take());
+                }
                 _ => break,
             }
         }
-        if let Some(i) = (1..self.levels.len()).rev().find(|&i| {
-            self.levels[i].kind == Kind::ProcOut
-                && !self.levels[i + 1..]
-                    .iter()
-                    .any(|l| matches!(l.kind, Kind::ProcIn))
-        }) {
-            let outer = &self.levels[i - 1];
-            refused.extend(outer.stage.iter().map(|&h| (h, piped.clone())));
+        // Each is refused once: the lists are emptied as they are refused.
+        let refused = [
+            (
+                command.input,
+                format!("in the input of `{who}`, which reads it as code"),
+            ),
+            (
+                piped,
+                format!("in what is piped into `{who}`, which reads its input as code"),
+            ),
+        ];
+        for (hole, why) in refused {
+            if let Some(h) = hole {
+                if self.late.as_ref().is_none_or(|(first, _)| h < *first) {
+                    self.late = Some((h, why));
+                }
+            }
         }
-        self.late.extend(refused);
     }
 }
