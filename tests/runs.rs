@@ -48,6 +48,10 @@ impl Host for RunHost {
             }
             HostRequest::Script(s) => {
                 let _ = writeln!(self.log, "script {:?}", s.command);
+                if !s.inputs.is_empty() {
+                    let inputs = serde_json::to_string(&s.inputs).unwrap_or_default();
+                    let _ = writeln!(self.log, "  inputs: {inputs}");
+                }
                 let reply = match s.command.strip_prefix("fail ") {
                     Some(why) => ScriptReply {
                         stderr: why.to_string(),

@@ -129,3 +129,87 @@ fn one_value_in_all_three_contexts_of_one_command_is_printed_three_times() {
     });
     clear(&trap);
 }
+
+/// Every case of `tests/fixtures/shell_commands.txt`, compiled as the command of a
+/// script task whose input is `v`: a refused hole gets one error saying why, whose help
+/// names `$TVM_INPUT_V`; an accepted one compiles, with the option check the table says.
+#[test]
+fn every_command_of_the_shell_table_gets_the_verdict_the_table_gives() {
+    let table =
+        std::fs::read_to_string("tests/fixtures/shell_commands.txt").expect("the command table");
+    let mut wrong = Vec::new();
+    let mut count = 0;
+    for line in table
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let (verdict, command) = line
+            .split_once(char::is_whitespace)
+            .unwrap_or_else(|| panic!("{line:?}: a verdict and a command"));
+        let command = command.trim_start().replace('⏎', "\n");
+        count += 1;
+        if let Some(problem) = verdict_problem(verdict, &command) {
+            wrong.push(format!("{line}\n    {problem}"));
+        }
+    }
+    assert!(count >= 250, "only {count} cases");
+    assert!(
+        wrong.is_empty(),
+        "{} of {count} cases:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// What is wrong with the compiler's verdict on `command`, if anything.
+fn verdict_problem(verdict: &str, command: &str) -> Option<String> {
+    use tv_compiler::check::shell::{contexts, Piece};
+    use tv_compiler::diag::Severity;
+    let escaped = command
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let xml = format!(
+        r#"<task name="s" type="script"><inputs><input name="v">a value</input></inputs>
+             <script_execution><command>{escaped}</command></script_execution></task>"#
+    );
+    let c = tv_compiler::driver::check_texts([("case.xml", xml.as_str())]);
+    let errors: Vec<_> = c
+        .diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .collect();
+    let phrase = match verdict {
+        "code" => "not from being run as code",
+        "name" => "the value would choose",
+        "quoting" => "cannot quote its value safely",
+        "option" | "data" => {
+            if !errors.is_empty() {
+                return Some(format!("refused: {}", c.diags.render_short(&c.sources)));
+            }
+            let mut pieces = Vec::new();
+            for (i, text) in command.split("{{v}}").enumerate() {
+                if i > 0 {
+                    pieces.push(Piece::Hole);
+                }
+                pieces.push(Piece::Text(text));
+            }
+            let holes = contexts(&pieces).expect("accepted by the compiler");
+            let option = verdict == "option";
+            return (holes.iter().any(|h| h.option) != option)
+                .then(|| format!("the option check is {:?}", holes));
+        }
+        other => panic!("unknown verdict {other:?}"),
+    };
+    match errors.as_slice() {
+        [e] if e.message.contains(phrase)
+            && e.help.as_ref().is_some_and(|h| h.contains("$TVM_INPUT_V")) =>
+        {
+            None
+        }
+        _ => Some(format!(
+            "expected one error with {phrase:?}: {}",
+            c.diags.render_short(&c.sources)
+        )),
+    }
+}

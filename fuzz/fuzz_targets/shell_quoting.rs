@@ -42,10 +42,10 @@ fuzz_target!(|input: Input| {
                 spliced.text(t);
             }
             Piece::Hole => {
-                let quote = holes.hole().expect("an accepted command's hole has a context");
-                assert!(quotes.contains(&quote));
+                let hole = holes.hole().expect("an accepted command's hole has a context");
+                assert!(quotes.contains(&hole));
                 let value = values.next().map_or("", String::as_str);
-                spliced.text(&shell_quote_in(value, quote));
+                spliced.text(&shell_quote_in(value, hole.quote));
             }
         }
         assert!(

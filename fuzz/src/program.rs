@@ -97,6 +97,7 @@ pub enum OpSpec {
     Gather(u8, u8),
     /// A branch (repaired: one branch, gathered at once).
     Branch(u8, u8),
+    CheckOption(u8),
 }
 
 const MAX_FUNCTIONS: usize = 4;
@@ -327,6 +328,7 @@ fn raw(s: OpSpec) -> Op {
         OpSpec::ShellQuoteIn(q) => Op::ShellQuoteIn(quote(q)),
         OpSpec::Gather(n, _) => Op::Gather(n.into()),
         OpSpec::Branch(f, n) => Op::Branch(f.into(), n.into()),
+        OpSpec::CheckOption(i) => Op::CheckOption(i.into()),
     }
 }
 
@@ -398,6 +400,7 @@ impl Shape<'_> {
             OpSpec::TextConst(i) => Op::TextConst(pool.any(i)),
             OpSpec::AccumulateLocal(i, full) => Op::AccumulateLocal(local(i), full),
             OpSpec::Field(i) => Op::Field(pool.string(i)),
+            OpSpec::CheckOption(i) => Op::CheckOption(pool.string(i)),
             OpSpec::CheckReturn => Op::CheckReturn,
             OpSpec::MakeArray(n) => Op::MakeArray((n % 5).into()),
             OpSpec::MakeObject(first, n) => {

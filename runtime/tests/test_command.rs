@@ -346,3 +346,49 @@ fn the_shipped_examples_pass_their_tests_and_match_their_snapshots() {
     );
     assert!(stdout.ends_with(" passed, 0 failed\n"), "{stdout}");
 }
+
+/// A library of script tests: one reads a file beside it, one fails on purpose.
+const SCRIPTS: &str = r#"<library>
+  <task name="count" type="script">
+    <script_execution><command>wc -l &lt; data/lines.txt</command></script_execution>
+  </task>
+  <task name="broken" type="script">
+    <script_execution><command>for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo "line $i" &gt;&amp;2; done; exit 3</command></script_execution>
+  </task>
+  <test name="the script reads a file beside the test" entry="count">
+    <expect path="content" contains="2"/>
+  </test>
+  <test name="a failing script shows its stderr" entry="broken"/>
+</library>
+"#;
+
+#[test]
+fn scripts_run_in_the_test_files_folder_and_a_failing_one_shows_the_end_of_its_stderr() {
+    let dir = TempDir::new("tvm-test-scripts");
+    dir.write("suite/scripts.xml", SCRIPTS);
+    dir.write("suite/data/lines.txt", "one\ntwo\n");
+    // Run from the folder above: the script's relative path is the test's.
+    let out = files::tvm(&["test", "suite"])
+        .current_dir(dir.path())
+        .output()
+        .expect("tvm test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("PASS  the script reads a file beside the test"),
+        "{stdout}"
+    );
+    let shown: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.contains("the script's stderr ended:"))
+        .skip(1)
+        .take_while(|l| l.trim_start().starts_with("line"))
+        .map(str::trim)
+        .collect();
+    let last: Vec<String> = (3..=12).map(|i| format!("line {i}")).collect();
+    assert_eq!(shown, last, "the last 10 lines of stderr:\n{stdout}");
+    assert!(
+        stdout.contains("the script exited with status 3"),
+        "{stdout}"
+    );
+}

@@ -158,6 +158,13 @@ pub enum Op {
     /// value the bodies' values in order; or FAILED for the first item whose body
     /// failed, with `failedIndex`, `totalItems` and `partialResults`
     MapResult,
+
+    // Script commands (DESIGN §18).
+    /// `[v] -> [v]`: `v`, unless its text starts with `-`: then a FAILED result
+    /// (`input_validation_failure`) naming the hole `constants[i]`, the value of a
+    /// script command's hole that stands as a word of its own, which the command would
+    /// read as an option
+    CheckOption(u32),
 }
 
 /// Where a value stands in a script command, which decides how it is quoted so that
@@ -224,7 +231,8 @@ impl Op {
             Dup => (1, 2),
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn | ReturnIfFailed
             | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) | Evaluation
-            | ShellQuoteIn(_) | Finish(_) | JumpIfFailed(_) | Items | MapResult => (1, 1),
+            | ShellQuoteIn(_) | Finish(_) | JumpIfFailed(_) | Items | MapResult
+            | CheckOption(_) => (1, 1),
             Compare(_) | Script(_) | TextValue | FailSequence(..) => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
             MakeArray(n) | MakeObject(_, n) => (n as usize, 1),
@@ -252,7 +260,7 @@ impl Op {
     pub fn constant_mut(&mut self) -> Option<&mut u32> {
         use Op::*;
         match self {
-            Const(i) | Field(i) | TextConst(i) | MakeObject(i, _) => Some(i),
+            Const(i) | Field(i) | TextConst(i) | MakeObject(i, _) | CheckOption(i) => Some(i),
             Load(_)
             | Store(_)
             | Pop

@@ -186,6 +186,37 @@ pub fn script_result(reply: ScriptReply) -> TaskResult {
     r
 }
 
+/// The value of a script command's hole that stands as a word of its own with no
+/// `--` before it (DESIGN §18): one starting with `-` would be read as an option
+/// (`git log {{branch}}` with `--output=FILE` writes the file), so the script fails
+/// with `input_validation_failure` before it starts. `hole` is the hole's expression.
+pub fn check_option(v: Value, hole: &str) -> Value {
+    let dashed = match &v {
+        Value::String(s) => s.starts_with('-'),
+        Value::Number(n) => n.to_string().starts_with('-'),
+        _ => false,
+    };
+    if !dashed {
+        return v;
+    }
+    let text = f::to_text(&v);
+    let mut shown: String = text.chars().take(OPTION_SHOWN).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    let message = format!(
+        "the value of `{{{{{hole}}}}}` in the script command starts with `-` ({shown:?}), \
+         so the command would read it as an option; the script was not run (put `--` \
+         before it in the command, or write it after a prefix: `--name={{{{{hole}}}}}`)"
+    );
+    let error = TaskError::failure(Reason::InputValidationFailure, message)
+        .with_details(json!({"hole": hole, "value": shown}));
+    TaskResult::failed(error).into()
+}
+
+/// How much of a refused value its error shows.
+const OPTION_SHOWN: usize = 200;
+
 /// The failure of a value that is not of its declared type (DESIGN §5, §19): the
 /// message and the details name the JSON path of the first mismatch, and the reply
 /// stays in the result's `content`. `expected` is the declared type, `actual` what was
@@ -247,12 +278,23 @@ struct StepFailure {
 }
 
 /// The failure of a step (its value form, moved out), for the failure of the sequence,
-/// reduce or map it belongs to.
+/// reduce or map it belongs to. A failed script's output goes with its error
+/// (`details.scriptOutput`): its stderr says why it failed.
 fn error_of(mut r: Value) -> StepFailure {
-    let error = r
+    let mut error = r
         .pointer_mut("/notes/error")
         .map(Value::take)
         .unwrap_or(Value::Null);
+    let output = r.pointer_mut("/notes/scriptOutput").map(Value::take);
+    if let (Some(output), Some(e)) = (output, error.as_object_mut()) {
+        let details = e.entry("details").or_insert(Value::Null);
+        if !details.is_object() {
+            *details = Value::Object(Map::new());
+        }
+        if let Some(d) = details.as_object_mut() {
+            d.insert("scriptOutput".into(), output);
+        }
+    }
     let reason = ErrorKind::of(&error).map_or(Reason::UnexpectedError, ErrorKind::reason);
     let message = error
         .get("message")

@@ -196,3 +196,28 @@ fn the_cut_text_of_a_failed_step_item_or_input_stays_in_the_composites_content()
         assert_eq!(r["content"], "the first half of an answer", "{r}");
     }
 }
+
+#[test]
+fn a_script_word_whose_text_starts_with_a_dash_fails_naming_its_hole() {
+    for dashed in [json!("--output=/etc/passwd"), json!("-"), json!(-3)] {
+        let r = check_option(dashed.clone(), "branch");
+        assert!(is_failed(&r), "{dashed}");
+        assert_eq!(r["notes"]["error"]["reason"], "input_validation_failure");
+        assert_eq!(r["notes"]["error"]["details"]["hole"], "branch");
+    }
+    for fine in [
+        json!("main"),
+        json!(" -x"),
+        json!(3),
+        json!(["-x"]),
+        json!(null),
+    ] {
+        assert_eq!(check_option(fine.clone(), "branch"), fine);
+    }
+    let long = "-".repeat(1000);
+    let r = check_option(json!(long), "b");
+    let shown = r["notes"]["error"]["details"]["value"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(shown.chars().count(), 201, "200 characters and an ellipsis");
+}

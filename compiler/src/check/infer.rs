@@ -100,7 +100,8 @@ fn task_type(task: &Task, items: &mut impl ItemTypes) -> Type {
             Some(b) => body_type(b, items),
             None => Type::Any,
         },
-        TaskType::Script => Type::String,
+        // A script's stdout, read as its `output_format` says.
+        TaskType::Script => output_type(task),
         // A loop returns its last director result.
         TaskType::DirectorEvaluatorLoop => match &task.director {
             Some(b) => body_type(b, items),
@@ -114,7 +115,7 @@ fn task_type(task: &Task, items: &mut impl ItemTypes) -> Type {
     }
 }
 
-/// What an atomic task's `output_format` says its value is.
+/// What an atomic or script task's `output_format` says its value is.
 pub fn output_type(task: &Task) -> Type {
     match &task.output_format {
         Some(f) if f.kind.node == OutputKind::Json => {
@@ -128,7 +129,7 @@ pub fn output_type(task: &Task) -> Type {
 pub fn output_schema_span(body: &Body) -> Option<Span> {
     match body {
         Body::Task(t) => match t.kind.node {
-            TaskType::Atomic => t
+            TaskType::Atomic | TaskType::Script => t
                 .output_format
                 .as_ref()
                 .map(|f| f.schema.as_ref().map_or(f.span, |s| s.span)),
@@ -140,7 +141,6 @@ pub fn output_schema_span(body: &Body) -> Option<Span> {
             TaskType::Reduce => t.reduction_task.as_ref().and_then(output_schema_span),
             TaskType::Map => t.map_body.as_ref().and_then(output_schema_span),
             TaskType::DirectorEvaluatorLoop => t.director.as_ref().and_then(output_schema_span),
-            _ => None,
         },
         _ => None,
     }

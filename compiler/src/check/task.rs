@@ -67,7 +67,10 @@ impl<'p> Checker<'p, '_, '_> {
             TaskType::Atomic => self.check_atomic(task),
             TaskType::Sequential => self.check_steps(task, &scope),
             TaskType::Reduce => self.check_reduce(task, &scope),
-            TaskType::Script => self.check_script(task, &scope, true),
+            TaskType::Script => {
+                self.check_script_fields(task);
+                self.check_script(task, &scope, true);
+            }
             TaskType::DirectorEvaluatorLoop => self.check_loop(task, &scope),
             TaskType::Map => self.check_map(task, &scope),
         }

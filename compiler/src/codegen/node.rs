@@ -1,7 +1,7 @@
 //! Task nodes: each leaves one task result on the stack.
 
 use super::{Gen, Hole, Use};
-use crate::ir::{ExprKind, Loop, Node, NodeKind, Sequence};
+use crate::ir::{Expr, ExprKind, Loop, Node, NodeKind, Sequence};
 use tv_stdlib::builtins;
 use tv_vm::bundle::Const;
 use tv_vm::isa::{CmpOp, Op, LOOP_ACCEPTED, LOOP_EXHAUSTED, LOOP_SUCCEEDED};
@@ -47,11 +47,8 @@ impl<'ir> Gen<'_, 'ir> {
                 task,
                 command,
                 inputs,
-            } => {
-                self.expr(command);
-                self.object(inputs);
-                self.emit(Op::Script(*task));
-            }
+                options,
+            } => self.script(*task, command, inputs, options),
             NodeKind::Call { function, args } => {
                 args.iter().for_each(|a| self.expr(a));
                 let n = self.operand(args.len(), "arguments to one template call");
@@ -98,6 +95,36 @@ impl<'ir> Gen<'_, 'ir> {
             NodeKind::Map(e) => self.map(e),
             NodeKind::Loop(l) => self.director_loop(l),
         }
+    }
+
+    /// A script run. First each value that stands as a word of its own, which a
+    /// leading `-` would make an option, is checked: such a value fails the task (with
+    /// its criteria) and the script never starts.
+    fn script(
+        &mut self,
+        task: u32,
+        command: &'ir Expr,
+        inputs: &'ir [(String, Expr)],
+        options: &'ir [(String, Expr)],
+    ) {
+        let mut refused = Vec::with_capacity(options.len());
+        for (hole, value) in options {
+            self.expr(value);
+            let c = self.consts.add(Use::Str(hole));
+            self.at(value.span, |g| g.emit(Op::CheckOption(c)));
+            refused.push(self.jump(Op::JumpIfFailed));
+            self.emit(Op::Pop);
+        }
+        self.expr(command);
+        self.object(inputs);
+        self.emit(Op::Script(task));
+        if refused.is_empty() {
+            return;
+        }
+        let end = self.jump(Op::Jump);
+        refused.into_iter().for_each(|h| self.patch(h));
+        self.emit(Op::Finish(task));
+        self.patch(end);
     }
 
     /// Steps in order; a failing step ends the sequence with its details.

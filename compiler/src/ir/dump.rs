@@ -104,8 +104,12 @@ impl Dumper<'_> {
                 task,
                 command,
                 inputs,
+                options,
             } => {
                 self.line(d, format!("script task{task}"), &n.ty, n.span);
+                for (hole, e) in options {
+                    self.labelled(&format!("no option {{{{{hole}}}}}"), e, d + 1);
+                }
                 self.labelled("command", command, d + 1);
                 for (name, e) in inputs {
                     self.labelled(&format!("input {name}"), e, d + 1);

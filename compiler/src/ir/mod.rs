@@ -84,11 +84,14 @@ pub enum NodeKind {
         task: u32,
         body: Box<Node>,
     },
-    /// A script run; the command's interpolations are shell-quoted.
+    /// A script run; the command's interpolations are shell-quoted. `options`: the
+    /// holes (their expression, and their value: a local) that stand as a word of
+    /// their own with no `--` before them, checked for a leading `-` first.
     Script {
         task: u32,
         command: Expr,
         inputs: Vec<(String, Expr)>,
+        options: Vec<(String, Expr)>,
     },
     Sequence(Box<Sequence>),
     Reduce(Box<Reduce>),

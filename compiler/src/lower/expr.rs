@@ -10,33 +10,56 @@ use tv_stdlib::types::Type;
 use tv_vm::isa::{self, Quote};
 
 impl<'a> Lowerer<'a> {
-    /// A text template as one string expression; `shell` quotes every hole for the
-    /// shell context it stands in (the checker has refused holes without one).
-    pub(super) fn text(&mut self, t: &ast::TextTemplate, frame: &mut Frame, shell: bool) -> Expr {
-        let quotes = if shell {
-            crate::check::shell::template_contexts(t).unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        let mut holes = 0;
-        let mut parts: Vec<(Expr, Option<Quote>)> = t
+    /// A text template as one string expression.
+    pub(super) fn text(&mut self, t: &ast::TextTemplate, frame: &mut Frame) -> Expr {
+        let parts: Vec<(Expr, Option<Quote>)> = t
             .parts
             .iter()
             .map(|p| match p {
                 TextPart::Lit(s, span) => (Expr::str(s.clone(), *span), None),
-                TextPart::Expr(e) => {
-                    holes += 1;
-                    // Bare-word quoting is the safe default should a context be missing.
-                    let quote = shell.then(|| quotes.get(holes - 1).copied());
-                    (self.expr(e, frame), quote.map(|q| q.unwrap_or(Quote::Bare)))
-                }
+                TextPart::Expr(e) => (self.expr(e, frame), None),
             })
             .collect();
-        match parts.as_slice() {
-            [] => Expr::str("", t.span),
-            [(only, None)] if only.ty == Type::String => parts.swap_remove(0).0,
-            _ => Expr::new(ExprKind::Concat(parts), Type::String, t.span),
+        concat(parts, t.span)
+    }
+
+    /// A script command: every hole quoted for the shell context it stands in (the
+    /// checker has refused holes without one); the holes a leading `-` would make an
+    /// option are listed to be checked, each value kept in a local (computed once).
+    pub(super) fn command(&mut self, t: &ast::TextTemplate, frame: &mut Frame) -> Command {
+        let holes = crate::check::shell::template_contexts(t).unwrap_or_default();
+        let mut command = Command {
+            text: Expr::str("", t.span),
+            options: Vec::new(),
+            lets: Vec::new(),
+        };
+        let mut n = 0;
+        let mut parts = Vec::with_capacity(t.parts.len());
+        for p in &t.parts {
+            let (e, hole) = match p {
+                TextPart::Lit(s, span) => {
+                    parts.push((Expr::str(s.clone(), *span), None));
+                    continue;
+                }
+                TextPart::Expr(e) => (e, holes.get(n).copied()),
+            };
+            n += 1;
+            let mut value = self.expr(e, frame);
+            // Bare-word quoting, and the check, are the safe defaults should a hole's
+            // context be missing.
+            if hole.is_none_or(|h| h.option) {
+                if !matches!(value.kind, ExprKind::Local(_)) {
+                    let local = frame.local("(script word)", value.ty.clone());
+                    let (ty, span) = (value.ty.clone(), value.span);
+                    command.lets.push((local, value));
+                    value = Expr::new(ExprKind::Local(local), ty, span);
+                }
+                command.options.push((e.to_string(), value.clone()));
+            }
+            parts.push((value, Some(hole.map_or(Quote::Bare, |h| h.quote))));
         }
+        command.text = concat(parts, t.span);
+        command
     }
 
     pub(super) fn var(&mut self, name: &str, span: Span, frame: &mut Frame) -> Expr {
@@ -191,7 +214,7 @@ impl<'a> Lowerer<'a> {
             ArgValue::Word(w) => typed_text(&w.node, want, w.span),
             ArgValue::Text(t) => match t.as_literal() {
                 Some(lit) => typed_text(&lit, want, t.span),
-                None => self.text(t, frame, false),
+                None => self.text(t, frame),
             },
             ArgValue::Body(b) => {
                 let node = self.body(b, frame, false);
@@ -277,5 +300,23 @@ fn compare_op(c: ast::CmpOp) -> isa::CmpOp {
         ast::CmpOp::Le => isa::CmpOp::Le,
         ast::CmpOp::Gt => isa::CmpOp::Gt,
         ast::CmpOp::Ge => isa::CmpOp::Ge,
+    }
+}
+
+/// A script command, lowered.
+pub(super) struct Command {
+    pub text: Expr,
+    /// The holes to check for a leading `-`: their expression, and their value.
+    pub options: Vec<(String, Expr)>,
+    /// The values computed before the command, to be checked and then quoted.
+    pub lets: Vec<(crate::ir::Local, Expr)>,
+}
+
+/// Text parts as one string: a lone string part as it is.
+fn concat(mut parts: Vec<(Expr, Option<Quote>)>, span: Span) -> Expr {
+    match parts.as_slice() {
+        [] => Expr::str("", span),
+        [(only, None)] if only.ty == Type::String => parts.swap_remove(0).0,
+        _ => Expr::new(ExprKind::Concat(parts), Type::String, span),
     }
 }

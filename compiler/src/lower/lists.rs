@@ -83,7 +83,7 @@ impl Lowerer<'_> {
         let initial = task
             .initial_value
             .as_ref()
-            .map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
+            .map_or(Expr::str("", task.span), |t| self.text(t, frame));
         let local = |frame: &mut Frame, name: &str| frame.local(name, Type::Any);
         // Over a list typed `T[]`, the inputs are `T`s.
         let list = task.over.as_ref().map(|_| self.list(task, frame));

@@ -64,10 +64,14 @@ fn node(n: &mut Node, f: &mut impl FnMut(&mut Local)) {
             .for_each(|e| expr(e, f)),
         NodeKind::Finish { body, .. } => node(body, f),
         NodeKind::Script {
-            command, inputs, ..
+            command,
+            inputs,
+            options,
+            ..
         } => {
             expr(command, f);
             inputs.iter_mut().for_each(|(_, e)| expr(e, f));
+            options.iter_mut().for_each(|(_, e)| expr(e, f));
         }
         NodeKind::Sequence(s) => {
             [&mut s.output, &mut s.results, &mut s.scratch]

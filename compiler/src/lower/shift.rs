@@ -61,10 +61,12 @@ impl Shift {
                 task,
                 command,
                 inputs,
+                options,
             } => {
                 *task += self.tasks;
                 self.expr(command);
                 inputs.iter_mut().for_each(|(_, e)| self.expr(e));
+                options.iter_mut().for_each(|(_, e)| self.expr(e));
             }
             NodeKind::Sequence(s) => s.steps.iter_mut().for_each(|n| self.node(n)),
             NodeKind::Reduce(r) => {

@@ -174,7 +174,7 @@ impl Lowerer<'_> {
                 let ty = node.ty.clone();
                 Expr::new(ExprKind::Task(Box::new(node)), ty, input.span)
             }
-            InputValue::Text(t) => self.text(t, frame, false),
+            InputValue::Text(t) => self.text(t, frame),
             InputValue::Empty => self.var(&input.name.node, input.name.span, frame),
         }
     }
@@ -198,10 +198,10 @@ impl Lowerer<'_> {
         let prompt = task.instructions.as_ref().or(task.description.as_ref());
         let inherited = frame.defaults.system.clone();
         let system = match task.system.as_ref().or(inherited.as_ref()) {
-            Some(t) => self.text(t, frame, false),
+            Some(t) => self.text(t, frame),
             None => Expr::str("", task.span),
         };
-        let mut prompt = prompt.map_or(Expr::str("", task.span), |t| self.text(t, frame, false));
+        let mut prompt = prompt.map_or(Expr::str("", task.span), |t| self.text(t, frame));
         let unnamed = ast::unreferenced_inputs(task);
         if !unnamed.is_empty() {
             prompt = self.with_sections(prompt, &unnamed, frame);
@@ -260,6 +260,13 @@ impl Lowerer<'_> {
     pub(super) fn script_node(&mut self, task: &Task, frame: &mut Frame) -> Option<Node> {
         let script = task.script.as_ref()?;
         let meta = self.meta(task, frame);
+        let is_script = task.kind.node == TaskType::Script;
+        if !is_script {
+            // A loop's script: the loop's output format is the loop's, not the script's.
+            if let Some(m) = self.tasks.get_mut(meta as usize) {
+                std::sync::Arc::make_mut(m).output = bundle::Output::Text;
+            }
+        }
         let mut inputs: Vec<(String, Expr)> = script
             .inputs
             .iter()
@@ -273,18 +280,52 @@ impl Lowerer<'_> {
                 inputs.push((i.name.node.clone(), value));
             }
         }
-        let command = script
-            .command
-            .as_ref()
-            .map_or(Expr::str("", script.span), |c| self.text(c, frame, true));
-        Some(Node {
+        // A step after another (or inside one) receives the previous step's value,
+        // as `TVM_INPUT_OUTPUT` and on stdin, unless an input of its own is so named.
+        if let Some(output) = frame.lookup("output") {
+            if !inputs.iter().any(|(n, _)| n == "output") {
+                let ty = frame
+                    .locals
+                    .get(output as usize)
+                    .map_or(Type::Any, |(_, t)| t.clone());
+                inputs.push((
+                    "output".into(),
+                    Expr::new(ExprKind::Local(output), ty, script.span),
+                ));
+            }
+        }
+        let command = match &script.command {
+            Some(c) => self.command(c, frame),
+            None => super::expr::Command {
+                text: Expr::str("", script.span),
+                options: Vec::new(),
+                lets: Vec::new(),
+            },
+        };
+        let node = Node {
             kind: NodeKind::Script {
                 task: meta,
-                command,
+                command: command.text,
                 inputs,
+                options: command.options,
             },
-            ty: Type::String,
+            ty: if is_script {
+                infer_output_type(task)
+            } else {
+                Type::String
+            },
             span: script.span,
+        };
+        if command.lets.is_empty() {
+            return Some(node);
+        }
+        Some(Node {
+            ty: node.ty.clone(),
+            span: node.span,
+            kind: NodeKind::Let {
+                bindings: command.lets,
+                body: Box::new(node),
+            },
         })
     }
 

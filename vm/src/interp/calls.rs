@@ -1,10 +1,11 @@
 //! The machine's host-call side: asking for an LLM turn or a script run, taking the
 //! reply back, and branching for gathered calls.
 
+use crate::bundle::Output;
 use crate::bundle::{Inherit, TaskMeta};
 use crate::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest, Message, ScriptRequest};
 use crate::interp::{fault, Attempts, Body, Fault, RunsAs, Session, Step, Vm, Waiting};
-use crate::outcome::{script_result, with_criteria};
+use crate::outcome::{conform, script_result, with_criteria};
 use crate::result::{Resource, TaskError, TaskResult};
 use crate::shared::SharedText;
 use crate::usage::Spent;
@@ -241,10 +242,24 @@ impl<'b> Vm<'b> {
                     None => return,
                 }
             }
-            (Some(Waiting::Script(_)), HostReply::Script(Ok(reply))) => {
+            (Some(Waiting::Script(t)), HostReply::Script(Ok(reply))) => {
+                // Its stdout, again in the output, and read as JSON when it is typed.
+                let output = self.bundle.tasks.get(t as usize).map(|m| &m.output);
+                let copies = if matches!(output, Some(Output::Json(_))) {
+                    3
+                } else {
+                    2
+                };
                 let size = reply.stdout.len() + reply.stderr.len();
-                match self.reserve(2 * size as u64) {
-                    Ok(()) => script_result(reply),
+                match self.reserve(copies * size as u64) {
+                    Ok(()) => {
+                        let mut r = script_result(reply);
+                        if let (Some(output), false) = (output, r.is_failed()) {
+                            // No re-ask: no model wrote it.
+                            conform(&mut r, output);
+                        }
+                        r
+                    }
                     Err(fault) => TaskResult::failed(fault),
                 }
             }

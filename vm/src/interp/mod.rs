@@ -506,6 +506,13 @@ impl<'b> Vm<'b> {
                 return self.atomic(t, context, None).map(Some);
             }
             Op::Script(t) => return self.script(t).map(Some),
+            Op::CheckOption(i) => {
+                let hole = self.string_const(i)?.to_string();
+                let v = self.pop()?;
+                let r = crate::outcome::check_option(v, &hole);
+                self.charge(weight(&r))?;
+                self.stack.push(r);
+            }
             Op::Items
             | Op::EachStart(_)
             | Op::EachMore

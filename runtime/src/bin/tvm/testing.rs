@@ -216,7 +216,12 @@ async fn run(
             text: r.text.clone(),
         })
         .collect();
-    let mut host = RunHost::with_adapters(Choice::Replay, None, None, ScriptRunner::default());
+    // Scripts run where the test is written, as its relative paths do.
+    let scripts = ScriptRunner {
+        workdir: Some(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())),
+        ..ScriptRunner::default()
+    };
+    let mut host = RunHost::with_adapters(Choice::Replay, None, None, scripts);
     host.offline = Some(Offline::new(rules, cassettes));
     host.context.workspace = Some(dir.to_path_buf());
     host.context.no_search = true;
@@ -255,7 +260,11 @@ fn expectations(test: &TestCase, result: &Value) -> Vec<String> {
         .iter()
         .any(|e| matches!(e.check, Check::Status(_)));
     if !states_status && status != "COMPLETE" {
-        problems.push(format!("the run ended {status}: {}", error_of(result)));
+        let mut problem = format!("the run ended {status}: {}", error_of(result));
+        if let Some(tail) = script_stderr(result) {
+            problem.push_str(&format!("\nthe script's stderr ended:\n{tail}"));
+        }
+        problems.push(problem);
     }
     for e in &test.expects {
         if let Some(p) = crate::expect::check(&e.check, result) {
@@ -272,4 +281,37 @@ fn error_of(result: &Value) -> String {
         .and_then(Value::as_str)
         .unwrap_or("no error message")
         .to_string()
+}
+
+/// Lines of a failed script's stderr shown under a failed test.
+const STDERR_LINES: usize = 10;
+/// Characters of them shown at most.
+const STDERR_CHARS: usize = 2000;
+/// How deep the errors of nested tasks are followed.
+const ERROR_DEPTH: usize = 32;
+
+/// The end of the stderr of the script a failed run ended on: the result's own
+/// `scriptOutput`, or that of the error of the step, item or input that failed, down
+/// the chain of nested errors.
+fn script_stderr(result: &Value) -> Option<String> {
+    let mut output = result.pointer("/notes/scriptOutput");
+    let mut error = result.pointer("/notes/error");
+    for _ in 0..ERROR_DEPTH {
+        if output.is_some() {
+            break;
+        }
+        let details = error?.get("details")?;
+        output = details.get("scriptOutput");
+        error = ["stepError", "itemError", "inputError", "subtaskError"]
+            .iter()
+            .find_map(|k| details.get(*k));
+    }
+    let stderr = output?.get("stderr")?.as_str()?.trim_end();
+    if stderr.is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = stderr.lines().collect();
+    let tail = lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n");
+    let skip = tail.chars().count().saturating_sub(STDERR_CHARS);
+    Some(tail.chars().skip(skip).collect())
 }
