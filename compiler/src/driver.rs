@@ -81,19 +81,90 @@ fn walk(dir: &Path, above: &mut Vec<PathBuf>, out: &mut Vec<PathBuf>) -> Result<
 }
 
 /// Reads the files; an unreadable or non-UTF-8 file is a diagnostic, not a failure.
+/// Each file's bundle name is set by [`bundle_names`].
 pub fn load(paths: &[PathBuf]) -> (SourceMap, Diagnostics, HashSet<FileId>) {
     let mut sources = SourceMap::new();
     let mut diags = Diagnostics::new();
     let mut unusable = HashSet::default();
-    for path in paths {
+    for (path, name) in paths.iter().zip(bundle_names(paths)) {
         let (text, problem) = read(path);
         let id = sources.add(path.clone(), text);
+        sources.set_name(id, name);
         if let Some((at, msg)) = problem {
             diags.push(Diagnostic::error(Span::new(id, at..at), msg));
             unusable.insert(id);
         }
     }
     (sources, diags, unusable)
+}
+
+/// The names a bundle records for `paths`: each file's path relative to the deepest
+/// folder holding them all, with `/` between its parts (`review.xml` alone,
+/// `lib/a.xml` and `main.xml` for `lib/a.xml` and `main.xml`). Folders are taken as the
+/// system resolves them (links and `..` followed), so `t.xml`, `./t.xml`,
+/// `dir/../t.xml`, an absolute path and a run from another working directory give the
+/// same names, and the same sources the same bundle bytes. A journal, a cache key or
+/// a batch's state names a bundle by those bytes. The file's own name is kept as
+/// written: it names a root task.
+pub fn bundle_names(paths: &[PathBuf]) -> Vec<String> {
+    let folders: Vec<PathBuf> = paths.iter().map(|p| real_folder(p)).collect();
+    let mut root: Option<&Path> = None;
+    for folder in &folders {
+        root = Some(match root {
+            None => folder,
+            Some(r) => common_ancestor(r, folder),
+        });
+    }
+    let root = root.unwrap_or(Path::new(""));
+    paths
+        .iter()
+        .zip(&folders)
+        .map(|(path, folder)| {
+            let within = folder.strip_prefix(root).unwrap_or(folder);
+            let file = path.file_name().map(Path::new).unwrap_or(path);
+            let parts: Vec<String> = within
+                .join(file)
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            parts.join("/")
+        })
+        .collect()
+}
+
+/// The folder holding `path`, resolved by the system; when it cannot be (it went
+/// away), made absolute and `.` and `..` taken out as written.
+fn real_folder(path: &Path) -> PathBuf {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::canonicalize(folder).unwrap_or_else(|_| {
+        let absolute = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+        let mut out = PathBuf::new();
+        for c in absolute.components() {
+            match c {
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                other => out.push(other),
+            }
+        }
+        out
+    })
+}
+
+/// The deepest folder both `a` and `b` are in (both absolute).
+fn common_ancestor<'a>(a: &'a Path, b: &Path) -> &'a Path {
+    let mut shared = a;
+    while !b.starts_with(shared) {
+        match shared.parent() {
+            Some(up) => shared = up,
+            None => break,
+        }
+    }
+    shared
 }
 
 /// A file's text, checked before it is read: only a regular file of at most

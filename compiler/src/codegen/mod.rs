@@ -162,10 +162,7 @@ fn finish(
                 function: *f,
             })
             .collect(),
-        files: sources
-            .files()
-            .map(|(_, f)| f.path.display().to_string())
-            .collect(),
+        files: sources.files().map(|(_, f)| f.name.clone()).collect(),
     }
 }
 
