@@ -88,6 +88,7 @@ fn bundles_of_older_formats_are_refused_with_a_message_that_says_to_recompile() 
         ("tests/golden/compat/code_review.v4.bin", 4),
         ("tests/golden/compat/code_review.v5.bin", 5),
         ("tests/golden/compat/code_review.v6.bin", 6),
+        ("tests/golden/compat/code_review.v7.bin", 7),
     ] {
         let old = std::fs::read(path).expect("old bundle");
         assert_eq!(u16::from_le_bytes([old[4], old[5]]), format, "{path}");

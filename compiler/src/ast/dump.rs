@@ -57,7 +57,10 @@ impl Dumper<'_> {
         fn shown<T: fmt::Display>(v: &Option<Spanned<T>>) -> Option<(String, Span)> {
             v.as_ref().map(|v| (v.node.to_string(), v.span))
         }
-        let stop = m.stop.as_ref().map(|v| (format!("{:?}", v.node), v.span));
+        let stop = m.stop.as_ref().map(|v| match &v.node[..] {
+            [one] => (format!("{one:?}"), v.span),
+            several => (format!("{several:?}"), v.span),
+        });
         for (label, value) in [
             ("temperature", shown(&m.temperature)),
             ("max_tokens", shown(&m.max_tokens)),

@@ -168,7 +168,7 @@ impl Builder<'_> {
     }
 
     /// `temperature` 0–2, `top_p` 0–1, `max_tokens` a positive integer, `seed` an
-    /// integer, `stop` any text: each checked at its attribute.
+    /// integer, `stop` text or a JSON array of texts: each checked at its attribute.
     fn model_settings(&mut self, el: &Element) -> ModelSettings {
         schema::check_attrs(el, schema::MODEL_ATTRS, self.diags);
         let mut m = ModelSettings {
@@ -190,16 +190,44 @@ impl Builder<'_> {
                         .diags
                         .error(span, format!("`seed` must be a whole number, not `{v}`")),
                 },
-                "stop" if v.is_empty() => self.diags.error(
-                    a.value.span,
-                    "`stop` must not be empty: it is the text at which the reply ends",
-                ),
-                // The stop sequence is taken as written: white space may be the point.
-                "stop" => m.stop = Some(Spanned::new(a.value.value.to_string(), a.value.span)),
+                "stop" => m.stop = self.stop(&a.value.value, a.value.span),
                 _ => {}
             }
         }
         m
+    }
+
+    /// `stop` (DESIGN §20): the text exactly as written, white space included
+    /// (`stop="&#10;"` stops at a newline), or, when it starts with `[`, a JSON array of
+    /// 1 to 4 sequences (`stop='["\n", "Observation:"]'`).
+    fn stop(&mut self, v: &str, span: Span) -> Option<Spanned<Vec<String>>> {
+        let max = tv_vm::bundle::MAX_STOP_SEQUENCES;
+        if v.is_empty() {
+            self.diags.error(
+                span,
+                "`stop` must not be empty: it is the text at which the reply ends",
+            );
+            return None;
+        }
+        let problem = if !v.starts_with('[') {
+            return Some(Spanned::new(vec![v.to_string()], span));
+        } else {
+            match serde_json::from_str::<Vec<String>>(v) {
+                Ok(all) if all.is_empty() || all.len() > max => format!(
+                    "`stop` holds {} sequences: give 1 to {max} (OpenAI takes at most {max})",
+                    all.len()
+                ),
+                Ok(all) if all.iter().any(String::is_empty) => {
+                    "`stop` holds an empty sequence: each is text at which the reply ends".into()
+                }
+                Ok(all) => return Some(Spanned::new(all, span)),
+                Err(e) => format!("`stop` starts with `[` but is not a JSON array of strings: {e}"),
+            }
+        };
+        self.diags.push(Diagnostic::error(span, problem).with_help(
+            "several sequences are a JSON array with JSON's escapes: stop='[\"\\n\", \"Observation:\"]'; a sequence that starts with `[` is written as one: stop='[\"[\"]'",
+        ));
+        None
     }
 
     fn number_in(&mut self, v: &str, span: Span, what: &str, max: f64) -> Option<Spanned<f64>> {

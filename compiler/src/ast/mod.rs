@@ -170,7 +170,8 @@ pub struct ModelSettings {
     pub max_tokens: Option<Spanned<u64>>,
     pub top_p: Option<Spanned<f64>>,
     pub seed: Option<Spanned<i64>>,
-    pub stop: Option<Spanned<String>>,
+    /// `stop`: one to four sequences, as written.
+    pub stop: Option<Spanned<Vec<String>>>,
     /// The `<model>` element, when there is one.
     pub span: Option<Span>,
 }

@@ -89,6 +89,25 @@ pub const CONTEXT_ASSEMBLY_CHILDREN: &[&str] = &[
 ];
 pub const SCRIPT_CHILDREN: &[&str] = &["command", "timeout", "inputs"];
 
+/// Whether `name` is an element of the template language (anywhere), so that a tag of
+/// another name inside text may be text that a `<` made a tag of.
+pub fn is_element(name: &str) -> bool {
+    const OTHERS: &[&str] = &["library", "input", "case", "arg", "condition", "timeout"];
+    [
+        TASK_CHILDREN,
+        BODY_ELEMENTS,
+        LIBRARY_CHILDREN,
+        TEST_CHILDREN,
+        CONTEXT_MANAGEMENT_CHILDREN,
+        FILE_PATHS_CHILDREN,
+        CONTEXT_ASSEMBLY_CHILDREN,
+        SCRIPT_CHILDREN,
+        OTHERS,
+    ]
+    .iter()
+    .any(|list| list.contains(&name))
+}
+
 /// Attributes every element accepts and ignores: namespace declarations and the XML
 /// Schema instance attributes (`xsi:noNamespaceSchemaLocation="tv.xsd"`) with which an
 /// editor finds the schema of `tvc schema`.

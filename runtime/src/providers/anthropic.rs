@@ -109,7 +109,7 @@ impl Anthropic {
         // The messages API has no seed: a run that sets one is as repeatable as the
         // provider makes it, and the seed still keys the cache and the cassette.
         if let Some(stop) = &s.stop {
-            body["stop_sequences"] = json!([stop]);
+            body["stop_sequences"] = json!(stop);
         }
         if let Some(tools) = tools {
             body["tools"] = tools;

@@ -21,6 +21,7 @@ use std::fmt;
 use std::sync::Arc;
 pub use task::{
     Assembly, ContextSettings, FilePaths, Inherit, ModelSettings, Output, StatedContext, TaskMeta,
+    MAX_STOP_SEQUENCES,
 };
 pub use types::{TaskType, ValueType};
 
@@ -28,7 +29,7 @@ pub const MAGIC: &[u8; 4] = b"TVB\0";
 /// Bumped whenever an older reader would misread the bytes of a newer writer. A reader
 /// reads its own format only: an older bundle is refused with a message that says to
 /// recompile it.
-pub const VERSION: u16 = 7;
+pub const VERSION: u16 = 8;
 const HEADER: usize = 4 + 2 + 4 + 4;
 /// The largest payload a reader accepts.
 pub const MAX_PAYLOAD: usize = 256 << 20;

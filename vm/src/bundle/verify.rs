@@ -9,7 +9,7 @@
 //! run, and the interpreter faults when there is none or a body is started out of
 //! turn, so a bundle that misuses them fails its run instead of breaking the machine.
 
-use super::{Bundle, Const, Function, Output, ValueType};
+use super::{Bundle, Const, Function, Output, ValueType, MAX_STOP_SEQUENCES};
 use crate::isa::Op;
 use tv_stdlib::builtins::BUILTINS;
 
@@ -29,6 +29,17 @@ pub fn verify(b: &Bundle) -> Result<(), String> {
         }
     }
     for t in &b.tasks {
+        if let Some(stop) = &t.settings.stop {
+            if stop.is_empty()
+                || stop.len() > MAX_STOP_SEQUENCES
+                || stop.iter().any(String::is_empty)
+            {
+                return Err(format!(
+                    "task `{}`: stop sequences must be 1 to {MAX_STOP_SEQUENCES}, none empty",
+                    t.name
+                ));
+            }
+        }
         if let Output::Json(Some(ty)) = &t.output {
             valid(ty).map_err(|e| format!("task `{}`: its output format {e}", t.name))?;
         }
