@@ -158,6 +158,14 @@ pub enum Op {
     /// value the bodies' values in order; or FAILED for the first item whose body
     /// failed, with `failedIndex`, `totalItems` and `partialResults`
     MapResult,
+
+    // Format 8.
+    /// `[v] -> [FAILED result]`: no case of a `cond` that says `otherwise="fail"`
+    /// held: a TASK_FAILURE (`input_validation_failure`) naming the cond's place (this
+    /// instruction's source position) and `v`, the value its cases compare; string
+    /// constant `i` is that value as the source writes it (`output.severity`), empty
+    /// when the cases test no one value
+    NoCase(u32),
 }
 
 /// Where a value stands in a script command, which decides how it is quoted so that
@@ -224,7 +232,9 @@ impl Op {
             Dup => (1, 2),
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn | ReturnIfFailed
             | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) | Evaluation
-            | ShellQuoteIn(_) | Finish(_) | JumpIfFailed(_) | Items | MapResult => (1, 1),
+            | ShellQuoteIn(_) | Finish(_) | JumpIfFailed(_) | Items | MapResult | NoCase(_) => {
+                (1, 1)
+            }
             Compare(_) | Script(_) | TextValue | FailSequence(..) => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
             MakeArray(n) | MakeObject(_, n) => (n as usize, 1),
@@ -252,7 +262,7 @@ impl Op {
     pub fn constant_mut(&mut self) -> Option<&mut u32> {
         use Op::*;
         match self {
-            Const(i) | Field(i) | TextConst(i) | MakeObject(i, _) => Some(i),
+            Const(i) | Field(i) | TextConst(i) | MakeObject(i, _) | NoCase(i) => Some(i),
             Load(_)
             | Store(_)
             | Pop

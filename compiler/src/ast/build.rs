@@ -457,7 +457,18 @@ impl Builder<'_> {
     }
 
     fn cond(&mut self, el: &Element) -> Cond {
-        schema::check_attrs(el, &[], self.diags);
+        schema::check_attrs(el, schema::COND_ATTRS, self.diags);
+        let otherwise = el.attr("otherwise").and_then(|a| {
+            let (v, span) = (a.value.trimmed(), a.value.trimmed_span());
+            match v {
+                "fail" => Some(Spanned::new(Otherwise::Fail, span)),
+                "empty" => Some(Spanned::new(Otherwise::Empty, span)),
+                _ => {
+                    self.bad_enum(span, "`otherwise`", v, &["fail", "empty"]);
+                    None
+                }
+            }
+        });
         schema::no_text(el, self.diags);
         let mut cases = Vec::new();
         for child in el.elements() {
@@ -492,6 +503,8 @@ impl Builder<'_> {
         }
         Cond {
             cases,
+            otherwise,
+            head: el.head(),
             span: el.span,
         }
     }

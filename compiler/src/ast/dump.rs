@@ -173,7 +173,14 @@ impl Dumper<'_> {
                 }
             }
             Body::Cond(c) => {
-                self.line(depth, "cond", c.span);
+                match &c.otherwise {
+                    Some(o) => self.line(
+                        depth,
+                        format_args!("cond otherwise={}", o.node.as_str()),
+                        c.span,
+                    ),
+                    None => self.line(depth, "cond", c.span),
+                }
                 for case in &c.cases {
                     self.line(
                         depth + 1,

@@ -466,7 +466,30 @@ pub enum ArgValue {
 #[derive(Clone, Debug)]
 pub struct Cond {
     pub cases: Vec<Case>,
+    /// `otherwise`, as written: what happens when no case holds.
+    pub otherwise: Option<Spanned<Otherwise>>,
+    /// The element's name, where diagnostics about the whole cond point.
+    pub head: Span,
     pub span: Span,
+}
+
+/// `<cond otherwise="...">`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Otherwise {
+    /// No case holding fails the task (`input_validation_failure`).
+    Fail,
+    /// No case holding completes it empty, as a cond without `otherwise` does, but
+    /// said on purpose: no warning about strings its cases leave out.
+    Empty,
+}
+
+impl Otherwise {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Otherwise::Fail => "fail",
+            Otherwise::Empty => "empty",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

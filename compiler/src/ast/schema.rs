@@ -66,6 +66,8 @@ pub const TEMPLATE_ATTRS: &[&str] = &["name", "params", "returns"];
 pub const CALL_ATTRS: &[&str] = &["template"];
 pub const ARG_ATTRS: &[&str] = &["name"];
 pub const CASE_ATTRS: &[&str] = &["test"];
+/// `<cond otherwise="fail|empty">`: what happens when no case holds.
+pub const COND_ATTRS: &[&str] = &["otherwise"];
 pub const TYPE_ATTRS: &[&str] = &["name"];
 /// The sampling attributes `<model>` takes (DESIGN §12).
 pub const MODEL_ATTRS: &[&str] = &["temperature", "max_tokens", "top_p", "seed", "stop"];

@@ -4,6 +4,7 @@
 //! and reports every problem it finds; it never stops at the first one.
 
 mod call;
+pub(crate) mod cond;
 mod expr;
 mod graph;
 mod infer;

@@ -4,8 +4,8 @@
 use super::scope::Scope;
 use super::Checker;
 use crate::ast::{
-    Body, Cond, ContextManagement, FilePaths, FreshContext, InheritContext, Input, InputValue,
-    Task, TaskType, TextPart, TextTemplate,
+    Body, ContextManagement, FilePaths, FreshContext, InheritContext, Input, InputValue, Task,
+    TaskType, TextPart, TextTemplate,
 };
 use crate::diag::Diagnostic;
 use crate::source::Span;
@@ -18,13 +18,6 @@ impl<'p> Checker<'p, '_, '_> {
             Body::Call(c) => self.check_call_element(c, scope),
             Body::Cond(c) => self.check_cond(c, scope),
             Body::Missing(_) => {}
-        }
-    }
-
-    fn check_cond(&mut self, cond: &'p Cond, scope: &Scope) {
-        for case in &cond.cases {
-            self.check_test(&case.test, scope);
-            self.check_body(&case.body, scope, false);
         }
     }
 

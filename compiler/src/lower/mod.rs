@@ -464,8 +464,22 @@ impl Lowerer<'_> {
             .map(|(_, n)| n.ty.clone())
             .reduce(|a, b| a.join(&b))
             .unwrap_or(Type::Any);
+        let otherwise = match c.otherwise.as_ref().map(|o| o.node) {
+            Some(ast::Otherwise::Fail) => {
+                let compared = crate::check::cond::compared_strings(c).map(|(v, _)| v);
+                let path = compared
+                    .and_then(crate::check::cond::path_text)
+                    .unwrap_or_default();
+                let value = match compared {
+                    Some(v) => self.expr(v, frame),
+                    None => ir::Expr::new(ir::ExprKind::Null, Type::Null, c.span),
+                };
+                ir::Otherwise::Fail { path, value }
+            }
+            _ => ir::Otherwise::Empty,
+        };
         ir::Node {
-            kind: ir::NodeKind::Cond { cases },
+            kind: ir::NodeKind::Cond { cases, otherwise },
             ty,
             span: c.span,
         }

@@ -116,7 +116,7 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
         | Op::AccumulateLocal(i, _)
         | Op::KeepValue(i)
         | Op::TextLocal(i) => local(i),
-        Op::Field(i) => string(i),
+        Op::Field(i) | Op::NoCase(i) => string(i),
         Op::MakeObject(first, n) => {
             (0..u32::from(n)).try_for_each(|k| string(first.saturating_add(k)))
         }
