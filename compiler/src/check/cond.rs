@@ -12,9 +12,14 @@ use tv_stdlib::types::Type;
 
 impl<'p> Checker<'p, '_, '_> {
     pub(super) fn check_cond(&mut self, cond: &'p Cond, scope: &Scope) {
+        // What earlier cases took as null is not null in the later ones.
+        let mut later = scope.clone();
         for case in &cond.cases {
             self.check_test(&case.test, scope);
-            self.check_body(&case.body, scope, false);
+            let mut inside = later.clone();
+            super::nulls::shown_present(&case.test, &mut inside.present);
+            self.check_body(&case.body, &inside, false);
+            later.present.extend(super::nulls::shown_null(&case.test));
         }
         if cond.otherwise.is_none() {
             self.warn_missing_cases(cond, scope);

@@ -9,6 +9,7 @@ mod expr;
 mod graph;
 mod infer;
 mod lists;
+mod nulls;
 mod operators;
 mod records;
 mod scope;

@@ -165,9 +165,40 @@ impl<'p> Checker<'p, '_, '_> {
         if let Some(e) = &task.evaluator {
             self.check_evaluator(e);
         }
-        for (slot, name) in [(&task.director, "director"), (&task.evaluator, "evaluator")] {
+        // What is still null where each part runs: the director's first turn comes
+        // before any result, evaluation or script run; the evaluator's, before any
+        // evaluation. An evaluation need not give feedback.
+        let (first, feedback) = (
+            "on the first iteration, before the evaluator has judged",
+            "on the first iteration, and whenever the evaluator gives no feedback",
+        );
+        let no_script = "in a loop without a script";
+        let mut director = s.clone();
+        director.may_be_null(
+            "director_result",
+            "on the first iteration, before the director has replied",
+        );
+        director.may_be_null("evaluation", first);
+        director.may_be_null("evaluation_feedback", feedback);
+        director.may_be_null(
+            "script_output",
+            match task.script {
+                Some(_) => "on the first iteration, before the loop's script has run",
+                None => no_script,
+            },
+        );
+        let mut evaluator = s.clone();
+        evaluator.may_be_null("evaluation", first);
+        evaluator.may_be_null("evaluation_feedback", feedback);
+        if task.script.is_none() {
+            evaluator.may_be_null("script_output", no_script);
+        }
+        for (slot, name, s) in [
+            (&task.director, "director", &director),
+            (&task.evaluator, "evaluator", &evaluator),
+        ] {
             match slot {
-                Some(b) => self.check_body(b, &s, false),
+                Some(b) => self.check_body(b, s, false),
                 None => self.diags.push(
                     Diagnostic::error(
                         task.kind.span,

@@ -44,6 +44,12 @@ impl<'p> Checker<'p, '_, '_> {
         {
             self.check_text(t, &scope);
         }
+        for t in [&task.description, &task.instructions, &task.system]
+            .into_iter()
+            .flatten()
+        {
+            self.warn_null_holes(t, &scope);
+        }
         self.check_files(task);
         if let Some(cm) = &task.context {
             self.check_context(cm);
