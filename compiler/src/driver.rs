@@ -448,6 +448,68 @@ pub fn compile_consuming(
     generate(ir, &c.sources, timings)
 }
 
+/// Items lowered, generated and encoded together by [`compile_to_bytes`]: enough to
+/// keep every core busy, few enough that a window's IR is small beside the program.
+pub const WINDOW: usize = 4096;
+
+/// `tvc compile`: the bundle's bytes, the same as [`bundle_bytes`] of [`compile`]'s
+/// bundle, made [`WINDOW`] items at a time: each window is lowered, its functions
+/// generated and encoded, and its syntax trees and IR freed, so that the trees, the IR
+/// and the bundle of a large library are never all in memory. The compilation's
+/// syntax trees are used up.
+pub fn compile_to_bytes(c: &mut Compilation, timings: &mut Timings) -> Result<Vec<u8>, Diagnostics> {
+    compile_to_bytes_in(c, timings, WINDOW)
+}
+
+/// [`compile_to_bytes`] with windows of `window` items (tests try small ones).
+pub fn compile_to_bytes_in(
+    c: &mut Compilation,
+    timings: &mut Timings,
+    window: usize,
+) -> Result<Vec<u8>, Diagnostics> {
+    if c.diags.has_errors() {
+        return Err(Diagnostics::new());
+    }
+    let (symbols, sources) = (&c.symbols, &c.sources);
+    let (mut windows, names) =
+        crate::lower::Windows::new(&mut c.program, symbols, sources);
+    let mut writer = crate::codegen::Writer::default();
+    let (mut branches, mut tasks) = (Vec::new(), Vec::new());
+    loop {
+        let items = windows.take(window.max(1));
+        if items.is_empty() {
+            break;
+        }
+        let mut lowered = timings.time("lower to IR", || windows.lower(&items));
+        drop(items);
+        timings.time("generate bytecode", || {
+            writer.add(&lowered.functions, sources)
+        });
+        drop(std::mem::take(&mut lowered.functions));
+        timings.time("encode the bundle", || writer.encode());
+        branches.append(&mut lowered.branches);
+        tasks.append(&mut lowered.tasks);
+    }
+    // Branch functions come after every item's.
+    timings.time("generate bytecode", || writer.add(&branches, sources));
+    drop(branches);
+    let entries: Vec<tv_vm::bundle::Entry> = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| tv_vm::bundle::Entry {
+            name,
+            function: crate::ir::id(i),
+        })
+        .collect();
+    timings
+        .time("encode the bundle", || writer.finish(&tasks, &entries, sources))
+        .map_err(|errors| {
+            let mut diags = Diagnostics::new();
+            errors.into_iter().for_each(|d| diags.push(d));
+            diags
+        })
+}
+
 /// The bytecode of `ir`, or the errors of counts too large for their operands.
 fn generate(
     ir: crate::ir::Program,

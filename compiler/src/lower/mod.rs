@@ -10,6 +10,7 @@ mod lists;
 mod prune;
 mod shift;
 mod task;
+mod windows;
 
 use crate::ast::{self, Item};
 use crate::check::Symbols;
@@ -17,50 +18,69 @@ use crate::ir::{self, Local};
 use crate::source::{SourceMap, Span};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use shift::Shift;
+pub(crate) use windows::Windows;
 use std::sync::Arc;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta, CONTEXT_PARAM};
 
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
     let plan = Plan::new(program, symbols);
-    let total = ir::id(plan.items.len());
     // Chunks of items are lowered on the workers, each numbering its tasks and branch
     // functions from zero; `assemble` then moves each part's numbers past the ones
     // before it.
     let parts = crate::parallel::map_chunks(
         &plan.items,
         crate::parallel::MIN_ITEMS_PER_WORKER,
-        |items| {
-            let mut l = Lowerer {
-                symbols,
-                sources,
-                ids: &plan.ids,
-                takes_context: &plan.takes_context,
-                tasks: Vec::new(),
-                branches: Vec::new(),
-                items: total,
-                evaluator: None,
-            };
-            let functions = items.iter().map(|item| l.item(item)).collect();
-            Part {
-                functions,
-                branches: l.branches,
-                tasks: l.tasks,
-            }
-        },
+        |items| plan.numbers.part(items.iter().copied(), symbols, sources),
     );
     plan.assemble(parts)
+}
+
+/// What lowering any item needs to know of the whole program.
+pub(crate) struct Numbers {
+    /// Function index of every item name.
+    ids: HashMap<String, u32>,
+    /// Items whose task states `inherit_context` full or subset: they take their
+    /// caller's context as a last parameter.
+    takes_context: HashSet<String>,
+    /// How many item functions there are; branch functions come after them.
+    total: u32,
+}
+
+impl Numbers {
+    /// The functions and tasks of `items`, numbered as if they were alone.
+    fn part<'i>(
+        &self,
+        items: impl Iterator<Item = &'i Item>,
+        symbols: &Symbols,
+        sources: &SourceMap,
+    ) -> Part {
+        let mut l = Lowerer {
+            symbols,
+            sources,
+            ids: &self.ids,
+            takes_context: &self.takes_context,
+            tasks: Vec::new(),
+            branches: Vec::new(),
+            items: self.total,
+            evaluator: None,
+        };
+        let functions = items.map(|item| l.item(item)).collect();
+        Part {
+            functions,
+            branches: l.branches,
+            tasks: l.tasks,
+        }
+    }
 }
 
 /// What is lowered, in function order: user items (the entry points), then the
 /// standard templates they reach.
 struct Plan<'p> {
     items: Vec<&'p Item>,
-    /// Function index of every item name.
-    ids: HashMap<String, u32>,
-    /// Items whose task states `inherit_context` full or subset: they take their
-    /// caller's context as a last parameter.
-    takes_context: HashSet<String>,
+    /// Where each item is: its module and its place in the module.
+    places: Vec<(usize, usize)>,
+    numbers: Numbers,
     user_items: usize,
 }
 
@@ -69,28 +89,38 @@ impl<'p> Plan<'p> {
         let needed = reachable_std(program, symbols);
         let mut plan = Plan {
             items: Vec::new(),
-            ids: HashMap::default(),
-            takes_context: HashSet::default(),
+            places: Vec::new(),
+            numbers: Numbers {
+                ids: HashMap::default(),
+                takes_context: HashSet::default(),
+                total: 0,
+            },
             user_items: 0,
         };
-        let user = program.modules.iter().filter(|m| !m.std);
-        for m in user.chain(program.modules.iter().filter(|m| m.std)) {
-            for item in m
+        let modules = program.modules.iter().enumerate();
+        let user = modules.clone().filter(|(_, m)| !m.std);
+        for (mi, m) in user.chain(modules.filter(|(_, m)| m.std)) {
+            for (ii, item) in m
                 .items
                 .iter()
-                .filter(|i| !m.std || needed.contains(&i.name().node))
+                .enumerate()
+                .filter(|(_, i)| !m.std || needed.contains(&i.name().node))
             {
                 let name = item.name().node.clone();
                 if inherits_context(item) {
-                    plan.takes_context.insert(name.clone());
+                    plan.numbers.takes_context.insert(name.clone());
                 }
-                if let std::collections::hash_map::Entry::Vacant(slot) = plan.ids.entry(name) {
+                if let std::collections::hash_map::Entry::Vacant(slot) =
+                    plan.numbers.ids.entry(name)
+                {
                     slot.insert(ir::id(plan.items.len()));
                     plan.items.push(item);
+                    plan.places.push((mi, ii));
                     plan.user_items += usize::from(!m.std);
                 }
             }
         }
+        plan.numbers.total = ir::id(plan.items.len());
         plan
     }
 

@@ -11,6 +11,7 @@
 
 use crate::isa::Op;
 
+mod lean;
 mod task;
 mod types;
 pub mod verify;
@@ -19,6 +20,7 @@ use bincode::{Decode, Encode};
 use serde::Serialize;
 use std::fmt;
 use std::sync::Arc;
+pub use lean::verify_bytes;
 pub use task::{
     Assembly, ContextSettings, FilePaths, Inherit, ModelSettings, Output, StatedContext, TaskMeta,
     MAX_STOP_SEQUENCES,
@@ -170,68 +172,9 @@ fn put(v: &impl Encode, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     bincode::encode_into_writer(v, Out(out), config())
 }
 
-impl Bundle {
-    /// The bytes of the bundle file; the same bundle always gives the same bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        self.to_bytes_with(|functions| vec![Bundle::encode_functions(functions)])
-    }
-
-    /// [`Bundle::to_bytes`] with the functions, most of a bundle, encoded by `encode`:
-    /// it may encode slices of them apart (on other threads) with
-    /// [`Bundle::encode_functions`] and return the pieces in order. The bytes are the
-    /// same, since an encoded list is its length followed by its encoded items.
-    pub fn to_bytes_with(&self, encode: impl FnOnce(&[Function]) -> Vec<Vec<u8>>) -> Vec<u8> {
-        let payload = self.payload(encode).unwrap_or_default();
-        let mut out = Vec::with_capacity(HEADER + payload.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        out.extend_from_slice(&payload);
-        out
-    }
-
-    /// The encoded functions of `functions`, one after the other, without the length
-    /// of the list.
-    pub fn encode_functions(functions: &[Function]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for f in functions {
-            // Encoding into memory cannot fail (see `put`).
-            let _ = put(f, &mut out);
-        }
-        out
-    }
-
-    /// The fields in declaration order, as the derived `Encode` writes them. The
-    /// pattern names every field, so a new one cannot be left out here.
-    fn payload(
-        &self,
-        encode: impl FnOnce(&[Function]) -> Vec<Vec<u8>>,
-    ) -> Result<Vec<u8>, EncodeError> {
-        let Bundle {
-            compiler_version,
-            constants,
-            functions,
-            tasks,
-            entries,
-            files,
-        } = self;
-        let mut out = Vec::new();
-        put(compiler_version, &mut out)?;
-        put(constants, &mut out)?;
-        // A list's length is a u64, as for every list.
-        put(&(functions.len() as u64), &mut out)?;
-        for piece in encode(functions) {
-            out.extend_from_slice(&piece);
-        }
-        put(tasks, &mut out)?;
-        put(entries, &mut out)?;
-        put(files, &mut out)?;
-        Ok(out)
-    }
-
-    /// Reads and verifies a bundle.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
+/// The payload of a bundle file, once its header is checked: magic, format, length
+/// and checksum.
+fn payload_of(bytes: &[u8]) -> Result<&[u8], BundleError> {
         if bytes.len() < 4 {
             return Err(BundleError::TooShort);
         }
@@ -259,6 +202,90 @@ impl Bundle {
         if crc32fast::hash(payload) != sum {
             return Err(BundleError::Checksum);
         }
+        Ok(payload)
+}
+
+/// A bundle file from its parts, its functions given encoded (the pieces of
+/// [`Bundle::encode_functions`], in order): what [`Bundle::to_bytes`] writes, for a
+/// writer that never holds every function decoded at once.
+pub fn assemble(
+    compiler_version: &String,
+    constants: &[Const],
+    functions: u64,
+    encoded: &[Vec<u8>],
+    tasks: &[Arc<TaskMeta>],
+    entries: &[Entry],
+    files: &[String],
+) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(encoded.iter().map(Vec::len).sum::<usize>() + 1024);
+    // Encoding into memory cannot fail (see `put`).
+    let _ = (|| -> Result<(), EncodeError> {
+        put(compiler_version, &mut payload)?;
+        put(&constants, &mut payload)?;
+        // A list's length is a u64, as for every list.
+        put(&functions, &mut payload)?;
+        for piece in encoded {
+            payload.extend_from_slice(piece);
+        }
+        put(&tasks, &mut payload)?;
+        put(&entries, &mut payload)?;
+        put(&files, &mut payload)
+    })();
+    let mut out = Vec::with_capacity(HEADER + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+impl Bundle {
+    /// The bytes of the bundle file; the same bundle always gives the same bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.to_bytes_with(|functions| vec![Bundle::encode_functions(functions)])
+    }
+
+    /// [`Bundle::to_bytes`] with the functions, most of a bundle, encoded by `encode`:
+    /// it may encode slices of them apart (on other threads) with
+    /// [`Bundle::encode_functions`] and return the pieces in order. The bytes are the
+    /// same, since an encoded list is its length followed by its encoded items.
+    pub fn to_bytes_with(&self, encode: impl FnOnce(&[Function]) -> Vec<Vec<u8>>) -> Vec<u8> {
+        // The pattern names every field, so a new one cannot be left out here.
+        let Bundle {
+            compiler_version,
+            constants,
+            functions,
+            tasks,
+            entries,
+            files,
+        } = self;
+        let encoded = encode(functions);
+        assemble(
+            compiler_version,
+            constants,
+            functions.len() as u64,
+            &encoded,
+            tasks,
+            entries,
+            files,
+        )
+    }
+
+    /// The encoded functions of `functions`, one after the other, without the length
+    /// of the list.
+    pub fn encode_functions(functions: &[Function]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for f in functions {
+            // Encoding into memory cannot fail (see `put`).
+            let _ = put(f, &mut out);
+        }
+        out
+    }
+
+    /// Reads and verifies a bundle.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        let payload = payload_of(bytes)?;
         let (bundle, used): (Bundle, usize) = bincode::decode_from_slice(payload, config())
             .map_err(|e| BundleError::Decode(e.to_string()))?;
         if used != payload.len() {
