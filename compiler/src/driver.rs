@@ -474,7 +474,7 @@ pub fn compile_to_bytes_in(
     let (mut windows, names) =
         crate::lower::Windows::new(&mut c.program, symbols, sources);
     let mut writer = crate::codegen::Writer::default();
-    let (mut branches, mut tasks) = (Vec::new(), Vec::new());
+    let mut branches = Vec::new();
     loop {
         let items = windows.take(window.max(1));
         if items.is_empty() {
@@ -488,7 +488,7 @@ pub fn compile_to_bytes_in(
         drop(std::mem::take(&mut lowered.functions));
         timings.time("encode the bundle", || writer.encode());
         branches.append(&mut lowered.branches);
-        tasks.append(&mut lowered.tasks);
+        timings.time("encode the bundle", || writer.add_tasks(&lowered.tasks));
     }
     // Branch functions come after every item's.
     timings.time("generate bytecode", || writer.add(&branches, sources));
@@ -502,7 +502,7 @@ pub fn compile_to_bytes_in(
         })
         .collect();
     timings
-        .time("encode the bundle", || writer.finish(&tasks, &entries, sources))
+        .time("encode the bundle", || writer.finish(&entries, sources))
         .map_err(|errors| {
             let mut diags = Diagnostics::new();
             errors.into_iter().for_each(|d| diags.push(d));

@@ -66,6 +66,9 @@ pub fn build_module_with(
             ),
         },
     }
+    // The syntax trees of a large library are most of what `tvc` holds: no room for
+    // items never made (a `Vec` grows by doubling).
+    items.shrink_to_fit();
     Module {
         file,
         std: source.std,
@@ -324,6 +327,7 @@ impl Builder<'_> {
                 ty,
             });
         }
+        out.shrink_to_fit();
         out
     }
 
@@ -421,6 +425,7 @@ impl Builder<'_> {
             }
             args.push(self.arg(child));
         }
+        args.shrink_to_fit();
         Call {
             template,
             args,
@@ -543,9 +548,12 @@ impl Builder<'_> {
         } else {
             task.kind = Spanned::new(TaskType::Atomic, el.head());
         }
-        task.subtype = el
-            .attr("subtype")
-            .map(|a| Spanned::new(a.value.trimmed().to_string(), a.value.trimmed_span()));
+        task.subtype = el.attr("subtype").map(|a| {
+            Box::new(Spanned::new(
+                a.value.trimmed().to_string(),
+                a.value.trimmed_span(),
+            ))
+        });
         task.reference = el
             .attr("ref")
             .map(|a| self.ident_attr(&a.value, "referenced template name"));

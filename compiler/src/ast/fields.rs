@@ -18,22 +18,24 @@ impl Builder<'_> {
             "description" => task.description = Some(self.text_field(el)),
             "instructions" => task.instructions = Some(self.text_field(el)),
             "system" => task.system = Some(self.text_field(el)),
-            "criteria" => task.criteria = Some(self.text_field(el)),
-            "initial_value" => task.initial_value = Some(self.text_field(el)),
+            "criteria" => task.criteria = Some(Box::new(self.text_field(el))),
+            "initial_value" => task.initial_value = Some(Box::new(self.text_field(el))),
             "model" => {
-                task.model_settings = self.model_settings(el);
+                task.model_settings = Some(Box::new(self.model_settings(el)));
                 task.model = self.model(el);
             }
-            "provider" => task.provider = self.provider(el),
-            "output_slot" => task.output_slot = Some(self.word_field(el)),
-            "input_source" => task.input_source = Some(self.word_field(el)),
-            "output_format" => task.output_format = Some(self.output_format(el)),
-            "context_management" => task.context = Some(self.context_management(el)),
-            "file_paths" => task.file_paths = self.file_paths(el),
+            "provider" => task.provider = self.provider(el).map(Box::new),
+            "output_slot" => task.output_slot = Some(Box::new(self.word_field(el))),
+            "input_source" => task.input_source = Some(Box::new(self.word_field(el))),
+            "output_format" => task.output_format = Some(Box::new(self.output_format(el))),
+            "context_management" => task.context = Some(Box::new(self.context_management(el))),
+            "file_paths" => task.file_paths = self.file_paths(el).map(Box::new),
             "steps" => task.steps = Some(self.steps(el)),
             "inputs" => task.inputs = self.inputs(el),
             "context_relevance" => task.context_relevance = self.context_relevance(el),
-            "context_assembly" => task.context_assembly = Some(self.context_assembly(el)),
+            "context_assembly" => {
+                task.context_assembly = Some(Box::new(self.context_assembly(el)))
+            }
             "manual_xml" => task.manual_xml = self.bool_field(el),
             "disable_reparsing" => task.disable_reparsing = self.bool_field(el),
             "max_iterations" => task.max_iterations = self.count_field(el),
@@ -48,12 +50,12 @@ impl Builder<'_> {
                 task.subtasks =
                     self.enum_field(el, "subtasks", &[("enabled", true), ("disabled", false)])
             }
-            "director" => task.director = Some(self.slot(el)),
-            "evaluator" => task.evaluator = Some(self.slot(el)),
-            "inner_task" => task.inner_task = Some(self.slot(el)),
-            "reduction_task" => task.reduction_task = Some(self.slot(el)),
-            "script_execution" => task.script = Some(self.script(el)),
-            "termination_condition" => task.termination = Some(self.termination(el)),
+            "director" => task.director = Some(Box::new(self.slot(el))),
+            "evaluator" => task.evaluator = Some(Box::new(self.slot(el))),
+            "inner_task" => task.inner_task = Some(Box::new(self.slot(el))),
+            "reduction_task" => task.reduction_task = Some(Box::new(self.slot(el))),
+            "script_execution" => task.script = Some(Box::new(self.script(el))),
+            "termination_condition" => task.termination = Some(Box::new(self.termination(el))),
             _ => {}
         }
     }

@@ -172,8 +172,8 @@ pub fn output_schema_span(body: &Body) -> Option<Span> {
                 .as_ref()
                 .and_then(|s| s.node.last())
                 .and_then(output_schema_span),
-            TaskType::Reduce => t.reduction_task.as_ref().and_then(output_schema_span),
-            TaskType::Map => t.map_body.as_ref().and_then(output_schema_span),
+            TaskType::Reduce => t.reduction_task.as_deref().and_then(output_schema_span),
+            TaskType::Map => t.map_body.as_deref().and_then(output_schema_span),
             _ => None,
         },
         _ => None,

@@ -44,7 +44,7 @@ impl<'p> Checker<'p, '_, '_> {
                 Body::Task(t) => Some(t.as_ref()),
                 _ => None,
             };
-            let source = step_task.and_then(|t| t.input_source.as_ref());
+            let source = step_task.and_then(|t| t.input_source.as_deref());
             match source {
                 Some(src) => {
                     match slots.iter().find(|(n, _)| *n == src.node) {
@@ -78,7 +78,7 @@ impl<'p> Checker<'p, '_, '_> {
             self.check_body(step, &step_scope, false);
             self.step = None;
             let ty = self.infer_body(step);
-            if let Some(slot) = step_task.and_then(|t| t.output_slot.as_ref()) {
+            if let Some(slot) = step_task.and_then(|t| t.output_slot.as_deref()) {
                 slots.retain(|(n, _)| *n != slot.node);
                 slots.push((slot.node.clone(), ty.clone()));
             }

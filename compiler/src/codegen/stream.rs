@@ -19,6 +19,9 @@ pub(crate) struct Writer {
     pieces: Vec<Vec<u8>>,
     /// Functions generated and not yet encoded.
     pending: Vec<tv_vm::bundle::Function>,
+    /// The encoded tasks, in order, and how many.
+    tasks: Vec<Vec<u8>>,
+    task_count: u64,
     functions: u64,
     /// Counts too large for their operands.
     errors: Vec<Diagnostic>,
@@ -71,10 +74,19 @@ impl Writer {
         self.pending = Vec::new();
     }
 
+    /// Encodes the next `tasks`, in order.
+    pub(crate) fn add_tasks(&mut self, tasks: &[Arc<TaskMeta>]) {
+        self.task_count += tasks.len() as u64;
+        self.tasks.extend(crate::parallel::map_chunks(
+            tasks,
+            crate::parallel::MIN_ITEMS_PER_WORKER,
+            tv_vm::bundle::encode_tasks,
+        ));
+    }
+
     /// The bundle's bytes, or an error for each count that does not fit its operand.
     pub(crate) fn finish(
         mut self,
-        tasks: &[Arc<TaskMeta>],
         entries: &[Entry],
         sources: &SourceMap,
     ) -> Result<Vec<u8>, Vec<Diagnostic>> {
@@ -85,7 +97,7 @@ impl Writer {
                 span,
             ));
         }
-        if let (true, Some(span)) = (tasks.len() > NUMBERED, self.first) {
+        if let (true, Some(span)) = (self.task_count > NUMBERED as u64, self.first) {
             self.errors.push(too_many("tasks in one program", span));
         }
         if !self.errors.is_empty() {
@@ -94,9 +106,8 @@ impl Writer {
         Ok(tv_vm::bundle::assemble(
             &super::compiler_version(),
             &self.pool.items,
-            self.functions,
-            &self.pieces,
-            tasks,
+            (self.functions, &self.pieces),
+            (self.task_count, &self.tasks),
             entries,
             &super::file_names(sources),
         ))

@@ -547,13 +547,13 @@ fn matchable(t: &ast::Task) -> Option<MatchInfo> {
         .map(template_source)
         .unwrap_or_default();
     // Matching scores a template on its description plus its criteria (DESIGN §19).
-    let description = match t.criteria.as_ref().map(template_source) {
+    let description = match t.criteria.as_deref().map(template_source) {
         Some(c) => format!("{description}\n{c}"),
         None => description,
     };
     Some(MatchInfo {
         task_type: tv_vm::bundle::TaskType::Atomic,
-        subtype: t.subtype.as_ref().map(|s| s.node.clone()),
+        subtype: t.subtype.as_deref().map(|s| s.node.clone()),
         description,
     })
 }

@@ -82,6 +82,8 @@ pub fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
     }
     lit.push_str(&s[i..]);
     flush(&mut parts, &mut lit, text, lit_start..s.len());
+    // A library holds hundreds of thousands of these: no room for parts never made.
+    parts.shrink_to_fit();
     TextTemplate {
         parts,
         span: text.span,

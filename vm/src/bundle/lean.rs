@@ -2,11 +2,12 @@
 //! every bundle it writes, so that compiling a large library never needs its whole
 //! bundle in memory twice. The same checks as [`super::Bundle::from_bytes`], in the
 //! same order of the payload, with the same errors: the header, then each part decoded
-//! in turn. Functions are decoded twice, one at a time: first for the names and
-//! parameter counts that calls are checked against, then each verified against those,
-//! the constants and the counts of tasks and files (which follow the functions).
+//! in turn. Functions and tasks are decoded twice, one at a time: first to find where
+//! each list ends, keeping the names and parameter counts that calls are checked
+//! against; then each verified against those, the constants and the counts of tasks
+//! and files (which follow the functions).
 
-use super::verify::{in_function, verify_function, verify_rest, Around};
+use super::verify::{in_function, verify_entries, verify_function, verify_task, Around};
 use super::{config, payload_of, BundleError, Const, Entry, Function, TaskMeta};
 use bincode::de::read::Reader;
 use bincode::de::{Decode, Decoder, DecoderImpl};
@@ -84,7 +85,16 @@ pub fn verify_bytes(bytes: &[u8]) -> Result<(), BundleError> {
         let f = Function::decode(&mut d).map_err(damaged)?;
         callees.push((f.name, f.params.len()));
     }
-    let tasks = Vec::<Arc<TaskMeta>>::decode(&mut d).map_err(damaged)?;
+    // The tasks too, one at a time: how many, and where they start.
+    let tasks = u64::decode(&mut d).map_err(damaged)?;
+    let tasks = usize::try_from(tasks)
+        .map_err(|_| damaged(DecodeError::OutsideUsizeRange(tasks)))?;
+    d.claim_container_read::<Arc<TaskMeta>>(tasks).map_err(damaged)?;
+    let first_task = d.reader().at;
+    for _ in 0..tasks {
+        d.unclaim_bytes_read(std::mem::size_of::<Arc<TaskMeta>>());
+        Arc::<TaskMeta>::decode(&mut d).map_err(damaged)?;
+    }
     let entries = Vec::<Entry>::decode(&mut d).map_err(damaged)?;
     let files = Vec::<String>::decode(&mut d).map_err(damaged)?;
     let used = d.reader().at;
@@ -97,7 +107,7 @@ pub fn verify_bytes(bytes: &[u8]) -> Result<(), BundleError> {
     let kept = Kept {
         constants,
         callees,
-        tasks: tasks.len(),
+        tasks,
         files: files.len(),
     };
     // Read again, one at a time: each decoded the first time, so each decodes now.
@@ -106,5 +116,11 @@ pub fn verify_bytes(bytes: &[u8]) -> Result<(), BundleError> {
         let f = Function::decode(&mut d).map_err(damaged)?;
         verify_function(&kept, &f).map_err(|e| BundleError::Invalid(in_function(i, &f, e)))?;
     }
-    verify_rest(kept.callees.len(), &entries, &tasks, kept.files).map_err(BundleError::Invalid)
+    verify_entries(kept.callees.len(), &entries).map_err(BundleError::Invalid)?;
+    let mut d = DecoderImpl::new(Tracked { bytes: payload, at: first_task }, config(), ());
+    for _ in 0..tasks {
+        let t = TaskMeta::decode(&mut d).map_err(damaged)?;
+        verify_task(&t, kept.files).map_err(BundleError::Invalid)?;
+    }
+    Ok(())
 }

@@ -205,29 +205,44 @@ fn payload_of(bytes: &[u8]) -> Result<&[u8], BundleError> {
         Ok(payload)
 }
 
-/// A bundle file from its parts, its functions given encoded (the pieces of
-/// [`Bundle::encode_functions`], in order): what [`Bundle::to_bytes`] writes, for a
-/// writer that never holds every function decoded at once.
+/// A list given encoded: how many items, and their encodings one after the other,
+/// in pieces (as [`Bundle::encode_functions`] and [`encode_tasks`] make them).
+pub type Encoded<'a> = (u64, &'a [Vec<u8>]);
+
+/// The encoded tasks of `tasks`, one after the other, without the length of the list.
+pub fn encode_tasks(tasks: &[Arc<TaskMeta>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for t in tasks {
+        // Encoding into memory cannot fail (see `put`).
+        let _ = put(t, &mut out);
+    }
+    out
+}
+
+/// A bundle file from its parts, its functions and tasks given encoded: what
+/// [`Bundle::to_bytes`] writes, for a writer that never holds every function and
+/// task decoded at once.
 pub fn assemble(
     compiler_version: &String,
     constants: &[Const],
-    functions: u64,
-    encoded: &[Vec<u8>],
-    tasks: &[Arc<TaskMeta>],
+    functions: Encoded<'_>,
+    tasks: Encoded<'_>,
     entries: &[Entry],
     files: &[String],
 ) -> Vec<u8> {
-    let mut payload = Vec::with_capacity(encoded.iter().map(Vec::len).sum::<usize>() + 1024);
+    let size = |e: &Encoded| e.1.iter().map(Vec::len).sum::<usize>();
+    let mut payload = Vec::with_capacity(size(&functions) + size(&tasks) + 1024);
     // Encoding into memory cannot fail (see `put`).
     let _ = (|| -> Result<(), EncodeError> {
         put(compiler_version, &mut payload)?;
         put(&constants, &mut payload)?;
-        // A list's length is a u64, as for every list.
-        put(&functions, &mut payload)?;
-        for piece in encoded {
-            payload.extend_from_slice(piece);
+        for (count, pieces) in [functions, tasks] {
+            // A list's length is a u64, as for every list.
+            put(&count, &mut payload)?;
+            for piece in pieces {
+                payload.extend_from_slice(piece);
+            }
         }
-        put(&tasks, &mut payload)?;
         put(&entries, &mut payload)?;
         put(&files, &mut payload)
     })();
@@ -261,12 +276,12 @@ impl Bundle {
             files,
         } = self;
         let encoded = encode(functions);
+        let tasks_encoded = [encode_tasks(tasks)];
         assemble(
             compiler_version,
             constants,
-            functions.len() as u64,
-            &encoded,
-            tasks,
+            (functions.len() as u64, &encoded),
+            (tasks.len() as u64, &tasks_encoded),
             entries,
             files,
         )

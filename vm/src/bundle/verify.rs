@@ -61,6 +61,12 @@ pub(super) fn verify_rest(
     tasks: &[std::sync::Arc<super::TaskMeta>],
     files: usize,
 ) -> Result<(), String> {
+    verify_entries(functions, entries)?;
+    tasks.iter().try_for_each(|t| verify_task(t, files))
+}
+
+/// Each entry names a function.
+pub(super) fn verify_entries(functions: usize, entries: &[super::Entry]) -> Result<(), String> {
     for e in entries {
         if e.function as usize >= functions {
             return Err(format!(
@@ -69,27 +75,28 @@ pub(super) fn verify_rest(
             ));
         }
     }
-    for t in tasks {
-        if let Some(stop) = &t.settings.stop {
-            if stop.is_empty()
-                || stop.len() > MAX_STOP_SEQUENCES
-                || stop.iter().any(String::is_empty)
-            {
-                return Err(format!(
-                    "task `{}`: stop sequences must be 1 to {MAX_STOP_SEQUENCES}, none empty",
-                    t.name
-                ));
-            }
-        }
-        if let Output::Json(Some(ty)) = &t.output {
-            valid(ty).map_err(|e| format!("task `{}`: its output format {e}", t.name))?;
-        }
-        if t.loc.file as usize >= files {
+    Ok(())
+}
+
+/// A task's settings, output type and place.
+pub(super) fn verify_task(t: &super::TaskMeta, files: usize) -> Result<(), String> {
+    if let Some(stop) = &t.settings.stop {
+        if stop.is_empty() || stop.len() > MAX_STOP_SEQUENCES || stop.iter().any(String::is_empty)
+        {
             return Err(format!(
-                "task `{}` points into file {}, which does not exist",
-                t.name, t.loc.file
+                "task `{}`: stop sequences must be 1 to {MAX_STOP_SEQUENCES}, none empty",
+                t.name
             ));
         }
+    }
+    if let Output::Json(Some(ty)) = &t.output {
+        valid(ty).map_err(|e| format!("task `{}`: its output format {e}", t.name))?;
+    }
+    if t.loc.file as usize >= files {
+        return Err(format!(
+            "task `{}` points into file {}, which does not exist",
+            t.name, t.loc.file
+        ));
     }
     Ok(())
 }
