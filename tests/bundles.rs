@@ -132,12 +132,20 @@ fn every_truncation_is_refused() {
     let good = compile_example();
     for cut in 0..good.len() {
         let e = Bundle::from_bytes(&good[..cut]).expect_err("a cut bundle");
-        assert_eq!(tv_vm::bundle::verify_bytes(&good[..cut]), Err(e), "cut at {cut}");
+        assert_eq!(
+            tv_vm::bundle::verify_bytes(&good[..cut]),
+            Err(e),
+            "cut at {cut}"
+        );
         // Cut inside the payload with the header made to match: the decoder stops it.
         if cut > 14 {
             let sealed = reseal(&good[14..cut]);
             let e = Bundle::from_bytes(&sealed).expect_err("a cut payload");
-            assert_eq!(tv_vm::bundle::verify_bytes(&sealed), Err(e), "payload cut at {cut}");
+            assert_eq!(
+                tv_vm::bundle::verify_bytes(&sealed),
+                Err(e),
+                "payload cut at {cut}"
+            );
         }
     }
     assert_eq!(tv_vm::bundle::verify_bytes(&good), Ok(()));

@@ -457,7 +457,10 @@ pub const WINDOW: usize = 4096;
 /// generated and encoded, and its syntax trees and IR freed, so that the trees, the IR
 /// and the bundle of a large library are never all in memory. The compilation's
 /// syntax trees are used up.
-pub fn compile_to_bytes(c: &mut Compilation, timings: &mut Timings) -> Result<Vec<u8>, Diagnostics> {
+pub fn compile_to_bytes(
+    c: &mut Compilation,
+    timings: &mut Timings,
+) -> Result<Vec<u8>, Diagnostics> {
     compile_to_bytes_in(c, timings, WINDOW)
 }
 
@@ -471,8 +474,7 @@ pub fn compile_to_bytes_in(
         return Err(Diagnostics::new());
     }
     let (symbols, sources) = (&c.symbols, &c.sources);
-    let (mut windows, names) =
-        crate::lower::Windows::new(&mut c.program, symbols, sources);
+    let (mut windows, names) = crate::lower::Windows::new(&mut c.program, symbols, sources);
     let mut writer = crate::codegen::Writer::default();
     let mut branches = Vec::new();
     loop {

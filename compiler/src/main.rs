@@ -189,9 +189,8 @@ fn build(
                 Some(Emit::Ir) => print(&tv_compiler::ir::dump(&ir, &comp.sources)),
                 _ => print(&tv_vm::disasm::disassemble(&bundle)),
             };
-            let bytes = output.map(|_| {
-                stages.time("encode the bundle", || driver::bundle_bytes(&bundle))
-            });
+            let bytes =
+                output.map(|_| stages.time("encode the bundle", || driver::bundle_bytes(&bundle)));
             (listed, bytes)
         })
     } else {
@@ -214,9 +213,7 @@ fn build(
         // The machine reads the bundle back exactly so: a bundle it would refuse is a
         // bug of the compiler, reported here rather than written. The check decodes
         // one function at a time, as the bytes hold a large library's whole bundle.
-        let verified = stages.time("verify the bundle", || {
-            tv_vm::bundle::verify_bytes(&bytes)
-        });
+        let verified = stages.time("verify the bundle", || tv_vm::bundle::verify_bytes(&bytes));
         if let Err(e) = verified {
             say(&format!(
                 "tvc: error: the bundle for {} fails verification, so it is not written: {e}\n",

@@ -33,9 +33,7 @@ impl Builder<'_> {
             "steps" => task.steps = Some(self.steps(el)),
             "inputs" => task.inputs = self.inputs(el),
             "context_relevance" => task.context_relevance = self.context_relevance(el),
-            "context_assembly" => {
-                task.context_assembly = Some(Box::new(self.context_assembly(el)))
-            }
+            "context_assembly" => task.context_assembly = Some(Box::new(self.context_assembly(el))),
             "manual_xml" => task.manual_xml = self.bool_field(el),
             "disable_reparsing" => task.disable_reparsing = self.bool_field(el),
             "max_iterations" => task.max_iterations = self.count_field(el),

@@ -147,9 +147,6 @@ mod tests {
         assert_ne!(b, a);
         assert_eq!(pool.string(Cow::Borrowed("b")), b);
         assert_eq!(pool.string(Cow::Borrowed("a")), a);
-        assert_eq!(
-            pool.items,
-            [Const::Str("a".into()), Const::Str("b".into())]
-        );
+        assert_eq!(pool.items, [Const::Str("a".into()), Const::Str("b".into())]);
     }
 }

@@ -46,11 +46,13 @@ impl Lowerer<'_> {
                     }
                     self.body(step, frame, false)
                 });
-                let slot = step_task.and_then(|t| t.output_slot.as_deref()).map(|name| {
-                    let l = frame.local(&name.node, node.ty.clone());
-                    frame.scope.push((name.node.clone(), l));
-                    l
-                });
+                let slot = step_task
+                    .and_then(|t| t.output_slot.as_deref())
+                    .map(|name| {
+                        let l = frame.local(&name.node, node.ty.clone());
+                        frame.scope.push((name.node.clone(), l));
+                        l
+                    });
                 steps.push(node);
                 slots.push(slot);
             }

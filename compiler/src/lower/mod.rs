@@ -18,10 +18,10 @@ use crate::ir::{self, Local};
 use crate::source::{SourceMap, Span};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use shift::Shift;
-pub(crate) use windows::Windows;
 use std::sync::Arc;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta, CONTEXT_PARAM};
+pub(crate) use windows::Windows;
 
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
     let plan = Plan::new(program, symbols);

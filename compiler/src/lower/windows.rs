@@ -86,24 +86,23 @@ impl<'a> Windows<'a> {
     /// The IR of `items`, the next window, numbered after the windows before it.
     pub(crate) fn lower(&mut self, items: &[Item]) -> Lowered {
         let (numbers, symbols, sources) = (&self.numbers, self.symbols, self.sources);
-        let mut parts: Vec<(Shift, Part)> = crate::parallel::map_chunks(
-            items,
-            crate::parallel::MIN_ITEMS_PER_WORKER,
-            |chunk| numbers.part(chunk.iter(), symbols, sources),
-        )
-        .into_iter()
-        .map(|part| {
-            let shift = Shift {
-                items: self.numbers.total,
-                tasks: self.tasks_before,
-                branches: self.branches_before,
-            };
-            self.tasks_before = ir::id(part.tasks.len()).saturating_add(self.tasks_before);
-            self.branches_before =
-                ir::id(part.branches.len()).saturating_add(self.branches_before);
-            (shift, part)
-        })
-        .collect();
+        let mut parts: Vec<(Shift, Part)> =
+            crate::parallel::map_chunks(items, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
+                numbers.part(chunk.iter(), symbols, sources)
+            })
+            .into_iter()
+            .map(|part| {
+                let shift = Shift {
+                    items: self.numbers.total,
+                    tasks: self.tasks_before,
+                    branches: self.branches_before,
+                };
+                self.tasks_before = ir::id(part.tasks.len()).saturating_add(self.tasks_before);
+                self.branches_before =
+                    ir::id(part.branches.len()).saturating_add(self.branches_before);
+                (shift, part)
+            })
+            .collect();
         crate::parallel::each_mut(&mut parts, |(shift, part)| {
             if shift.tasks > 0 || shift.branches > 0 {
                 for f in part.functions.iter_mut().chain(&mut part.branches) {

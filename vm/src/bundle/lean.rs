@@ -70,13 +70,20 @@ fn damaged(e: DecodeError) -> BundleError {
 /// for the other.
 pub fn verify_bytes(bytes: &[u8]) -> Result<(), BundleError> {
     let payload = payload_of(bytes)?;
-    let mut d = DecoderImpl::new(Tracked { bytes: payload, at: 0 }, config(), ());
+    let mut d = DecoderImpl::new(
+        Tracked {
+            bytes: payload,
+            at: 0,
+        },
+        config(),
+        (),
+    );
     let _version = String::decode(&mut d).map_err(damaged)?;
     let constants = Vec::<Const>::decode(&mut d).map_err(damaged)?;
     // What `Vec<Function>`'s decoder does, keeping only names and parameter counts.
     let count = u64::decode(&mut d).map_err(damaged)?;
-    let count = usize::try_from(count)
-        .map_err(|_| damaged(DecodeError::OutsideUsizeRange(count)))?;
+    let count =
+        usize::try_from(count).map_err(|_| damaged(DecodeError::OutsideUsizeRange(count)))?;
     d.claim_container_read::<Function>(count).map_err(damaged)?;
     let first = d.reader().at;
     let mut callees = Vec::new();
@@ -87,9 +94,10 @@ pub fn verify_bytes(bytes: &[u8]) -> Result<(), BundleError> {
     }
     // The tasks too, one at a time: how many, and where they start.
     let tasks = u64::decode(&mut d).map_err(damaged)?;
-    let tasks = usize::try_from(tasks)
-        .map_err(|_| damaged(DecodeError::OutsideUsizeRange(tasks)))?;
-    d.claim_container_read::<Arc<TaskMeta>>(tasks).map_err(damaged)?;
+    let tasks =
+        usize::try_from(tasks).map_err(|_| damaged(DecodeError::OutsideUsizeRange(tasks)))?;
+    d.claim_container_read::<Arc<TaskMeta>>(tasks)
+        .map_err(damaged)?;
     let first_task = d.reader().at;
     for _ in 0..tasks {
         d.unclaim_bytes_read(std::mem::size_of::<Arc<TaskMeta>>());
@@ -111,13 +119,27 @@ pub fn verify_bytes(bytes: &[u8]) -> Result<(), BundleError> {
         files: files.len(),
     };
     // Read again, one at a time: each decoded the first time, so each decodes now.
-    let mut d = DecoderImpl::new(Tracked { bytes: payload, at: first }, config(), ());
+    let mut d = DecoderImpl::new(
+        Tracked {
+            bytes: payload,
+            at: first,
+        },
+        config(),
+        (),
+    );
     for i in 0..kept.callees.len() {
         let f = Function::decode(&mut d).map_err(damaged)?;
         verify_function(&kept, &f).map_err(|e| BundleError::Invalid(in_function(i, &f, e)))?;
     }
     verify_entries(kept.callees.len(), &entries).map_err(BundleError::Invalid)?;
-    let mut d = DecoderImpl::new(Tracked { bytes: payload, at: first_task }, config(), ());
+    let mut d = DecoderImpl::new(
+        Tracked {
+            bytes: payload,
+            at: first_task,
+        },
+        config(),
+        (),
+    );
     for _ in 0..tasks {
         let t = TaskMeta::decode(&mut d).map_err(damaged)?;
         verify_task(&t, kept.files).map_err(BundleError::Invalid)?;

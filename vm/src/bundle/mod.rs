@@ -17,10 +17,10 @@ mod types;
 pub mod verify;
 use bincode::error::EncodeError;
 use bincode::{Decode, Encode};
+pub use lean::verify_bytes;
 use serde::Serialize;
 use std::fmt;
 use std::sync::Arc;
-pub use lean::verify_bytes;
 pub use task::{
     Assembly, ContextSettings, FilePaths, Inherit, ModelSettings, Output, StatedContext, TaskMeta,
     MAX_STOP_SEQUENCES,
@@ -175,34 +175,34 @@ fn put(v: &impl Encode, out: &mut Vec<u8>) -> Result<(), EncodeError> {
 /// The payload of a bundle file, once its header is checked: magic, format, length
 /// and checksum.
 fn payload_of(bytes: &[u8]) -> Result<&[u8], BundleError> {
-        if bytes.len() < 4 {
-            return Err(BundleError::TooShort);
-        }
-        if &bytes[..4] != MAGIC {
-            return Err(BundleError::NotABundle);
-        }
-        if bytes.len() < HEADER {
-            return Err(BundleError::TooShort);
-        }
-        // Before the length and the checksum: an older bundle is intact, and should be
-        // told apart from a damaged one.
-        let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-        if version != VERSION {
-            return Err(BundleError::Version(version));
-        }
-        let declared = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]) as usize;
-        let payload = &bytes[HEADER..];
-        if declared != payload.len() || declared > MAX_PAYLOAD {
-            return Err(BundleError::Length {
-                declared,
-                actual: payload.len(),
-            });
-        }
-        let sum = u32::from_le_bytes([bytes[10], bytes[11], bytes[12], bytes[13]]);
-        if crc32fast::hash(payload) != sum {
-            return Err(BundleError::Checksum);
-        }
-        Ok(payload)
+    if bytes.len() < 4 {
+        return Err(BundleError::TooShort);
+    }
+    if &bytes[..4] != MAGIC {
+        return Err(BundleError::NotABundle);
+    }
+    if bytes.len() < HEADER {
+        return Err(BundleError::TooShort);
+    }
+    // Before the length and the checksum: an older bundle is intact, and should be
+    // told apart from a damaged one.
+    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+    if version != VERSION {
+        return Err(BundleError::Version(version));
+    }
+    let declared = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]) as usize;
+    let payload = &bytes[HEADER..];
+    if declared != payload.len() || declared > MAX_PAYLOAD {
+        return Err(BundleError::Length {
+            declared,
+            actual: payload.len(),
+        });
+    }
+    let sum = u32::from_le_bytes([bytes[10], bytes[11], bytes[12], bytes[13]]);
+    if crc32fast::hash(payload) != sum {
+        return Err(BundleError::Checksum);
+    }
+    Ok(payload)
 }
 
 /// A list given encoded: how many items, and their encodings one after the other,

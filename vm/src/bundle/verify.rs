@@ -81,8 +81,7 @@ pub(super) fn verify_entries(functions: usize, entries: &[super::Entry]) -> Resu
 /// A task's settings, output type and place.
 pub(super) fn verify_task(t: &super::TaskMeta, files: usize) -> Result<(), String> {
     if let Some(stop) = &t.settings.stop {
-        if stop.is_empty() || stop.len() > MAX_STOP_SEQUENCES || stop.iter().any(String::is_empty)
-        {
+        if stop.is_empty() || stop.len() > MAX_STOP_SEQUENCES || stop.iter().any(String::is_empty) {
             return Err(format!(
                 "task `{}`: stop sequences must be 1 to {MAX_STOP_SEQUENCES}, none empty",
                 t.name
