@@ -447,12 +447,15 @@ fn chain(n: usize, link: impl Fn(usize) -> String) -> String {
     src
 }
 
+/// Template `i` of a chain, handing on to template `i + 1`.
+type Link = fn(usize) -> String;
+
 #[test]
 fn a_chain_of_thirty_thousand_templates_each_calling_the_next_compiles_without_overflowing_the_stack(
 ) {
     // The type a template returns is the type of the template its body calls: working
     // it out used to recurse once per link, and overflowed at about 27,000 links.
-    let links: [(&str, fn(usize) -> String); 3] = [
+    let links: [(&str, Link); 3] = [
         ("a <call> body", |i| {
             format!("<template name=\"t{i}\" params=\"x:string[]\"><call template=\"t{}\"><arg>x</arg></call></template>", i + 1)
         }),
