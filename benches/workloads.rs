@@ -63,6 +63,24 @@ the size of a realistic library entry with instructions written by a person.</in
     out
 }
 
+/// A `<library>` of as many one-line templates as fit in about `bytes` bytes (about 100
+/// each): the densest valid library, the most templates, and so the most syntax tree,
+/// per byte of XML.
+pub fn dense_library(bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 128);
+    out.push_str("<library>\n");
+    let mut i = 0;
+    while out.len() < bytes {
+        let _ = writeln!(
+            out,
+            r#"<template name="t{i}" params="x"><task><instructions>Say {{{{x}}}}</instructions></task></template>"#
+        );
+        i += 1;
+    }
+    out.push_str("</library>\n");
+    out
+}
+
 /// A sequential task named `steps` with `n` atomic steps.
 pub fn sequence(n: usize) -> String {
     let mut out = String::with_capacity(n * 64 + 128);
@@ -242,10 +260,19 @@ impl Host for PromptEcho {
 /// The release `tvm` next to this benchmark (target/release/deps/..), else
 /// `target/release/tvm`.
 pub fn tvm_binary() -> Option<PathBuf> {
+    release_binary("tvm")
+}
+
+/// The release `tvc`, found as [`tvm_binary`] finds `tvm`.
+pub fn tvc_binary() -> Option<PathBuf> {
+    release_binary("tvc")
+}
+
+fn release_binary(name: &str) -> Option<PathBuf> {
     let beside = std::env::current_exe()
         .ok()
-        .and_then(|p| Some(p.parent()?.parent()?.join("tvm")));
-    [beside, Some(PathBuf::from("target/release/tvm"))]
+        .and_then(|p| Some(p.parent()?.parent()?.join(name)));
+    [beside, Some(PathBuf::from("target/release").join(name))]
         .into_iter()
         .flatten()
         .find(|p| p.is_file())

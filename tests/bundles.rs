@@ -131,11 +131,24 @@ fn headers_that_are_not_right_are_refused_with_their_reason() {
 fn every_truncation_is_refused() {
     let good = compile_example();
     for cut in 0..good.len() {
-        assert!(
-            Bundle::from_bytes(&good[..cut]).is_err(),
-            "a bundle cut at {cut} bytes was accepted"
+        let e = Bundle::from_bytes(&good[..cut]).expect_err("a cut bundle");
+        assert_eq!(
+            tv_vm::bundle::verify_bytes(&good[..cut]),
+            Err(e),
+            "cut at {cut}"
         );
+        // Cut inside the payload with the header made to match: the decoder stops it.
+        if cut > 14 {
+            let sealed = reseal(&good[14..cut]);
+            let e = Bundle::from_bytes(&sealed).expect_err("a cut payload");
+            assert_eq!(
+                tv_vm::bundle::verify_bytes(&sealed),
+                Err(e),
+                "payload cut at {cut}"
+            );
+        }
     }
+    assert_eq!(tv_vm::bundle::verify_bytes(&good), Ok(()));
 }
 
 /// A tiny deterministic generator (xorshift), so failures can be replayed by seed.
@@ -189,7 +202,15 @@ fn thousands_of_mutated_bundles_are_refused_or_run_without_panicking() {
                 }
             }
         }
-        match Bundle::from_bytes(&reseal(&p)) {
+        let sealed = reseal(&p);
+        let loaded = Bundle::from_bytes(&sealed);
+        // `tvc`'s check of what it writes, which never decodes every function at once,
+        // says what the loader says.
+        assert_eq!(
+            tv_vm::bundle::verify_bytes(&sealed).err(),
+            loaded.as_ref().err().cloned()
+        );
+        match loaded {
             Err(_) => refused += 1,
             Ok(b) => {
                 ran += 1;

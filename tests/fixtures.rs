@@ -37,6 +37,21 @@ fn every_valid_fixture_compiles_and_its_syntax_tree_is_snapshotted() {
         });
         let (ir, bundle) = tv_compiler::driver::compile(&c).expect("a valid fixture compiles");
         let bytes = bundle.to_bytes();
+        // `tvc compile` makes the same bytes a window of templates at a time.
+        for window in [1, 3, tv_compiler::driver::WINDOW] {
+            let mut again = compile(f);
+            let streamed = tv_compiler::driver::compile_to_bytes_in(
+                &mut again,
+                &mut Default::default(),
+                window,
+            )
+            .unwrap_or_else(|_| panic!("{}: no bytes", f.path.display()));
+            assert!(
+                streamed == bytes,
+                "{}: windows of {window}",
+                f.path.display()
+            );
+        }
         let back = tv_vm::bundle::Bundle::from_bytes(&bytes)
             .unwrap_or_else(|e| panic!("{}: the bundle does not load back: {e}", f.path.display()));
         assert_eq!(

@@ -61,6 +61,7 @@ fn piece() -> BoxedStrategy<Piece> {
         (0..LOCALS, any::<bool>()).prop_map(|(i, f)| Op::AccumulateLocal(i, f)),
         strings.clone().prop_map(Op::Field),
         strings.clone().prop_map(Op::CheckOption),
+        strings.clone().prop_map(Op::NoCase),
         Just(Op::CheckReturn),
         (strings, 0u16..3).prop_map(|(s, k)| Op::MakeObject(s, k)),
         (0u32..4).prop_map(Op::Index),

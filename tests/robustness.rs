@@ -431,3 +431,50 @@ fn each_duplicate_among_many_attributes_is_reported_with_both_places() {
         ]
     );
 }
+
+/// A library of `n` templates, each of whose body is `link(i)` handing on to
+/// template `i + 1`; the last one asks a model.
+fn chain(n: usize, link: impl Fn(usize) -> String) -> String {
+    let mut src = String::from("<library>\n");
+    for i in 0..n - 1 {
+        src.push_str(&link(i));
+        src.push('\n');
+    }
+    src.push_str(&format!(
+        "<template name=\"t{}\" params=\"x:string[]\"><task><instructions>{{{{x}}}}</instructions></task></template>\n</library>\n",
+        n - 1
+    ));
+    src
+}
+
+/// Template `i` of a chain, handing on to template `i + 1`.
+type Link = fn(usize) -> String;
+
+#[test]
+fn a_chain_of_thirty_thousand_templates_each_calling_the_next_compiles_without_overflowing_the_stack(
+) {
+    // The type a template returns is the type of the template its body calls: working
+    // it out used to recurse once per link, and overflowed at about 27,000 links.
+    let links: [(&str, Link); 3] = [
+        ("a <call> body", |i| {
+            format!("<template name=\"t{i}\" params=\"x:string[]\"><call template=\"t{}\"><arg>x</arg></call></template>", i + 1)
+        }),
+        ("a cond whose case calls", |i| {
+            format!("<template name=\"t{i}\" params=\"x:string[]\"><cond><case test=\"true\"><call template=\"t{}\"><arg>x</arg></call></case></cond></template>", i + 1)
+        }),
+        // Each map wraps the next one's type in one more array: past what a type may
+        // nest, the inferred items are `any`, and the bundle still loads.
+        ("a map whose body calls", |i| {
+            format!("<template name=\"t{i}\" params=\"x:string[]\"><task type=\"map\" over=\"x\"><call template=\"t{}\"><arg>x</arg></call></task></template>", i + 1)
+        }),
+    ];
+    for (shape, link) in links {
+        let src = chain(30_000, link);
+        let c = driver::check_texts([("chain.xml", src.as_str())]);
+        let short = c.diags.render_short(&c.sources);
+        assert_eq!(c.diags.error_count(), 0, "{shape}: {short}");
+        let (_, bundle) = driver::compile(&c).expect(shape);
+        let bytes = driver::bundle_bytes(&bundle);
+        tv_vm::bundle::Bundle::from_bytes(&bytes).expect(shape);
+    }
+}

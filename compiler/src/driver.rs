@@ -81,19 +81,90 @@ fn walk(dir: &Path, above: &mut Vec<PathBuf>, out: &mut Vec<PathBuf>) -> Result<
 }
 
 /// Reads the files; an unreadable or non-UTF-8 file is a diagnostic, not a failure.
+/// Each file's bundle name is set by [`bundle_names`].
 pub fn load(paths: &[PathBuf]) -> (SourceMap, Diagnostics, HashSet<FileId>) {
     let mut sources = SourceMap::new();
     let mut diags = Diagnostics::new();
     let mut unusable = HashSet::default();
-    for path in paths {
+    for (path, name) in paths.iter().zip(bundle_names(paths)) {
         let (text, problem) = read(path);
         let id = sources.add(path.clone(), text);
+        sources.set_name(id, name);
         if let Some((at, msg)) = problem {
             diags.push(Diagnostic::error(Span::new(id, at..at), msg));
             unusable.insert(id);
         }
     }
     (sources, diags, unusable)
+}
+
+/// The names a bundle records for `paths`: each file's path relative to the deepest
+/// folder holding them all, with `/` between its parts (`review.xml` alone,
+/// `lib/a.xml` and `main.xml` for `lib/a.xml` and `main.xml`). Folders are taken as the
+/// system resolves them (links and `..` followed), so `t.xml`, `./t.xml`,
+/// `dir/../t.xml`, an absolute path and a run from another working directory give the
+/// same names, and the same sources the same bundle bytes. A journal, a cache key or
+/// a batch's state names a bundle by those bytes. The file's own name is kept as
+/// written: it names a root task.
+pub fn bundle_names(paths: &[PathBuf]) -> Vec<String> {
+    let folders: Vec<PathBuf> = paths.iter().map(|p| real_folder(p)).collect();
+    let mut root: Option<&Path> = None;
+    for folder in &folders {
+        root = Some(match root {
+            None => folder,
+            Some(r) => common_ancestor(r, folder),
+        });
+    }
+    let root = root.unwrap_or(Path::new(""));
+    paths
+        .iter()
+        .zip(&folders)
+        .map(|(path, folder)| {
+            let within = folder.strip_prefix(root).unwrap_or(folder);
+            let file = path.file_name().map(Path::new).unwrap_or(path);
+            let parts: Vec<String> = within
+                .join(file)
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            parts.join("/")
+        })
+        .collect()
+}
+
+/// The folder holding `path`, resolved by the system; when it cannot be (it went
+/// away), made absolute and `.` and `..` taken out as written.
+fn real_folder(path: &Path) -> PathBuf {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::canonicalize(folder).unwrap_or_else(|_| {
+        let absolute = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+        let mut out = PathBuf::new();
+        for c in absolute.components() {
+            match c {
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                other => out.push(other),
+            }
+        }
+        out
+    })
+}
+
+/// The deepest folder both `a` and `b` are in (both absolute).
+fn common_ancestor<'a>(a: &'a Path, b: &Path) -> &'a Path {
+    let mut shared = a;
+    while !b.starts_with(shared) {
+        match shared.parent() {
+            Some(up) => shared = up,
+            None => break,
+        }
+    }
+    shared
 }
 
 /// A file's text, checked before it is read: only a regular file of at most
@@ -375,6 +446,70 @@ pub fn compile_consuming(
         ir
     });
     generate(ir, &c.sources, timings)
+}
+
+/// Items lowered, generated and encoded together by [`compile_to_bytes`]: enough to
+/// keep every core busy, few enough that a window's IR is small beside the program.
+pub const WINDOW: usize = 4096;
+
+/// `tvc compile`: the bundle's bytes, the same as [`bundle_bytes`] of [`compile`]'s
+/// bundle, made [`WINDOW`] items at a time: each window is lowered, its functions
+/// generated and encoded, and its syntax trees and IR freed, so that the trees, the IR
+/// and the bundle of a large library are never all in memory. The compilation's
+/// syntax trees are used up.
+pub fn compile_to_bytes(
+    c: &mut Compilation,
+    timings: &mut Timings,
+) -> Result<Vec<u8>, Diagnostics> {
+    compile_to_bytes_in(c, timings, WINDOW)
+}
+
+/// [`compile_to_bytes`] with windows of `window` items (tests try small ones).
+pub fn compile_to_bytes_in(
+    c: &mut Compilation,
+    timings: &mut Timings,
+    window: usize,
+) -> Result<Vec<u8>, Diagnostics> {
+    if c.diags.has_errors() {
+        return Err(Diagnostics::new());
+    }
+    let (symbols, sources) = (&c.symbols, &c.sources);
+    let (mut windows, names) = crate::lower::Windows::new(&mut c.program, symbols, sources);
+    let mut writer = crate::codegen::Writer::default();
+    let mut branches = Vec::new();
+    loop {
+        let items = windows.take(window.max(1));
+        if items.is_empty() {
+            break;
+        }
+        let mut lowered = timings.time("lower to IR", || windows.lower(&items));
+        drop(items);
+        timings.time("generate bytecode", || {
+            writer.add(&lowered.functions, sources)
+        });
+        drop(std::mem::take(&mut lowered.functions));
+        timings.time("encode the bundle", || writer.encode());
+        branches.append(&mut lowered.branches);
+        timings.time("encode the bundle", || writer.add_tasks(&lowered.tasks));
+    }
+    // Branch functions come after every item's.
+    timings.time("generate bytecode", || writer.add(&branches, sources));
+    drop(branches);
+    let entries: Vec<tv_vm::bundle::Entry> = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| tv_vm::bundle::Entry {
+            name,
+            function: crate::ir::id(i),
+        })
+        .collect();
+    timings
+        .time("encode the bundle", || writer.finish(&entries, sources))
+        .map_err(|errors| {
+            let mut diags = Diagnostics::new();
+            errors.into_iter().for_each(|d| diags.push(d));
+            diags
+        })
 }
 
 /// The bytecode of `ir`, or the errors of counts too large for their operands.

@@ -178,31 +178,42 @@ fn build(
     if emit == Some(Emit::Schemas) {
         print(&tv_compiler::schemas::dump(&comp.program, &comp.sources)).map_err(failed_output)?;
     }
-    if output.is_none() && !matches!(emit, Some(Emit::Ir | Emit::Bytecode)) {
+    let listing = matches!(emit, Some(Emit::Ir | Emit::Bytecode));
+    if output.is_none() && !listing {
         return Ok(ExitCode::SUCCESS);
     }
-    let (ir, bundle) = match driver::compile_consuming(&mut comp, stages) {
-        Ok(compiled) => compiled,
+    let compiled = if listing {
+        driver::compile_consuming(&mut comp, stages).map(|(ir, bundle)| {
+            let (ir, bundle) = (ManuallyDrop::new(ir), ManuallyDrop::new(bundle));
+            let listed = match emit {
+                Some(Emit::Ir) => print(&tv_compiler::ir::dump(&ir, &comp.sources)),
+                _ => print(&tv_vm::disasm::disassemble(&bundle)),
+            };
+            let bytes =
+                output.map(|_| stages.time("encode the bundle", || driver::bundle_bytes(&bundle)));
+            (listed, bytes)
+        })
+    } else {
+        // Nothing to list: the bundle is made a window of templates at a time, and is
+        // never in memory whole beside the syntax trees or the IR.
+        driver::compile_to_bytes(&mut comp, stages).map(|bytes| (Ok(()), Some(bytes)))
+    };
+    let bytes = match compiled {
+        Ok((listed, bytes)) => {
+            listed.map_err(failed_output)?;
+            bytes
+        }
         Err(diags) => {
             say(&diags.render(&comp.sources, color));
             say(&format!("tvc: {}\n", plural(diags.error_count(), "error")));
             return Ok(ExitCode::from(1));
         }
     };
-    let (ir, bundle) = (ManuallyDrop::new(ir), ManuallyDrop::new(bundle));
-    match emit {
-        Some(Emit::Ir) => print(&tv_compiler::ir::dump(&ir, &comp.sources)),
-        Some(Emit::Bytecode) => print(&tv_vm::disasm::disassemble(&bundle)),
-        _ => Ok(()),
-    }
-    .map_err(failed_output)?;
-    if let Some(out) = output {
-        let bytes = stages.time("encode the bundle", || driver::bundle_bytes(&bundle));
+    if let (Some(out), Some(bytes)) = (output, bytes) {
         // The machine reads the bundle back exactly so: a bundle it would refuse is a
-        // bug of the compiler, reported here rather than written.
-        let verified = stages.time("verify the bundle", || {
-            tv_vm::bundle::Bundle::from_bytes(&bytes)
-        });
+        // bug of the compiler, reported here rather than written. The check decodes
+        // one function at a time, as the bytes hold a large library's whole bundle.
+        let verified = stages.time("verify the bundle", || tv_vm::bundle::verify_bytes(&bytes));
         if let Err(e) = verified {
             say(&format!(
                 "tvc: error: the bundle for {} fails verification, so it is not written: {e}\n",

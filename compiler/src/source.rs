@@ -79,10 +79,16 @@ impl LineCursor {
     }
 }
 
-/// One loaded file: its display path, its text and where its lines start.
+/// One loaded file: its display path, the name a bundle records, its text and where its
+/// lines start.
 #[derive(Debug)]
 pub struct SourceFile {
+    /// The path as the user wrote it (or as a directory walk found it): diagnostics
+    /// print it.
     pub path: PathBuf,
+    /// The name the bundle's source map records: the same whatever the spelling of the
+    /// path or the working directory (see [`crate::driver::bundle_names`]).
+    pub name: String,
     pub text: String,
     /// A standard template, linked in by the compiler rather than given by the user.
     pub std: bool,
@@ -100,6 +106,7 @@ impl SourceFile {
             .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
             .collect();
         SourceFile {
+            name: path.display().to_string(),
             path,
             ascii: text.is_ascii(),
             text,
@@ -237,6 +244,11 @@ impl SourceMap {
         let id = self.add(path, text);
         self.files[id.0 as usize].std = true;
         id
+    }
+
+    /// Records `name` as the bundle's name of file `id`.
+    pub fn set_name(&mut self, id: FileId, name: String) {
+        self.files[id.0 as usize].name = name;
     }
 
     pub fn get(&self, id: FileId) -> &SourceFile {

@@ -243,3 +243,78 @@ fn a_reader_that_stops_early_ends_tvc_quietly_without_a_panic() {
     drop(child.stderr.take());
     assert_eq!(child.wait().expect("tvc ends").code(), Some(2));
 }
+
+/// `tvc compile ARGS -o OUT` run in `dir`; the bundle's bytes, or the failure.
+fn compiled_in(dir: &Path, args: &[&str], out: &Path) -> Vec<u8> {
+    let _ = std::fs::remove_file(out);
+    let run = Command::new(env!("CARGO_BIN_EXE_tvc"))
+        .arg("compile")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .current_dir(dir)
+        .output()
+        .expect("run tvc");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{args:?} in {}: {stderr}",
+        dir.display()
+    );
+    std::fs::read(out).expect("a bundle")
+}
+
+#[test]
+fn the_same_sources_give_the_same_bundle_bytes_however_their_paths_are_spelled_and_wherever_tvc_runs(
+) {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("spellings");
+    let _ = std::fs::remove_dir_all(&root);
+    let (lib, other) = (root.join("lib"), root.join("elsewhere"));
+    std::fs::create_dir_all(&lib).expect("lib");
+    std::fs::create_dir_all(&other).expect("elsewhere");
+    let template = "<task name=\"t\"><inputs><input name=\"x\">text</input></inputs>\n  <instructions>Say {{upper(x)}}</instructions>\n</task>\n";
+    std::fs::write(root.join("t.xml"), template).expect("t.xml");
+    std::fs::write(lib.join("a.xml"), "<library><template name=\"a\" params=\"y\"><task><instructions>{{y}}</instructions></task></template></library>\n").expect("a.xml");
+    let out = root.join("out.bin");
+    let absolute = root.join("t.xml");
+    let absolute = absolute.to_str().expect("UTF-8");
+    let one = compiled_in(&root, &["t.xml"], &out);
+    for (dir, path) in [
+        (&root, "./t.xml"),
+        (&root, "lib/../t.xml"),
+        (&root, absolute),
+        (&other, "../t.xml"),
+        (&lib, "./../elsewhere/../t.xml"),
+    ] {
+        assert!(
+            compiled_in(dir, &[path], &out) == one,
+            "{path} in {} gave other bytes",
+            dir.display()
+        );
+    }
+    // The bundle names the file as it is within the folder holding the inputs.
+    let b = tv_vm::bundle::Bundle::from_bytes(&one).expect("a bundle");
+    assert_eq!(b.files[0], "t.xml");
+    // Several files, named one by one or found in their folder, from anywhere.
+    let two = compiled_in(&root, &["lib/a.xml", "t.xml"], &out);
+    let b = tv_vm::bundle::Bundle::from_bytes(&two).expect("a bundle");
+    assert_eq!(b.files[..2], ["lib/a.xml", "t.xml"]);
+    assert!(compiled_in(&other, &["../lib/a.xml", "../t.xml"], &out) == two);
+    // The folder itself: its files are found, sorted, and named the same way.
+    assert!(compiled_in(&other, &[".."], &out) == two);
+
+    // Diagnostics still name the file as it was written.
+    std::fs::write(
+        root.join("w.xml"),
+        "<task><instructions>x</instructions><model>llama3</model></task>\n",
+    )
+    .expect("w.xml");
+    let run = Command::new(env!("CARGO_BIN_EXE_tvc"))
+        .args(["check", "--color", "never", "lib/../w.xml"])
+        .current_dir(&root)
+        .output()
+        .expect("run tvc");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.starts_with("lib/../w.xml:1:"), "{stderr}");
+}

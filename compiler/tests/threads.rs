@@ -186,3 +186,34 @@ fn a_syntax_error_deep_in_a_large_file_reads_the_same_whatever_the_thread_count(
     assert!(stderr.contains("error:"), "{stderr}");
     assert!(runs.iter().all(|r| r == &runs[0]));
 }
+
+#[test]
+fn a_bundle_made_a_window_of_templates_at_a_time_is_the_bundle_made_whole() {
+    use tv_compiler::driver;
+    for dir in one_file_and_many("same_windows", &[]) {
+        let whole = {
+            let c = driver::check_paths(std::slice::from_ref(&dir)).expect("the program");
+            let (_, bundle) = driver::compile(&c).expect("it compiles");
+            driver::bundle_bytes(&bundle)
+        };
+        // Windows that split items from the branch functions they make, and one that
+        // holds everything.
+        for window in [1, 5, 64, 333, TEMPLATES * 2] {
+            let mut c = driver::check_paths(std::slice::from_ref(&dir)).expect("the program");
+            let bytes = driver::compile_to_bytes_in(&mut c, &mut Default::default(), window)
+                .unwrap_or_else(|_| panic!("windows of {window}: errors"));
+            assert!(bytes == whole, "windows of {window} in {}", dir.display());
+        }
+        // `tvc compile` writes them; with a listing asked for, it makes the bundle whole.
+        let (dir_arg, out) = (dir.to_string_lossy(), dir.join("out.bin"));
+        let out_arg = out.to_string_lossy();
+        let (code, _, stderr) = tvc(2, &["compile", &dir_arg, "-o", &out_arg]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(std::fs::read(&out).expect("written") == whole);
+        let listed = ["compile", &dir_arg, "-o", &out_arg, "--emit", "bytecode"];
+        let (code, listing, stderr) = tvc(2, &listed);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(listing.len() > 100_000);
+        assert!(std::fs::read(&out).expect("written") == whole);
+    }
+}

@@ -147,6 +147,7 @@ fn show(b: &Bundle, op: Op) -> String {
         Op::TextConst(i) => format!("TextConst {i:<8} ; {}", constant(b, i)),
         Op::Field(i) => format!("Field {i:<12} ; {}", constant(b, i)),
         Op::CheckOption(i) => format!("CheckOption {i:<6} ; {}", constant(b, i)),
+        Op::NoCase(i) => format!("NoCase {i:<11} ; {}", constant(b, i)),
         Op::Builtin(id, n) => {
             let name = BUILTINS.get(id as usize).map_or("?", |b| b.name);
             format!("Builtin {id} {n:<8} ; {name}")

@@ -165,6 +165,12 @@ pub enum Op {
     /// script command's hole that stands as a word of its own, which the command would
     /// read as an option
     CheckOption(u32),
+    /// `[v] -> [FAILED result]`: no case of a `cond` that says `otherwise="fail"`
+    /// held: a TASK_FAILURE (`input_validation_failure`) naming the cond's place (this
+    /// instruction's source position) and `v`, the value its cases compare; string
+    /// constant `i` is that value as the source writes it (`output.severity`), empty
+    /// when the cases test no one value
+    NoCase(u32),
 }
 
 /// Where a value stands in a script command, which decides how it is quoted so that
@@ -232,7 +238,7 @@ impl Op {
             Field(_) | Index(_) | Not | Value | Complete | CheckReturn | ReturnIfFailed
             | ShellQuote | KeepValue(_) | TextConst(_) | TextLocal(_) | Evaluation
             | ShellQuoteIn(_) | Finish(_) | JumpIfFailed(_) | Items | MapResult
-            | CheckOption(_) => (1, 1),
+            | CheckOption(_) | NoCase(_) => (1, 1),
             Compare(_) | Script(_) | TextValue | FailSequence(..) => (2, 1),
             Jump(_) | LoopGuard | Increment(_) => (0, 0),
             MakeArray(n) | MakeObject(_, n) => (n as usize, 1),
@@ -260,7 +266,9 @@ impl Op {
     pub fn constant_mut(&mut self) -> Option<&mut u32> {
         use Op::*;
         match self {
-            Const(i) | Field(i) | TextConst(i) | MakeObject(i, _) | CheckOption(i) => Some(i),
+            Const(i) | Field(i) | TextConst(i) | MakeObject(i, _) | CheckOption(i) | NoCase(i) => {
+                Some(i)
+            }
             Load(_)
             | Store(_)
             | Pop

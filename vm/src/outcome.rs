@@ -324,6 +324,39 @@ pub fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Va
     failed_keeping(error, f.content).into()
 }
 
+/// A `cond` that says `otherwise="fail"` and none of whose cases held, at `at`
+/// (`file:line:col`); `path` is the value its cases compare, as written (empty when
+/// they test no one value), and `value` what it held.
+pub fn no_case(at: &str, path: &str, value: Value) -> Value {
+    let mut message = format!("{at}: no case of the `<cond>` holds");
+    if !path.is_empty() {
+        let mut shown = value.to_string();
+        // The message names the value; the details keep all of it.
+        if shown.len() > 200 {
+            let cut = (0..=200)
+                .rev()
+                .find(|&i| shown.is_char_boundary(i))
+                .unwrap_or(0);
+            shown.truncate(cut);
+            shown.push('…');
+        }
+        let _ = std::fmt::Write::write_fmt(
+            &mut message,
+            format_args!(" for `{path}`, which is {shown}"),
+        );
+    }
+    message.push_str(", and it says otherwise=\"fail\"");
+    let mut details = json!({"location": at});
+    if !path.is_empty() {
+        details["path"] = json!(path);
+        details["value"] = value;
+    }
+    TaskResult::failed(
+        TaskError::failure(Reason::InputValidationFailure, message).with_details(details),
+    )
+    .into()
+}
+
 /// A reduce whose input at `index` of `total` failed with `failed`.
 pub fn fail_reduce(
     failed: Value,

@@ -221,3 +221,31 @@ fn a_script_word_whose_text_starts_with_a_dash_fails_naming_its_hole() {
         .unwrap_or_default();
     assert_eq!(shown.chars().count(), 201, "200 characters and an ellipsis");
 }
+
+#[test]
+fn a_cond_that_fails_when_no_case_holds_names_its_place_and_the_value() {
+    let r = no_case("t.xml:7:5", "output.severity", json!("low"));
+    let e = &r["notes"]["error"];
+    assert_eq!(r["status"], "FAILED");
+    assert_eq!(e["reason"], "input_validation_failure");
+    assert_eq!(
+        e["message"],
+        "t.xml:7:5: no case of the `<cond>` holds for `output.severity`, which is \"low\", and it says otherwise=\"fail\""
+    );
+    assert_eq!(
+        e["details"],
+        json!({"location": "t.xml:7:5", "path": "output.severity", "value": "low"})
+    );
+    // A long value is cut in the message, kept whole in the details.
+    let long = "x".repeat(1000);
+    let r = no_case("t.xml:1:1", "v", json!(long));
+    let message = r["notes"]["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.len() < 400 && message.contains('…'), "{message}");
+    assert_eq!(r["notes"]["error"]["details"]["value"], json!(long));
+    // Cases that test no one value: the place alone.
+    let r = no_case("t.xml:1:1", "", Value::Null);
+    assert_eq!(
+        r["notes"]["error"]["message"],
+        "t.xml:1:1: no case of the `<cond>` holds, and it says otherwise=\"fail\""
+    );
+}

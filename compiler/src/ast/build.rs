@@ -66,6 +66,9 @@ pub fn build_module_with(
             ),
         },
     }
+    // The syntax trees of a large library are most of what `tvc` holds: no room for
+    // items never made (a `Vec` grows by doubling).
+    items.shrink_to_fit();
     Module {
         file,
         std: source.std,
@@ -324,6 +327,7 @@ impl Builder<'_> {
                 ty,
             });
         }
+        out.shrink_to_fit();
         out
     }
 
@@ -421,6 +425,7 @@ impl Builder<'_> {
             }
             args.push(self.arg(child));
         }
+        args.shrink_to_fit();
         Call {
             template,
             args,
@@ -457,7 +462,18 @@ impl Builder<'_> {
     }
 
     fn cond(&mut self, el: &Element) -> Cond {
-        schema::check_attrs(el, &[], self.diags);
+        schema::check_attrs(el, schema::COND_ATTRS, self.diags);
+        let otherwise = el.attr("otherwise").and_then(|a| {
+            let (v, span) = (a.value.trimmed(), a.value.trimmed_span());
+            match v {
+                "fail" => Some(Spanned::new(Otherwise::Fail, span)),
+                "empty" => Some(Spanned::new(Otherwise::Empty, span)),
+                _ => {
+                    self.bad_enum(span, "`otherwise`", v, &["fail", "empty"]);
+                    None
+                }
+            }
+        });
         schema::no_text(el, self.diags);
         let mut cases = Vec::new();
         for child in el.elements() {
@@ -492,6 +508,8 @@ impl Builder<'_> {
         }
         Cond {
             cases,
+            otherwise,
+            head: el.head(),
             span: el.span,
         }
     }
@@ -530,9 +548,12 @@ impl Builder<'_> {
         } else {
             task.kind = Spanned::new(TaskType::Atomic, el.head());
         }
-        task.subtype = el
-            .attr("subtype")
-            .map(|a| Spanned::new(a.value.trimmed().to_string(), a.value.trimmed_span()));
+        task.subtype = el.attr("subtype").map(|a| {
+            Box::new(Spanned::new(
+                a.value.trimmed().to_string(),
+                a.value.trimmed_span(),
+            ))
+        });
         task.reference = el
             .attr("ref")
             .map(|a| self.ident_attr(&a.value, "referenced template name"));

@@ -57,7 +57,10 @@ impl Dumper<'_> {
         fn shown<T: fmt::Display>(v: &Option<Spanned<T>>) -> Option<(String, Span)> {
             v.as_ref().map(|v| (v.node.to_string(), v.span))
         }
-        let stop = m.stop.as_ref().map(|v| (format!("{:?}", v.node), v.span));
+        let stop = m.stop.as_ref().map(|v| match &v.node[..] {
+            [one] => (format!("{one:?}"), v.span),
+            several => (format!("{several:?}"), v.span),
+        });
         for (label, value) in [
             ("temperature", shown(&m.temperature)),
             ("max_tokens", shown(&m.max_tokens)),
@@ -170,7 +173,14 @@ impl Dumper<'_> {
                 }
             }
             Body::Cond(c) => {
-                self.line(depth, "cond", c.span);
+                match &c.otherwise {
+                    Some(o) => self.line(
+                        depth,
+                        format_args!("cond otherwise={}", o.node.as_str()),
+                        c.span,
+                    ),
+                    None => self.line(depth, "cond", c.span),
+                }
                 for case in &c.cases {
                     self.line(
                         depth + 1,
@@ -204,21 +214,21 @@ impl Dumper<'_> {
         self.line(depth, head, t.span);
         let d = depth + 1;
         for (label, text) in [
-            ("description", &t.description),
-            ("instructions", &t.instructions),
-            ("system", &t.system),
-            ("criteria", &t.criteria),
-            ("initial_value", &t.initial_value),
+            ("description", t.description.as_ref()),
+            ("instructions", t.instructions.as_ref()),
+            ("system", t.system.as_ref()),
+            ("criteria", t.criteria.as_deref()),
+            ("initial_value", t.initial_value.as_deref()),
         ] {
             if let Some(text) = text {
                 self.line(d, format_args!("{label} {}", TextDisplay(text)), text.span);
             }
         }
         for (label, word) in [
-            ("model", &t.model),
-            ("provider", &t.provider),
-            ("output_slot", &t.output_slot),
-            ("input_source", &t.input_source),
+            ("model", t.model.as_ref()),
+            ("provider", t.provider.as_deref()),
+            ("output_slot", t.output_slot.as_deref()),
+            ("input_source", t.input_source.as_deref()),
         ] {
             if let Some(w) = word {
                 self.line(d, format_args!("{label} {}", w.node), w.span);
@@ -302,7 +312,7 @@ impl Dumper<'_> {
             let what = if e.node { "enabled" } else { "disabled" };
             self.line(d, format_args!("subtasks {what}"), e.span);
         }
-        self.model_settings(&t.model_settings, d);
+        self.model_settings(t.model_settings(), d);
         self.inputs("input", &t.inputs, d);
         for r in &t.context_relevance {
             self.line(

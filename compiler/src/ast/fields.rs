@@ -18,22 +18,22 @@ impl Builder<'_> {
             "description" => task.description = Some(self.text_field(el)),
             "instructions" => task.instructions = Some(self.text_field(el)),
             "system" => task.system = Some(self.text_field(el)),
-            "criteria" => task.criteria = Some(self.text_field(el)),
-            "initial_value" => task.initial_value = Some(self.text_field(el)),
+            "criteria" => task.criteria = Some(Box::new(self.text_field(el))),
+            "initial_value" => task.initial_value = Some(Box::new(self.text_field(el))),
             "model" => {
-                task.model_settings = self.model_settings(el);
+                task.model_settings = Some(Box::new(self.model_settings(el)));
                 task.model = self.model(el);
             }
-            "provider" => task.provider = self.provider(el),
-            "output_slot" => task.output_slot = Some(self.word_field(el)),
-            "input_source" => task.input_source = Some(self.word_field(el)),
-            "output_format" => task.output_format = Some(self.output_format(el)),
-            "context_management" => task.context = Some(self.context_management(el)),
-            "file_paths" => task.file_paths = self.file_paths(el),
+            "provider" => task.provider = self.provider(el).map(Box::new),
+            "output_slot" => task.output_slot = Some(Box::new(self.word_field(el))),
+            "input_source" => task.input_source = Some(Box::new(self.word_field(el))),
+            "output_format" => task.output_format = Some(Box::new(self.output_format(el))),
+            "context_management" => task.context = Some(Box::new(self.context_management(el))),
+            "file_paths" => task.file_paths = self.file_paths(el).map(Box::new),
             "steps" => task.steps = Some(self.steps(el)),
             "inputs" => task.inputs = self.inputs(el),
             "context_relevance" => task.context_relevance = self.context_relevance(el),
-            "context_assembly" => task.context_assembly = Some(self.context_assembly(el)),
+            "context_assembly" => task.context_assembly = Some(Box::new(self.context_assembly(el))),
             "manual_xml" => task.manual_xml = self.bool_field(el),
             "disable_reparsing" => task.disable_reparsing = self.bool_field(el),
             "max_iterations" => task.max_iterations = self.count_field(el),
@@ -48,12 +48,12 @@ impl Builder<'_> {
                 task.subtasks =
                     self.enum_field(el, "subtasks", &[("enabled", true), ("disabled", false)])
             }
-            "director" => task.director = Some(self.slot(el)),
-            "evaluator" => task.evaluator = Some(self.slot(el)),
-            "inner_task" => task.inner_task = Some(self.slot(el)),
-            "reduction_task" => task.reduction_task = Some(self.slot(el)),
-            "script_execution" => task.script = Some(self.script(el)),
-            "termination_condition" => task.termination = Some(self.termination(el)),
+            "director" => task.director = Some(Box::new(self.slot(el))),
+            "evaluator" => task.evaluator = Some(Box::new(self.slot(el))),
+            "inner_task" => task.inner_task = Some(Box::new(self.slot(el))),
+            "reduction_task" => task.reduction_task = Some(Box::new(self.slot(el))),
+            "script_execution" => task.script = Some(Box::new(self.script(el))),
+            "termination_condition" => task.termination = Some(Box::new(self.termination(el))),
             _ => {}
         }
     }
@@ -168,7 +168,7 @@ impl Builder<'_> {
     }
 
     /// `temperature` 0–2, `top_p` 0–1, `max_tokens` a positive integer, `seed` an
-    /// integer, `stop` any text: each checked at its attribute.
+    /// integer, `stop` text or a JSON array of texts: each checked at its attribute.
     fn model_settings(&mut self, el: &Element) -> ModelSettings {
         schema::check_attrs(el, schema::MODEL_ATTRS, self.diags);
         let mut m = ModelSettings {
@@ -190,16 +190,44 @@ impl Builder<'_> {
                         .diags
                         .error(span, format!("`seed` must be a whole number, not `{v}`")),
                 },
-                "stop" if v.is_empty() => self.diags.error(
-                    a.value.span,
-                    "`stop` must not be empty: it is the text at which the reply ends",
-                ),
-                // The stop sequence is taken as written: white space may be the point.
-                "stop" => m.stop = Some(Spanned::new(a.value.value.to_string(), a.value.span)),
+                "stop" => m.stop = self.stop(&a.value.value, a.value.span),
                 _ => {}
             }
         }
         m
+    }
+
+    /// `stop` (DESIGN §20): the text exactly as written, white space included
+    /// (`stop="&#10;"` stops at a newline), or, when it starts with `[`, a JSON array of
+    /// 1 to 4 sequences (`stop='["\n", "Observation:"]'`).
+    fn stop(&mut self, v: &str, span: Span) -> Option<Spanned<Vec<String>>> {
+        let max = tv_vm::bundle::MAX_STOP_SEQUENCES;
+        if v.is_empty() {
+            self.diags.error(
+                span,
+                "`stop` must not be empty: it is the text at which the reply ends",
+            );
+            return None;
+        }
+        let problem = if !v.starts_with('[') {
+            return Some(Spanned::new(vec![v.to_string()], span));
+        } else {
+            match serde_json::from_str::<Vec<String>>(v) {
+                Ok(all) if all.is_empty() || all.len() > max => format!(
+                    "`stop` holds {} sequences: give 1 to {max} (OpenAI takes at most {max})",
+                    all.len()
+                ),
+                Ok(all) if all.iter().any(String::is_empty) => {
+                    "`stop` holds an empty sequence: each is text at which the reply ends".into()
+                }
+                Ok(all) => return Some(Spanned::new(all, span)),
+                Err(e) => format!("`stop` starts with `[` but is not a JSON array of strings: {e}"),
+            }
+        };
+        self.diags.push(Diagnostic::error(span, problem).with_help(
+            "several sequences are a JSON array with JSON's escapes: stop='[\"\\n\", \"Observation:\"]'; a sequence that starts with `[` is written as one: stop='[\"[\"]'",
+        ));
+        None
     }
 
     fn number_in(&mut self, v: &str, span: Span, what: &str, max: f64) -> Option<Spanned<f64>> {

@@ -12,10 +12,10 @@ impl Builder<'_> {
     /// `over`, `as` and `concurrency`, on any task: the checker says where they belong.
     pub(super) fn list_attrs(&mut self, el: &Element, task: &mut Task) {
         if let Some(a) = el.attr("over") {
-            task.over = Some(parser::parse_test(&a.value, self.diags));
+            task.over = Some(Box::new(parser::parse_test(&a.value, self.diags)));
         }
         if let Some(a) = el.attr("as") {
-            task.item_name = Some(self.ident_attr(&a.value, "item name"));
+            task.item_name = Some(Box::new(self.ident_attr(&a.value, "item name")));
         }
         if let Some(a) = el.attr("concurrency") {
             let w = Spanned::new(a.value.trimmed().to_string(), a.value.trimmed_span());
@@ -51,7 +51,7 @@ impl Builder<'_> {
     pub(super) fn map_body(&mut self, map: &Element, child: &Element, task: &mut Task) {
         let body = self.body(child, &map.name);
         match &task.map_body {
-            None => task.map_body = Some(body),
+            None => task.map_body = Some(Box::new(body)),
             Some(first) => self.diags.push(
                 Diagnostic::error(child.head(), "a map task holds exactly one body")
                     .with_secondary(first.span(), "its body")

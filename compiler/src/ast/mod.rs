@@ -170,7 +170,8 @@ pub struct ModelSettings {
     pub max_tokens: Option<Spanned<u64>>,
     pub top_p: Option<Spanned<f64>>,
     pub seed: Option<Spanned<i64>>,
-    pub stop: Option<Spanned<String>>,
+    /// `stop`: one to four sequences, as written.
+    pub stop: Option<Spanned<Vec<String>>>,
     /// The `<model>` element, when there is one.
     pub span: Option<Span>,
 }
@@ -318,25 +319,27 @@ pub struct Task {
     pub explicit_type: bool,
     /// `type` names no operator (reported); the type-specific checks stay quiet.
     pub type_invalid: bool,
-    pub subtype: Option<Ident>,
+    pub subtype: Option<Box<Ident>>,
     pub reference: Option<Ident>,
     pub description: Option<TextTemplate>,
     pub instructions: Option<TextTemplate>,
     pub system: Option<TextTemplate>,
     pub model: Option<Spanned<String>>,
-    /// The sampling attributes of `<model>` (DESIGN §12).
-    pub model_settings: ModelSettings,
-    pub provider: Option<Spanned<String>>,
-    pub criteria: Option<TextTemplate>,
-    pub output_slot: Option<Spanned<String>>,
-    pub input_source: Option<Spanned<String>>,
-    pub output_format: Option<OutputFormat>,
-    pub context: Option<ContextManagement>,
-    pub file_paths: Option<Spanned<FilePaths>>,
+    /// The sampling attributes of `<model>` (DESIGN §12), when it has any: most
+    /// tasks have none, and a task's fields are boxed where rare, so that a library of
+    /// many small templates stays small in memory.
+    pub model_settings: Option<Box<ModelSettings>>,
+    pub provider: Option<Box<Spanned<String>>>,
+    pub criteria: Option<Box<TextTemplate>>,
+    pub output_slot: Option<Box<Spanned<String>>>,
+    pub input_source: Option<Box<Spanned<String>>>,
+    pub output_format: Option<Box<OutputFormat>>,
+    pub context: Option<Box<ContextManagement>>,
+    pub file_paths: Option<Box<Spanned<FilePaths>>>,
     pub steps: Option<Spanned<Vec<Body>>>,
     pub inputs: Vec<Input>,
     pub context_relevance: Vec<ContextRelevance>,
-    pub context_assembly: Option<ContextAssembly>,
+    pub context_assembly: Option<Box<ContextAssembly>>,
     pub manual_xml: Option<Spanned<bool>>,
     pub disable_reparsing: Option<Spanned<bool>>,
     pub max_iterations: Option<Spanned<u64>>,
@@ -344,21 +347,21 @@ pub struct Task {
     pub on_max_iterations: Option<Spanned<bool>>,
     /// `<subtasks>`: `true` for `enabled`; the spawning tool is offered only then.
     pub subtasks: Option<Spanned<bool>>,
-    pub director: Option<Body>,
-    pub evaluator: Option<Body>,
-    pub script: Option<ScriptExecution>,
-    pub termination: Option<Expr>,
-    pub initial_value: Option<TextTemplate>,
-    pub inner_task: Option<Body>,
-    pub reduction_task: Option<Body>,
+    pub director: Option<Box<Body>>,
+    pub evaluator: Option<Box<Body>>,
+    pub script: Option<Box<ScriptExecution>>,
+    pub termination: Option<Box<Expr>>,
+    pub initial_value: Option<Box<TextTemplate>>,
+    pub inner_task: Option<Box<Body>>,
+    pub reduction_task: Option<Box<Body>>,
     /// `over="EXPR"` of a map or reduce: the list it iterates over.
-    pub over: Option<Expr>,
+    pub over: Option<Box<Expr>>,
     /// `as="NAME"` of a map: the name of the item in its body (default `item`).
-    pub item_name: Option<Ident>,
+    pub item_name: Option<Box<Ident>>,
     /// `concurrency="N"` of a map or a reduce `over` a list: bodies running at once.
     pub concurrency: Option<Spanned<u16>>,
     /// The one `<task>`, `<call>` or `<cond>` inside a map: its body.
-    pub map_body: Option<Body>,
+    pub map_body: Option<Box<Body>>,
 }
 
 /// The name a map's item has in its body when `as` does not give one.
@@ -376,23 +379,36 @@ impl Task {
     /// can leave a slot out.
     pub fn slots(&self) -> [(&'static str, Option<&Body>); 5] {
         [
-            ("director", self.director.as_ref()),
-            ("evaluator", self.evaluator.as_ref()),
-            ("inner_task", self.inner_task.as_ref()),
-            ("reduction_task", self.reduction_task.as_ref()),
-            ("body", self.map_body.as_ref()),
+            ("director", self.director.as_deref()),
+            ("evaluator", self.evaluator.as_deref()),
+            ("inner_task", self.inner_task.as_deref()),
+            ("reduction_task", self.reduction_task.as_deref()),
+            ("body", self.map_body.as_deref()),
         ]
     }
 
     /// [`Task::slots`], to change their bodies.
     pub fn slots_mut(&mut self) -> [Option<&mut Body>; 5] {
         [
-            self.director.as_mut(),
-            self.evaluator.as_mut(),
-            self.inner_task.as_mut(),
-            self.reduction_task.as_mut(),
-            self.map_body.as_mut(),
+            self.director.as_deref_mut(),
+            self.evaluator.as_deref_mut(),
+            self.inner_task.as_deref_mut(),
+            self.reduction_task.as_deref_mut(),
+            self.map_body.as_deref_mut(),
         ]
+    }
+
+    /// The sampling attributes of its `<model>` (none set when it has no `<model>`).
+    pub fn model_settings(&self) -> &ModelSettings {
+        static NONE: ModelSettings = ModelSettings {
+            temperature: None,
+            max_tokens: None,
+            top_p: None,
+            seed: None,
+            stop: None,
+            span: None,
+        };
+        self.model_settings.as_deref().unwrap_or(&NONE)
     }
 
     pub fn new(span: Span) -> Self {
@@ -407,7 +423,7 @@ impl Task {
             instructions: None,
             system: None,
             model: None,
-            model_settings: ModelSettings::default(),
+            model_settings: None,
             provider: None,
             criteria: None,
             output_slot: None,
@@ -465,7 +481,30 @@ pub enum ArgValue {
 #[derive(Clone, Debug)]
 pub struct Cond {
     pub cases: Vec<Case>,
+    /// `otherwise`, as written: what happens when no case holds.
+    pub otherwise: Option<Spanned<Otherwise>>,
+    /// The element's name, where diagnostics about the whole cond point.
+    pub head: Span,
     pub span: Span,
+}
+
+/// `<cond otherwise="...">`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Otherwise {
+    /// No case holding fails the task (`input_validation_failure`).
+    Fail,
+    /// No case holding completes it empty, as a cond without `otherwise` does, but
+    /// said on purpose: no warning about strings its cases leave out.
+    Empty,
+}
+
+impl Otherwise {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Otherwise::Fail => "fail",
+            Otherwise::Empty => "empty",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -44,6 +44,7 @@ impl Builder<'_> {
             seen.insert(input.name.node.clone(), input.name.span);
             out.push(input);
         }
+        out.shrink_to_fit();
         out
     }
 

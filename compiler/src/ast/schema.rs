@@ -66,6 +66,8 @@ pub const TEMPLATE_ATTRS: &[&str] = &["name", "params", "returns"];
 pub const CALL_ATTRS: &[&str] = &["template"];
 pub const ARG_ATTRS: &[&str] = &["name"];
 pub const CASE_ATTRS: &[&str] = &["test"];
+/// `<cond otherwise="fail|empty">`: what happens when no case holds.
+pub const COND_ATTRS: &[&str] = &["otherwise"];
 pub const TYPE_ATTRS: &[&str] = &["name"];
 /// The sampling attributes `<model>` takes (DESIGN §12).
 pub const MODEL_ATTRS: &[&str] = &["temperature", "max_tokens", "top_p", "seed", "stop"];
@@ -88,6 +90,25 @@ pub const CONTEXT_ASSEMBLY_CHILDREN: &[&str] = &[
     "excluded_elements",
 ];
 pub const SCRIPT_CHILDREN: &[&str] = &["command", "timeout", "inputs"];
+
+/// Whether `name` is an element of the template language (anywhere), so that a tag of
+/// another name inside text may be text that a `<` made a tag of.
+pub fn is_element(name: &str) -> bool {
+    const OTHERS: &[&str] = &["library", "input", "case", "arg", "condition", "timeout"];
+    [
+        TASK_CHILDREN,
+        BODY_ELEMENTS,
+        LIBRARY_CHILDREN,
+        TEST_CHILDREN,
+        CONTEXT_MANAGEMENT_CHILDREN,
+        FILE_PATHS_CHILDREN,
+        CONTEXT_ASSEMBLY_CHILDREN,
+        SCRIPT_CHILDREN,
+        OTHERS,
+    ]
+    .iter()
+    .any(|list| list.contains(&name))
+}
 
 /// Attributes every element accepts and ignores: namespace declarations and the XML
 /// Schema instance attributes (`xsi:noNamespaceSchemaLocation="tv.xsd"`) with which an

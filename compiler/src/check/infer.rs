@@ -18,52 +18,82 @@ impl ItemTypes for &HashMap<String, Type> {
     }
 }
 
-/// During inference: an item's type is worked out when first asked for.
-struct Inference<'t, 'p> {
-    items: &'t Tables<'p>,
-    returns: HashMap<String, Type>,
-    /// The items whose type is being worked out; asking again is recursion.
-    visiting: Vec<String>,
+/// During inference: the types worked out so far. An item not yet in the table (one
+/// on the path being worked out: recursion) is `any`.
+struct Known<'r>(&'r HashMap<String, Type>);
+
+impl ItemTypes for Known<'_> {
+    fn item_type(&mut self, name: &str) -> Type {
+        self.0.get(name).cloned().unwrap_or(Type::Any)
+    }
 }
 
-impl ItemTypes for Inference<'_, '_> {
+/// Records the items whose type a body's type reads, in the order it reads them.
+struct Needs<'n>(&'n mut Vec<String>);
+
+impl ItemTypes for Needs<'_> {
     fn item_type(&mut self, name: &str) -> Type {
-        if let Some(t) = self.returns.get(name) {
-            return t.clone();
-        }
-        if self.visiting.iter().any(|v| v == name) {
-            return Type::Any;
-        }
-        let Some((_, item)) = self.items.get(name) else {
-            return Type::Any;
-        };
-        let item: &Item = item;
-        self.visiting.push(name.to_string());
-        let ty = match item {
-            Item::Template(t) => match &t.returns {
-                Some(r) => r.node.clone(),
-                None => body_type(&t.body, self),
-            },
-            Item::Task(t) => task_type(&t.task, self),
-        };
-        self.visiting.pop();
-        self.returns.insert(name.to_string(), ty.clone());
-        ty
+        self.0.push(name.to_string());
+        Type::Any
+    }
+}
+
+/// An item's type from the types of the items its body reads.
+fn item_type(item: &Item, items: &mut impl ItemTypes) -> Type {
+    match item {
+        Item::Template(t) => match &t.returns {
+            Some(r) => r.node.clone(),
+            None => body_type(&t.body, items),
+        },
+        Item::Task(t) => task_type(&t.task, items),
     }
 }
 
 /// Return types of every item, declared or inferred; recursion yields `any`.
+///
+/// An item's type may be the type of an item it calls, which may be the type of the
+/// next: a depth-first walk of the call graph, in which an item met again while its
+/// type is being worked out is `any`. The walk keeps its own stack, so a chain of
+/// tens of thousands of templates, each calling the next, cannot overflow the
+/// thread's.
 pub(super) fn returns(items: &Tables) -> HashMap<String, Type> {
-    let mut inference = Inference {
-        items,
-        returns: HashMap::default(),
-        visiting: Vec::new(),
-    };
-    inference.returns.reserve(items.len());
-    for name in items.keys() {
-        inference.item_type(name);
+    let mut returns: HashMap<String, Type> = HashMap::default();
+    returns.reserve(items.len());
+    // The items being worked out (the path), and the work: (name, whether what it
+    // reads has been pushed already).
+    let mut visiting: rustc_hash::FxHashSet<&str> = Default::default();
+    let mut work: Vec<(&str, bool)> = Vec::new();
+    let mut needs = Vec::new();
+    for root in items.keys() {
+        work.push((root, false));
+        while let Some((name, expanded)) = work.pop() {
+            let Some((key, (_, item))) = items.get_key_value(name) else {
+                continue;
+            };
+            let item: &Item = item;
+            if expanded {
+                let ty = item_type(item, &mut Known(&returns));
+                visiting.remove(name);
+                returns.insert(key.clone(), ty);
+                continue;
+            }
+            if returns.contains_key(name) || !visiting.insert(key) {
+                continue;
+            }
+            work.push((key, true));
+            needs.clear();
+            if !matches!(item, Item::Template(t) if t.returns.is_some()) {
+                item_type(item, &mut Needs(&mut needs));
+            }
+            // Reversed, so that the first item read is worked out first.
+            for need in needs.iter().rev() {
+                if let Some((k, _)) = items.get_key_value(need.as_str()) {
+                    work.push((k, false));
+                }
+            }
+        }
     }
-    inference.returns
+    returns
 }
 
 impl Checker<'_, '_, '_> {
@@ -107,11 +137,20 @@ fn task_type(task: &Task, items: &mut impl ItemTypes) -> Type {
             Some(b) => body_type(b, items),
             None => Type::Any,
         },
-        TaskType::Map => Type::Array(Box::new(
-            task.map_body
+        TaskType::Map => {
+            let item = task
+                .map_body
                 .as_ref()
-                .map_or(Type::Any, |b| body_type(b, items)),
-        )),
+                .map_or(Type::Any, |b| body_type(b, items));
+            // Maps of maps through calls nest a type once per call: past what a type
+            // may nest, the items are `any`, as a bundle stores no deeper type.
+            let item = if item.depth() >= tv_stdlib::types::MAX_NESTING {
+                Type::Any
+            } else {
+                item
+            };
+            Type::Array(Box::new(item))
+        }
     }
 }
 
@@ -138,9 +177,9 @@ pub fn output_schema_span(body: &Body) -> Option<Span> {
                 .as_ref()
                 .and_then(|s| s.node.last())
                 .and_then(output_schema_span),
-            TaskType::Reduce => t.reduction_task.as_ref().and_then(output_schema_span),
-            TaskType::Map => t.map_body.as_ref().and_then(output_schema_span),
-            TaskType::DirectorEvaluatorLoop => t.director.as_ref().and_then(output_schema_span),
+            TaskType::Reduce => t.reduction_task.as_deref().and_then(output_schema_span),
+            TaskType::Map => t.map_body.as_deref().and_then(output_schema_span),
+            TaskType::DirectorEvaluatorLoop => t.director.as_deref().and_then(output_schema_span),
         },
         _ => None,
     }

@@ -79,7 +79,7 @@ impl<'p> Checker<'p, '_, '_> {
             .item_name
             .as_ref()
             .map_or(DEFAULT_ITEM, |n| n.node.as_str());
-        if let Some(n) = task.item_name.as_ref().filter(|n| n.node == "index") {
+        if let Some(n) = task.item_name.as_deref().filter(|n| n.node == "index") {
             self.diags.push(
                 Diagnostic::error(n.span, "the item cannot be named `index`")
                     .with_help("`index` is the item's position in the body; choose another name"),

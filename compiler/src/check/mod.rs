@@ -4,11 +4,13 @@
 //! and reports every problem it finds; it never stops at the first one.
 
 mod call;
+pub(crate) mod cond;
 mod expr;
 mod graph;
 mod infer;
 mod lists;
 mod model;
+mod nulls;
 mod operators;
 mod records;
 mod scope;

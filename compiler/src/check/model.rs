@@ -26,7 +26,7 @@ impl Checker<'_, '_, '_> {
         let Some(provider) = named.provider.or(stated) else {
             return;
         };
-        let s = &task.model_settings;
+        let s = task.model_settings();
         let spans: [(Setting, Option<Span>); 4] = [
             (Setting::Temperature, s.temperature.as_ref().map(|t| t.span)),
             (Setting::TopP, s.top_p.as_ref().map(|t| t.span)),

@@ -49,7 +49,7 @@ impl<'p> Checker<'p, '_, '_> {
                 Body::Task(t) => Some(t.as_ref()),
                 _ => None,
             };
-            let source = step_task.and_then(|t| t.input_source.as_ref());
+            let source = step_task.and_then(|t| t.input_source.as_deref());
             match source {
                 Some(src) => {
                     match slots.iter().find(|(n, _)| *n == src.node) {
@@ -83,7 +83,7 @@ impl<'p> Checker<'p, '_, '_> {
             self.check_body(step, &step_scope, false);
             self.step = None;
             let ty = self.infer_body(step);
-            if let Some(slot) = step_task.and_then(|t| t.output_slot.as_ref()) {
+            if let Some(slot) = step_task.and_then(|t| t.output_slot.as_deref()) {
                 slots.retain(|(n, _)| *n != slot.node);
                 slots.push((slot.node.clone(), ty.clone()));
             }
@@ -107,7 +107,7 @@ impl<'p> Checker<'p, '_, '_> {
         let retries = task.output_format.as_ref().and_then(|f| f.retries.as_ref());
         let fields = [
             (
-                task.model_settings
+                task.model_settings()
                     .span
                     .or(task.model.as_ref().map(|m| m.span)),
                 "<model>",
@@ -344,9 +344,40 @@ impl<'p> Checker<'p, '_, '_> {
         if let Some(e) = &task.evaluator {
             self.check_evaluator(e);
         }
-        for (slot, name) in [(&task.director, "director"), (&task.evaluator, "evaluator")] {
+        // What is still null where each part runs: the director's first turn comes
+        // before any result, evaluation or script run; the evaluator's, before any
+        // evaluation. An evaluation need not give feedback.
+        let (first, feedback) = (
+            "on the first iteration, before the evaluator has judged",
+            "on the first iteration, and whenever the evaluator gives no feedback",
+        );
+        let no_script = "in a loop without a script";
+        let mut director = s.clone();
+        director.may_be_null(
+            "director_result",
+            "on the first iteration, before the director has replied",
+        );
+        director.may_be_null("evaluation", first);
+        director.may_be_null("evaluation_feedback", feedback);
+        director.may_be_null(
+            "script_output",
+            match task.script {
+                Some(_) => "on the first iteration, before the loop's script has run",
+                None => no_script,
+            },
+        );
+        let mut evaluator = s.clone();
+        evaluator.may_be_null("evaluation", first);
+        evaluator.may_be_null("evaluation_feedback", feedback);
+        if task.script.is_none() {
+            evaluator.may_be_null("script_output", no_script);
+        }
+        for (slot, name, s) in [
+            (&task.director, "director", &director),
+            (&task.evaluator, "evaluator", &evaluator),
+        ] {
             match slot {
-                Some(b) => self.check_body(b, &s, false),
+                Some(b) => self.check_body(b, s, false),
                 None => self.diags.push(
                     Diagnostic::error(
                         task.kind.span,

@@ -95,7 +95,7 @@ impl<'p> Checker<'p, '_, '_> {
         let crate::ast::Body::Task(t) = evaluator else {
             return;
         };
-        let Some(schema) = t.output_format.as_ref().and_then(|f| f.schema.as_ref()) else {
+        let Some(schema) = t.output_format.as_deref().and_then(|f| f.schema.as_ref()) else {
             return;
         };
         let want = Type::evaluation_result();

@@ -7,6 +7,9 @@ use tv_stdlib::types::Type;
 pub struct Binding {
     pub name: String,
     pub ty: Type,
+    /// When the variable may be `null` where it is visible: why (a loop's variables
+    /// before they are produced).
+    pub null: Option<&'static str>,
 }
 
 /// What encloses the expression, for the "how to declare it" part of a message.
@@ -22,6 +25,9 @@ pub struct Scope {
     pub owner: Owner,
     /// True inside a reduce's `inner_task`, where the accumulator is not yet known.
     pub in_inner_task: bool,
+    /// Paths (`finding.fix`, `findings.0`) a `cond` has shown not to be null where
+    /// this scope is seen: its case tested them, or an earlier case took their null.
+    pub present: Vec<String>,
 }
 
 /// The operator variables and where each one is defined.
@@ -58,6 +64,7 @@ impl Scope {
             bindings: Vec::new(),
             owner,
             in_inner_task: false,
+            present: Vec::new(),
         }
     }
 
@@ -65,7 +72,16 @@ impl Scope {
         self.bindings.push(Binding {
             name: name.to_string(),
             ty,
+            null: None,
         });
+    }
+
+    /// Marks the innermost binding of `name`, if there is one, as `null` for `why`
+    /// where this scope is seen.
+    pub fn may_be_null(&mut self, name: &str, why: &'static str) {
+        if let Some(b) = self.bindings.iter_mut().rev().find(|b| b.name == name) {
+            b.null = Some(why);
+        }
     }
 
     pub fn bind_context(&mut self, names: &[&str]) {

@@ -4,8 +4,8 @@
 use super::scope::Scope;
 use super::Checker;
 use crate::ast::{
-    Body, Cond, ContextManagement, FilePaths, FreshContext, InheritContext, Input, InputValue,
-    Task, TaskType, TextPart, TextTemplate,
+    Body, ContextManagement, FilePaths, FreshContext, InheritContext, Input, InputValue, Task,
+    TaskType, TextPart, TextTemplate,
 };
 use crate::diag::Diagnostic;
 use crate::source::Span;
@@ -18,13 +18,6 @@ impl<'p> Checker<'p, '_, '_> {
             Body::Call(c) => self.check_call_element(c, scope),
             Body::Cond(c) => self.check_cond(c, scope),
             Body::Missing(_) => {}
-        }
-    }
-
-    fn check_cond(&mut self, cond: &'p Cond, scope: &Scope) {
-        for case in &cond.cases {
-            self.check_test(&case.test, scope);
-            self.check_body(&case.body, scope, false);
         }
     }
 
@@ -41,15 +34,21 @@ impl<'p> Checker<'p, '_, '_> {
             self.check_ref(r, task, outer, decl && !listed);
         }
         for t in [
-            &task.description,
-            &task.instructions,
-            &task.system,
-            &task.criteria,
+            task.description.as_ref(),
+            task.instructions.as_ref(),
+            task.system.as_ref(),
+            task.criteria.as_deref(),
         ]
         .into_iter()
         .flatten()
         {
             self.check_text(t, &scope);
+        }
+        for t in [&task.description, &task.instructions, &task.system]
+            .into_iter()
+            .flatten()
+        {
+            self.warn_null_holes(t, &scope);
         }
         self.check_files(task);
         if let Some(cm) = &task.context {
@@ -342,31 +341,31 @@ impl<'p> Checker<'p, '_, '_> {
             &[Sequential],
         );
         misplaced(
-            task.inner_task.as_ref().map(Body::span),
+            task.inner_task.as_deref().map(Body::span),
             "inner_task",
             "a reduce task",
             &[Reduce],
         );
         misplaced(
-            task.reduction_task.as_ref().map(Body::span),
+            task.reduction_task.as_deref().map(Body::span),
             "reduction_task",
             "a reduce task",
             &[Reduce],
         );
         misplaced(
-            task.initial_value.as_ref().map(|t| t.span),
+            task.initial_value.as_deref().map(|t| t.span),
             "initial_value",
             "a reduce task",
             &[Reduce],
         );
         misplaced(
-            task.director.as_ref().map(Body::span),
+            task.director.as_deref().map(Body::span),
             "director",
             "a director_evaluator_loop",
             &[DirectorEvaluatorLoop],
         );
         misplaced(
-            task.evaluator.as_ref().map(Body::span),
+            task.evaluator.as_deref().map(Body::span),
             "evaluator",
             "a director_evaluator_loop",
             &[DirectorEvaluatorLoop],
@@ -378,13 +377,13 @@ impl<'p> Checker<'p, '_, '_> {
             &[DirectorEvaluatorLoop],
         );
         misplaced(
-            task.termination.as_ref().map(|t| t.span),
+            task.termination.as_deref().map(|t| t.span),
             "termination_condition",
             "a director_evaluator_loop",
             &[DirectorEvaluatorLoop],
         );
         misplaced(
-            task.script.as_ref().map(|s| s.span),
+            task.script.as_deref().map(|s| s.span),
             "script_execution",
             "a script task or a director_evaluator_loop",
             &[Script, DirectorEvaluatorLoop],
@@ -396,13 +395,13 @@ impl<'p> Checker<'p, '_, '_> {
             &[DirectorEvaluatorLoop],
         );
         misplaced(
-            task.over.as_ref().map(|o| o.span),
+            task.over.as_deref().map(|o| o.span),
             "over",
             "a map or reduce task",
             &[Map, Reduce],
         );
         misplaced(
-            task.item_name.as_ref().map(|n| n.span),
+            task.item_name.as_deref().map(|n| n.span),
             "as",
             "a map task",
             &[Map],

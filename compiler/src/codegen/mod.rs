@@ -4,11 +4,13 @@
 mod lists;
 mod node;
 mod pool;
+mod stream;
 
 use crate::diag::Diagnostic;
 use crate::ir::{self, Expr, ExprKind};
 use crate::source::{FileId, LineCursor, SourceMap, Span};
 use pool::{Pool, Use, Uses};
+pub(crate) use stream::Writer;
 use tv_vm::bundle::{Bundle, Const, Function, Loc, Param, ValueType};
 use tv_vm::isa::{Op, Quote};
 
@@ -150,7 +152,7 @@ fn finish(
     functions: Vec<Function>,
 ) -> Bundle {
     Bundle {
-        compiler_version: env!("CARGO_PKG_VERSION").to_string(),
+        compiler_version: compiler_version(),
         constants,
         functions,
         tasks: p.tasks.clone(),
@@ -162,11 +164,18 @@ fn finish(
                 function: *f,
             })
             .collect(),
-        files: sources
-            .files()
-            .map(|(_, f)| f.path.display().to_string())
-            .collect(),
+        files: file_names(sources),
     }
+}
+
+/// The version of `tvc` a bundle records.
+fn compiler_version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// The names of the files, as a bundle records them.
+fn file_names(sources: &SourceMap) -> Vec<String> {
+    sources.files().map(|(_, f)| f.name.clone()).collect()
 }
 
 struct Gen<'a, 'ir> {

@@ -1,7 +1,7 @@
 //! Task nodes: each leaves one task result on the stack.
 
 use super::{Gen, Hole, Use};
-use crate::ir::{Expr, ExprKind, Loop, Node, NodeKind, Sequence};
+use crate::ir::{Expr, ExprKind, Loop, Node, NodeKind, Otherwise, Sequence};
 use tv_stdlib::builtins;
 use tv_vm::bundle::Const;
 use tv_vm::isa::{CmpOp, Op, LOOP_ACCEPTED, LOOP_EXHAUSTED, LOOP_SUCCEEDED};
@@ -73,7 +73,7 @@ impl<'ir> Gen<'_, 'ir> {
                 self.expr(e);
                 self.emit(Op::Complete);
             }
-            NodeKind::Cond { cases } => {
+            NodeKind::Cond { cases, otherwise } => {
                 let mut ends = Vec::new();
                 for (test, body) in cases {
                     self.expr(test);
@@ -82,9 +82,19 @@ impl<'ir> Gen<'_, 'ir> {
                     ends.push(self.jump(Op::Jump));
                     self.patch(next);
                 }
-                // No case held: an empty COMPLETE.
-                self.constant(Const::Str(String::new()));
-                self.emit(Op::Complete);
+                match otherwise {
+                    // No case held: an empty COMPLETE.
+                    Otherwise::Empty => {
+                        self.constant(Const::Str(String::new()));
+                        self.emit(Op::Complete);
+                    }
+                    // Or a failure at the cond's place, naming the value compared.
+                    Otherwise::Fail { path, value } => {
+                        self.expr(value);
+                        let i = self.consts.add(Use::Str(path));
+                        self.emit(Op::NoCase(i));
+                    }
+                }
                 ends.into_iter().for_each(|h| self.patch(h));
             }
             NodeKind::Sequence(s) => self.sequence(s),

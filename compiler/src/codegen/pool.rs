@@ -36,11 +36,15 @@ impl<'ir> Uses<'ir> {
 
 /// The constant pool of the bundle.
 #[derive(Default)]
-pub(super) struct Pool<'ir> {
+pub(super) struct Pool {
     pub(super) items: Vec<Const>,
-    /// Strings, the most common constants, are keyed by the IR's own text where it
-    /// has it: a constant costs one copy, into the pool, however often it is used.
-    strings: HashMap<Cow<'ir, str>, u32>,
+    /// Strings, the most common constants, are found by a hash of their text: the
+    /// first string of each hash by its slot, so a constant costs one copy, into the
+    /// pool, however often it is used, and the pool outlives the IR it was taken from
+    /// (`tvc compile` frees each window's IR once it is generated).
+    strings: HashMap<u64, u32>,
+    /// Strings whose hash an earlier, different string has.
+    clashes: HashMap<String, u32>,
     others: HashMap<Key, u32>,
 }
 
@@ -53,7 +57,7 @@ enum Key {
     Num(u64),
 }
 
-impl<'ir> Pool<'ir> {
+impl Pool {
     /// Whether every constant's position fits the `u32` operands that name it; past
     /// that, positions stay at `u32::MAX` (see [`crate::ir::id`]).
     pub(super) fn fits(&self) -> bool {
@@ -61,7 +65,7 @@ impl<'ir> Pool<'ir> {
     }
 
     /// Pools the constants of a function and renames them in its code.
-    pub(super) fn take(&mut self, uses: Uses<'ir>, code: &mut [Op]) {
+    pub(super) fn take(&mut self, uses: Uses<'_>, code: &mut [Op]) {
         let slots: Vec<u32> = uses
             .0
             .into_iter()
@@ -81,13 +85,25 @@ impl<'ir> Pool<'ir> {
         }
     }
 
-    fn string(&mut self, s: Cow<'ir, str>) -> u32 {
-        if let Some(&i) = self.strings.get(&*s) {
-            return i;
-        }
+    fn string(&mut self, s: Cow<'_, str>) -> u32 {
+        use std::hash::BuildHasher;
+        let hash = rustc_hash::FxBuildHasher.hash_one(&*s);
         let next = crate::ir::id(self.items.len());
-        self.items.push(Const::Str(s.to_string()));
-        self.strings.insert(s, next);
+        match self.strings.get(&hash) {
+            None => {
+                self.strings.insert(hash, next);
+            }
+            Some(&i) if matches!(self.items.get(i as usize), Some(Const::Str(t)) if *t == *s) => {
+                return i;
+            }
+            Some(_) => match self.clashes.get(&*s) {
+                Some(&i) => return i,
+                None => {
+                    self.clashes.insert(s.to_string(), next);
+                }
+            },
+        }
+        self.items.push(Const::Str(s.into_owned()));
         next
     }
 
@@ -106,10 +122,31 @@ impl<'ir> Pool<'ir> {
         i
     }
 
-    fn keys(&mut self, fields: &'ir [(String, Expr)]) -> u32 {
+    fn keys(&mut self, fields: &[(String, Expr)]) -> u32 {
         let first = crate::ir::id(self.items.len());
         self.items
             .extend(fields.iter().map(|(k, _)| Const::Str(k.clone())));
         first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_strings_share_a_slot_and_a_string_whose_hash_clashes_gets_its_own() {
+        use std::hash::BuildHasher;
+        let mut pool = Pool::default();
+        let a = pool.string(Cow::Borrowed("a"));
+        assert_eq!(pool.string(Cow::Owned("a".to_string())), a);
+        // As if "b" hashed as "a" does: it must not be taken for "a".
+        let b_hash = rustc_hash::FxBuildHasher.hash_one("b");
+        pool.strings.insert(b_hash, a);
+        let b = pool.string(Cow::Borrowed("b"));
+        assert_ne!(b, a);
+        assert_eq!(pool.string(Cow::Borrowed("b")), b);
+        assert_eq!(pool.string(Cow::Borrowed("a")), a);
+        assert_eq!(pool.items, [Const::Str("a".into()), Const::Str("b".into())]);
     }
 }

@@ -188,11 +188,14 @@ impl Dumper<'_> {
                     self.labelled("until", t, d + 1);
                 }
             }
-            NodeKind::Cond { cases } => {
+            NodeKind::Cond { cases, otherwise } => {
                 self.line(d, "cond".into(), &n.ty, n.span);
                 for (test, body) in cases {
                     self.labelled("case", test, d + 1);
                     self.node(body, d + 2);
+                }
+                if let crate::ir::Otherwise::Fail { path, value } = otherwise {
+                    self.labelled(&format!("otherwise fail {path:?}"), value, d + 1);
                 }
             }
             NodeKind::Call { function, args } => {

@@ -100,6 +100,8 @@ pub enum NodeKind {
     Loop(Box<Loop>),
     Cond {
         cases: Vec<(Expr, Node)>,
+        /// What the cond gives when no case holds.
+        otherwise: Otherwise,
     },
     Call {
         function: u32,
@@ -120,6 +122,16 @@ pub enum NodeKind {
     },
     /// A result made from a value (an empty `cond`).
     Complete(Expr),
+}
+
+/// What a `cond` gives when none of its cases holds.
+#[derive(Clone, Debug)]
+pub enum Otherwise {
+    /// An empty COMPLETE result.
+    Empty,
+    /// A failure naming the cond's place and `value`, the value its cases compare
+    /// (`path` as written; empty, with a `null` value, when they test no one value).
+    Fail { path: String, value: Expr },
 }
 
 #[derive(Clone, Debug)]

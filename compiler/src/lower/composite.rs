@@ -13,7 +13,7 @@ const DEFAULT_MAX_ITERATIONS: u64 = 5;
 
 impl Lowerer<'_> {
     pub(super) fn sequence(&mut self, task: &Task, frame: &mut Frame) -> Node {
-        let settings = context::merge(TaskType::Sequential, task.context.as_ref());
+        let settings = context::merge(TaskType::Sequential, task.context.as_deref());
         let output = frame.local("output", Type::Any);
         let results = frame.local("(step results)", Type::Array(Box::new(Type::Any)));
         let scratch = frame.local("(failed step)", Type::Any);
@@ -36,7 +36,7 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 let source = step_task
-                    .and_then(|t| t.input_source.as_ref())
+                    .and_then(|t| t.input_source.as_deref())
                     .and_then(|s| frame.lookup(&s.node));
                 let node = frame.scoped(|frame| {
                     match source {
@@ -46,11 +46,13 @@ impl Lowerer<'_> {
                     }
                     self.body(step, frame, false)
                 });
-                let slot = step_task.and_then(|t| t.output_slot.as_ref()).map(|name| {
-                    let l = frame.local(&name.node, node.ty.clone());
-                    frame.scope.push((name.node.clone(), l));
-                    l
-                });
+                let slot = step_task
+                    .and_then(|t| t.output_slot.as_deref())
+                    .map(|name| {
+                        let l = frame.local(&name.node, node.ty.clone());
+                        frame.scope.push((name.node.clone(), l));
+                        l
+                    });
                 steps.push(node);
                 slots.push(slot);
             }
@@ -91,7 +93,7 @@ impl Lowerer<'_> {
                 })
                 .collect();
             let last = frame.local("(last director result)", Type::Any);
-            let settings = context::merge(TaskType::DirectorEvaluatorLoop, task.context.as_ref());
+            let settings = context::merge(TaskType::DirectorEvaluatorLoop, task.context.as_deref());
             // The director and evaluator see the earlier iterations' director results
             // as context when the loop accumulates them.
             let outer_context = frame.context.clone();
@@ -104,13 +106,13 @@ impl Lowerer<'_> {
                 .as_ref()
                 .map_or(missing(task.span), |b| self.body(b, frame, false));
             let script = self.script_node(task, frame);
-            let evaluator = task.evaluator.as_ref().map_or(missing(task.span), |b| {
+            let evaluator = task.evaluator.as_deref().map_or(missing(task.span), |b| {
                 let outer = self.evaluator.replace(b.span());
                 let node = self.body(b, frame, false);
                 self.evaluator = outer;
                 node
             });
-            let termination = task.termination.as_ref().map(|e| self.expr(e, frame));
+            let termination = task.termination.as_deref().map(|e| self.expr(e, frame));
             frame.context = outer_context;
             Node {
                 ty: director.ty.clone(),

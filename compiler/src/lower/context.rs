@@ -79,9 +79,9 @@ fn statement(stated: Option<&ContextManagement>) -> StatedContext {
 #[derive(Clone, Debug, Default)]
 pub struct Defaults {
     pub model: Option<Spanned<String>>,
-    pub provider: Option<Spanned<String>>,
+    pub provider: Option<Box<Spanned<String>>>,
     pub system: Option<TextTemplate>,
-    pub file_paths: Option<Spanned<FilePaths>>,
+    pub file_paths: Option<Box<Spanned<FilePaths>>>,
     pub settings: ast::ModelSettings,
     pub fresh: Option<bool>,
     /// The innermost composite's fresh context, stated or by its operator default.
@@ -92,9 +92,9 @@ pub struct Defaults {
 impl Defaults {
     /// These defaults with a composite task's own settings over them.
     pub fn under(&self, task: &Task) -> Defaults {
-        let own = &task.model_settings;
+        let own = task.model_settings();
         let base = &self.settings;
-        let stated = task.context.as_ref();
+        let stated = task.context.as_deref();
         Defaults {
             model: task.model.clone().or_else(|| self.model.clone()),
             provider: task.provider.clone().or_else(|| self.provider.clone()),
@@ -127,7 +127,7 @@ impl Defaults {
         let provider_of = |m: &str| models::parse_model(m).ok().and_then(|m| m.provider);
         let named = |p: &str| Provider::parse(p);
         let own_model = task.model.as_ref().map(|m| m.node.clone());
-        let own_provider = task.provider.as_ref().map(|p| p.node.clone());
+        let own_provider = task.provider.as_deref().map(|p| p.node.clone());
         let model = own_model.clone().or_else(|| {
             let inherited = self.model.as_ref()?.node.clone();
             let clash = own_provider
@@ -137,7 +137,7 @@ impl Defaults {
             (!clash).then_some(inherited)
         });
         let provider = own_provider.or_else(|| {
-            let inherited = self.provider.as_ref()?.node.clone();
+            let inherited = self.provider.as_deref()?.node.clone();
             let clash = own_model
                 .as_deref()
                 .and_then(provider_of)
@@ -152,8 +152,8 @@ impl Defaults {
     /// associative matching off when the task names its files and no one stated
     /// `fresh_context` enabled (explicit paths take precedence).
     pub fn atomic_context(&self, task: &Task, has_files: bool) -> ContextSettings {
-        let mut c = merge(task.kind.node, task.context.as_ref());
-        let stated = task.context.as_ref();
+        let mut c = merge(task.kind.node, task.context.as_deref());
+        let stated = task.context.as_deref();
         let own_fresh = stated
             .and_then(|c| c.fresh_context.as_ref())
             .map(|f| f.node == FreshContext::Enabled);

@@ -86,7 +86,7 @@ impl Lowerer<'_> {
             .map_or(Expr::str("", task.span), |t| self.text(t, frame));
         let local = |frame: &mut Frame, name: &str| frame.local(name, Type::Any);
         // Over a list typed `T[]`, the inputs are `T`s.
-        let list = task.over.as_ref().map(|_| self.list(task, frame));
+        let list = task.over.as_deref().map(|_| self.list(task, frame));
         let item_ty = match list.as_ref().map(|l| &l.ty) {
             Some(Type::Array(item)) => (**item).clone(),
             _ => Type::Any,
@@ -98,7 +98,7 @@ impl Lowerer<'_> {
         let processed = local(frame, "(processed inputs)");
         let last = local(frame, "(last reduction)");
         let scratch = local(frame, "(failed input)");
-        let settings = context::merge(TaskType::Reduce, task.context.as_ref());
+        let settings = context::merge(TaskType::Reduce, task.context.as_deref());
         // Inner tasks see the context from around the reduce; reductions also see the
         // earlier reductions' results when the reduce accumulates them.
         let outer_context = frame.context.clone();

@@ -10,6 +10,7 @@ mod lists;
 mod prune;
 mod shift;
 mod task;
+mod windows;
 
 use crate::ast::{self, Item};
 use crate::check::Symbols;
@@ -20,47 +21,66 @@ use shift::Shift;
 use std::sync::Arc;
 use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta, CONTEXT_PARAM};
+pub(crate) use windows::Windows;
 
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
     let plan = Plan::new(program, symbols);
-    let total = ir::id(plan.items.len());
     // Chunks of items are lowered on the workers, each numbering its tasks and branch
     // functions from zero; `assemble` then moves each part's numbers past the ones
     // before it.
     let parts = crate::parallel::map_chunks(
         &plan.items,
         crate::parallel::MIN_ITEMS_PER_WORKER,
-        |items| {
-            let mut l = Lowerer {
-                symbols,
-                sources,
-                ids: &plan.ids,
-                takes_context: &plan.takes_context,
-                tasks: Vec::new(),
-                branches: Vec::new(),
-                items: total,
-                evaluator: None,
-            };
-            let functions = items.iter().map(|item| l.item(item)).collect();
-            Part {
-                functions,
-                branches: l.branches,
-                tasks: l.tasks,
-            }
-        },
+        |items| plan.numbers.part(items.iter().copied(), symbols, sources),
     );
     plan.assemble(parts)
+}
+
+/// What lowering any item needs to know of the whole program.
+pub(crate) struct Numbers {
+    /// Function index of every item name.
+    ids: HashMap<String, u32>,
+    /// Items whose task states `inherit_context` full or subset: they take their
+    /// caller's context as a last parameter.
+    takes_context: HashSet<String>,
+    /// How many item functions there are; branch functions come after them.
+    total: u32,
+}
+
+impl Numbers {
+    /// The functions and tasks of `items`, numbered as if they were alone.
+    fn part<'i>(
+        &self,
+        items: impl Iterator<Item = &'i Item>,
+        symbols: &Symbols,
+        sources: &SourceMap,
+    ) -> Part {
+        let mut l = Lowerer {
+            symbols,
+            sources,
+            ids: &self.ids,
+            takes_context: &self.takes_context,
+            tasks: Vec::new(),
+            branches: Vec::new(),
+            items: self.total,
+            evaluator: None,
+        };
+        let functions = items.map(|item| l.item(item)).collect();
+        Part {
+            functions,
+            branches: l.branches,
+            tasks: l.tasks,
+        }
+    }
 }
 
 /// What is lowered, in function order: user items (the entry points), then the
 /// standard templates they reach.
 struct Plan<'p> {
     items: Vec<&'p Item>,
-    /// Function index of every item name.
-    ids: HashMap<String, u32>,
-    /// Items whose task states `inherit_context` full or subset: they take their
-    /// caller's context as a last parameter.
-    takes_context: HashSet<String>,
+    /// Where each item is: its module and its place in the module.
+    places: Vec<(usize, usize)>,
+    numbers: Numbers,
     user_items: usize,
 }
 
@@ -69,28 +89,38 @@ impl<'p> Plan<'p> {
         let needed = reachable_std(program, symbols);
         let mut plan = Plan {
             items: Vec::new(),
-            ids: HashMap::default(),
-            takes_context: HashSet::default(),
+            places: Vec::new(),
+            numbers: Numbers {
+                ids: HashMap::default(),
+                takes_context: HashSet::default(),
+                total: 0,
+            },
             user_items: 0,
         };
-        let user = program.modules.iter().filter(|m| !m.std);
-        for m in user.chain(program.modules.iter().filter(|m| m.std)) {
-            for item in m
+        let modules = program.modules.iter().enumerate();
+        let user = modules.clone().filter(|(_, m)| !m.std);
+        for (mi, m) in user.chain(modules.filter(|(_, m)| m.std)) {
+            for (ii, item) in m
                 .items
                 .iter()
-                .filter(|i| !m.std || needed.contains(&i.name().node))
+                .enumerate()
+                .filter(|(_, i)| !m.std || needed.contains(&i.name().node))
             {
                 let name = item.name().node.clone();
                 if inherits_context(item) {
-                    plan.takes_context.insert(name.clone());
+                    plan.numbers.takes_context.insert(name.clone());
                 }
-                if let std::collections::hash_map::Entry::Vacant(slot) = plan.ids.entry(name) {
+                if let std::collections::hash_map::Entry::Vacant(slot) =
+                    plan.numbers.ids.entry(name)
+                {
                     slot.insert(ir::id(plan.items.len()));
                     plan.items.push(item);
+                    plan.places.push((mi, ii));
                     plan.user_items += usize::from(!m.std);
                 }
             }
         }
+        plan.numbers.total = ir::id(plan.items.len());
         plan
     }
 
@@ -464,8 +494,22 @@ impl Lowerer<'_> {
             .map(|(_, n)| n.ty.clone())
             .reduce(|a, b| a.join(&b))
             .unwrap_or(Type::Any);
+        let otherwise = match c.otherwise.as_ref().map(|o| o.node) {
+            Some(ast::Otherwise::Fail) => {
+                let compared = crate::check::cond::compared_strings(c).map(|(v, _)| v);
+                let path = compared
+                    .and_then(crate::check::cond::path_text)
+                    .unwrap_or_default();
+                let value = match compared {
+                    Some(v) => self.expr(v, frame),
+                    None => ir::Expr::new(ir::ExprKind::Null, Type::Null, c.span),
+                };
+                ir::Otherwise::Fail { path, value }
+            }
+            _ => ir::Otherwise::Empty,
+        };
         ir::Node {
-            kind: ir::NodeKind::Cond { cases },
+            kind: ir::NodeKind::Cond { cases, otherwise },
             ty,
             span: c.span,
         }
@@ -503,13 +547,13 @@ fn matchable(t: &ast::Task) -> Option<MatchInfo> {
         .map(template_source)
         .unwrap_or_default();
     // Matching scores a template on its description plus its criteria (DESIGN §19).
-    let description = match t.criteria.as_ref().map(template_source) {
+    let description = match t.criteria.as_deref().map(template_source) {
         Some(c) => format!("{description}\n{c}"),
         None => description,
     };
     Some(MatchInfo {
         task_type: tv_vm::bundle::TaskType::Atomic,
-        subtype: t.subtype.as_ref().map(|s| s.node.clone()),
+        subtype: t.subtype.as_deref().map(|s| s.node.clone()),
         description,
     })
 }

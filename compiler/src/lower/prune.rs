@@ -133,10 +133,13 @@ fn node(n: &mut Node, f: &mut impl FnMut(&mut Local)) {
             .chain(&mut l.history)
             .for_each(&mut *f);
         }
-        NodeKind::Cond { cases } => {
+        NodeKind::Cond { cases, otherwise } => {
             for (test, body) in cases {
                 expr(test, f);
                 node(body, f);
+            }
+            if let crate::ir::Otherwise::Fail { value, .. } = otherwise {
+                expr(value, f);
             }
         }
         NodeKind::Call { args, .. } => args.iter_mut().for_each(|e| expr(e, f)),

@@ -92,10 +92,13 @@ impl Shift {
                     self.expr(t);
                 }
             }
-            NodeKind::Cond { cases } => {
+            NodeKind::Cond { cases, otherwise } => {
                 for (test, body) in cases {
                     self.expr(test);
                     self.node(body);
+                }
+                if let crate::ir::Otherwise::Fail { value, .. } = otherwise {
+                    self.expr(value);
                 }
             }
             NodeKind::Call { function, args } => {

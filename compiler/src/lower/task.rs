@@ -29,7 +29,7 @@ impl Lowerer<'_> {
             let (gather, lets) = self.inputs(task, frame, decl);
             // A task that inherits nothing sees no context from around it.
             let inherited = frame.context.clone();
-            if context::merge(task.kind.node, task.context.as_ref()).inherit == Inherit::None {
+            if context::merge(task.kind.node, task.context.as_deref()).inherit == Inherit::None {
                 frame.context = None;
             }
             let defaults = is_composite(task).then(|| {
@@ -258,7 +258,7 @@ impl Lowerer<'_> {
     }
 
     pub(super) fn script_node(&mut self, task: &Task, frame: &mut Frame) -> Option<Node> {
-        let script = task.script.as_ref()?;
+        let script = task.script.as_deref()?;
         let meta = self.meta(task, frame);
         let is_script = task.kind.node == TaskType::Script;
         if !is_script {
@@ -393,7 +393,7 @@ impl Lowerer<'_> {
             .as_ref()
             .and_then(|f| f.retries.as_ref())
             .map_or(DEFAULT_RETRIES, |r| r.node);
-        let file_paths = lowered_paths(task.file_paths.as_ref().map(|f| &f.node));
+        let file_paths = lowered_paths(task.file_paths.as_deref().map(|f| &f.node));
         let (model, provider) = frame.defaults.model_and_provider(task);
         let atomic = task.kind.node == TaskType::Atomic;
         let file_paths = match (&file_paths, &frame.defaults.file_paths) {
@@ -406,12 +406,12 @@ impl Lowerer<'_> {
             let has_files = file_paths != bundle::FilePaths::None;
             frame.defaults.atomic_context(task, has_files)
         } else {
-            context::merge(task.kind.node, task.context.as_ref())
+            context::merge(task.kind.node, task.context.as_deref())
         };
         let settings = if atomic {
-            model_settings(&task.model_settings).or(&model_settings(&frame.defaults.settings))
+            model_settings(task.model_settings()).or(&model_settings(&frame.defaults.settings))
         } else {
-            model_settings(&task.model_settings)
+            model_settings(task.model_settings())
         };
         self.tasks.push(Arc::new(TaskMeta {
             name: format!("{}#{}", frame.name, frame.tasks_made),
@@ -421,7 +421,7 @@ impl Lowerer<'_> {
             retries,
             context,
             file_paths,
-            criteria: task.criteria.as_ref().map(template_source),
+            criteria: task.criteria.as_deref().map(template_source),
             timeout: task
                 .script
                 .as_ref()
@@ -431,8 +431,8 @@ impl Lowerer<'_> {
             settings,
             subtasks: task.subtasks.as_ref().is_some_and(|s| s.node),
             spawned: (frame.spawnable == Some(task.span))
-                .then(|| context::spawned(task.context.as_ref())),
-            assembly: assembly(task.context_assembly.as_ref()),
+                .then(|| context::spawned(task.context.as_deref())),
+            assembly: assembly(task.context_assembly.as_deref()),
         }));
         ir::id(self.tasks.len() - 1)
     }

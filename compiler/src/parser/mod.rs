@@ -82,6 +82,8 @@ pub fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
     }
     lit.push_str(&s[i..]);
     flush(&mut parts, &mut lit, text, lit_start..s.len());
+    // A library holds hundreds of thousands of these: no room for parts never made.
+    parts.shrink_to_fit();
     TextTemplate {
         parts,
         span: text.span,
@@ -187,13 +189,18 @@ fn parse_tokens<'s>(tokens: &mut Vec<Tok<'s>>, whole: Span, diags: &mut Diagnost
 /// The chumsky grammar over `tokens`: recovers from errors and reports each of them.
 fn grammar<'s>(tokens: Vec<Tok<'s>>, whole: Span, diags: &mut Diagnostics) -> Expr {
     let eoi = Span::new(whole.file, whole.end as usize..whole.end as usize);
+    // `{{name=value}}`: a named argument written outside a call's parentheses.
+    let named_arg = match tokens.as_slice() {
+        [(Token::Ident(_), _), (Token::Assign, at), ..] => Some(*at),
+        _ => None,
+    };
     let input = Stream::from_iter(tokens).map(eoi, |(t, s): (_, _)| (t, s));
     let (out, errs) = expr_parser()
         .then_ignore(end())
         .parse(input)
         .into_output_errors();
     for e in errs {
-        diags.push(describe(&e));
+        diags.push(describe(&e, named_arg));
     }
     out.unwrap_or_else(|| error_expr(whole))
 }
@@ -386,11 +393,14 @@ fn unescape(quoted: &str) -> Result<String, String> {
     Ok(out)
 }
 
-fn describe(e: &Rich<'_, Token<'_>, Span>) -> Diagnostic {
+/// The diagnostic of a parse error; `named_arg`: where a `=` would start a named
+/// argument written outside a call.
+fn describe(e: &Rich<'_, Token<'_>, Span>, named_arg: Option<Span>) -> Diagnostic {
     let span = *e.span();
     match e.reason() {
         RichReason::Custom(msg) => Diagnostic::error(span, msg.clone()),
         RichReason::ExpectedFound { expected, found } => {
+            let assign = matches!(found.as_deref(), Some(Token::Assign));
             let found = match found {
                 Some(t) => format!("found {}", **t),
                 None => "the expression ends".to_string(),
@@ -414,7 +424,16 @@ fn describe(e: &Rich<'_, Token<'_>, Span>) -> Diagnostic {
                     format!("expected {} or {last}, but {found}", wanted.join(", "))
                 }
             };
-            Diagnostic::error(span, msg)
+            let d = Diagnostic::error(span, msg);
+            match (assign, named_arg == Some(span)) {
+                (true, true) => d.with_help(
+                    "a named argument `name=value` goes inside a call's parentheses; to compare, write `==`",
+                ),
+                (true, false) => d.with_help(
+                    "did you mean `==`? A single `=` compares nothing: equality is `==`",
+                ),
+                _ => d,
+            }
         }
     }
 }

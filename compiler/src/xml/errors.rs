@@ -18,6 +18,9 @@ pub(super) fn decode_entity(name: &str) -> Option<char> {
     }
 }
 
+/// What to write instead of a raw `<` or `&` meant as text.
+pub(super) const AS_TEXT: &str = "write `&lt;` for a `<` and `&amp;` for a `&` meant as text, or put the whole text in `<![CDATA[ ... ]]>`, where both are taken as written";
+
 pub(super) fn describe_error(e: &quick_xml::Error) -> String {
     use quick_xml::errors::{IllFormedError as I, SyntaxError as S};
     match e {
@@ -38,6 +41,9 @@ pub(super) fn describe_error(e: &quick_xml::Error) -> String {
                 format!("malformed XML: `</{name}>` closes no open element")
             }
             I::MissingEndTag(name) => format!("element `<{name}>` is never closed"),
+            I::UnclosedReference => {
+                "a `&` starts an entity reference (`&amp;`, `&lt;`, ...), and this one is not closed with `;`".into()
+            }
             other => format!("malformed XML: {other}"),
         },
         other => format!("malformed XML: {other}"),

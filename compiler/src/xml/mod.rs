@@ -17,7 +17,7 @@ mod errors;
 mod tree;
 
 pub use dump::dump_docs;
-use errors::{decode_entity, describe_error};
+use errors::{decode_entity, describe_error, AS_TEXT};
 pub use tree::{Attr, Element, Node, OffsetMap, Text, XmlDoc};
 
 /// Elements nested deeper than this are reported and skipped, so no later recursive
@@ -67,6 +67,7 @@ fn parse_with<'a, 'd>(
         text: None,
         pending: None,
         entries,
+        halted: false,
     };
     // A cut subtree leaves its parent looking incomplete; say so rather than report it.
     let complete = r.run() && !r.truncated && !r.malformed;
@@ -94,6 +95,8 @@ struct Builder<'a, 'd> {
     pending: Option<(&'a str, usize)>,
     /// Where the entries of a `<library>` root go when the caller streams them.
     entries: Option<&'d mut dyn FnMut(Element<'a>)>,
+    /// A fault after which nothing more is read (reported already).
+    halted: bool,
 }
 
 impl<'a> Builder<'a, '_> {
@@ -115,7 +118,14 @@ impl<'a> Builder<'a, '_> {
             let after = reader.buffer_position() as usize + skip;
             match event {
                 Ok(Event::Eof) => return self.finish(),
-                Ok(ev) => self.event(ev, before, after),
+                Ok(ev) => {
+                    self.event(ev, before, after);
+                    if self.halted {
+                        self.take_pending();
+                        self.close_all(before);
+                        return false;
+                    }
+                }
                 Err(e) => {
                     let at = reader.error_position() as usize + skip;
                     // What the text read so far has to say comes first, as it is first.
@@ -170,9 +180,35 @@ impl<'a> Builder<'a, '_> {
                     .with_help("move `<?xml ...?>` to the very start, or remove it"),
                 );
             }
-            Event::Comment(_) | Event::Decl(_) | Event::PI(_) | Event::DocType(_) => {}
+            Event::Comment(_) => self.comment(before, after),
+            Event::Decl(_) | Event::PI(_) | Event::DocType(_) => {}
             Event::Eof => {}
         }
+    }
+
+    /// XML 1.0 (§2.5) forbids `--` inside a comment, and so a comment ending `--->`:
+    /// other XML tools refuse such a file, so `tvc` does too, at the hyphens.
+    fn comment(&mut self, before: usize, after: usize) {
+        // `<!--` and `-->` are 4 and 3 bytes.
+        let start = before + 4;
+        let body = self.src.get(start..after.saturating_sub(3)).unwrap_or("");
+        let (at, message) = if let Some(i) = memchr::memmem::find(body.as_bytes(), b"--") {
+            (
+                start + i,
+                "`--` inside a comment: XML does not allow two hyphens in a row there",
+            )
+        } else if body.ends_with('-') {
+            (
+                start + body.len() - 1,
+                "a comment ends `--->`: XML does not allow a hyphen right before the closing `-->`",
+            )
+        } else {
+            return;
+        };
+        self.diags.push(
+            Diagnostic::error(self.span(at, at + 2), message)
+                .with_help("write the hyphens apart (`- -`) or as a dash (`—`), or close the comment with `-->` before them"),
+        );
     }
 
     fn open(&mut self, e: &quick_xml::events::BytesStart<'a>, before: usize, after: usize) {
@@ -197,6 +233,16 @@ impl<'a> Builder<'a, '_> {
             );
         }
         let name = self.borrow(e.name().as_ref());
+        if !name.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == ':') {
+            // `3 < 5`: no tag name can start so, so this `<` was meant as text, and
+            // everything after it would be read as a tag; only this is reported.
+            self.diags.push(
+                Diagnostic::error(self.char_at(before), "a `<` in text starts a tag")
+                    .with_help(AS_TEXT),
+            );
+            self.halted = true;
+            return;
+        }
         let name_start = before + 1;
         let el = Element {
             name_span: self.span(name_start, name_start + name.len()),
@@ -226,7 +272,8 @@ impl<'a> Builder<'a, '_> {
             let a = match a {
                 Ok(a) => a,
                 Err(err) => {
-                    self.attr_error(&err, before, after);
+                    let tag = e.name().as_ref().to_string();
+                    self.attr_error(&err, &tag, before, after);
                     break;
                 }
             };
@@ -274,6 +321,7 @@ impl<'a> Builder<'a, '_> {
     fn attr_error(
         &mut self,
         err: &quick_xml::events::attributes::AttrError,
+        tag: &str,
         before: usize,
         after: usize,
     ) {
@@ -297,8 +345,14 @@ impl<'a> Builder<'a, '_> {
             ),
             A::Duplicated(p, _) => (p, "malformed XML: an attribute is given twice"),
         };
-        self.diags
-            .error(self.char_at((before + pos).min(after)), msg);
+        let mut d = Diagnostic::error(self.char_at((before + pos).min(after)), msg);
+        // A `<` meant as text makes a tag of what follows it (`x<y and z`).
+        if !crate::ast::schema::is_element(tag) {
+            d = d
+                .with_secondary(self.char_at(before), format!("`<{tag}` starts a tag"))
+                .with_help(format!("if this `<` is text, not a tag: {AS_TEXT}"));
+        }
+        self.diags.push(d);
         self.malformed = true;
     }
 
@@ -534,7 +588,26 @@ impl<'a> Builder<'a, '_> {
     }
 
     fn syntax_error(&mut self, e: &quick_xml::Error, at: usize) {
-        let msg = describe_error(e);
-        self.diags.push(Diagnostic::error(self.char_at(at), msg));
+        use quick_xml::errors::IllFormedError as I;
+        let mut d = Diagnostic::error(self.char_at(at), describe_error(e));
+        match e {
+            quick_xml::Error::IllFormed(I::UnclosedReference) => d = d.with_help(AS_TEXT),
+            // The element closed wrongly may be text that a `<` made a tag of
+            // (`List<String>`).
+            quick_xml::Error::IllFormed(I::MismatchedEndTag { expected, .. })
+                if !crate::ast::schema::is_element(expected) =>
+            {
+                if let Some(open) = self.stack.last() {
+                    d = d
+                        .with_secondary(
+                            self.char_at(open.start),
+                            format!("`<{expected}>` opens here"),
+                        )
+                        .with_help(format!("if this `<` is text, not a tag: {AS_TEXT}"));
+                }
+            }
+            _ => {}
+        }
+        self.diags.push(d);
     }
 }

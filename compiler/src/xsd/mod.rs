@@ -211,6 +211,7 @@ mod tests {
             (_, "call") => CALL_ATTRS,
             ("call", "arg") => ARG_ATTRS,
             ("cond", "case") => CASE_ATTRS,
+            (_, "cond") => COND_ATTRS,
             ("library", "type") => TYPE_ATTRS,
             (_, "model") => MODEL_ATTRS,
             (_, "output_format") => OUTPUT_FORMAT_ATTRS,

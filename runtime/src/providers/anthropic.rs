@@ -112,7 +112,7 @@ impl Anthropic {
         // The messages API has no seed: `sendable` left it out with a warning; it still
         // keys the cassette, which holds what the task asked for.
         if let Some(stop) = &s.stop {
-            body["stop_sequences"] = json!([stop]);
+            body["stop_sequences"] = json!(stop);
         }
         if let Some(tools) = tools {
             body["tools"] = tools;

@@ -81,7 +81,7 @@ impl OpenAi {
             body["seed"] = json!(seed);
         }
         if let Some(stop) = &s.stop {
-            body["stop"] = json!([stop]);
+            body["stop"] = json!(stop);
         }
         if req.task.subtasks {
             body["tools"] = json!([{

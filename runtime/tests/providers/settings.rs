@@ -23,7 +23,7 @@ fn every_setting() -> ModelSettings {
         max_tokens: Some(800),
         top_p: Some(0.9),
         seed: Some(7),
-        stop: Some("###".into()),
+        stop: Some(vec!["\n".into(), "Observation:".into()]),
     }
 }
 
@@ -46,7 +46,13 @@ async fn sampling_settings_reach_openai_as_its_schema_spells_them() {
     .await;
     assert_valid_chat_request(&body);
     let fields = ["temperature", "top_p", "seed", "stop", "max_tokens"].map(|k| body[k].clone());
-    let expected = [json!(0.2), json!(0.9), json!(7), json!(["###"]), json!(800)];
+    let expected = [
+        json!(0.2),
+        json!(0.9),
+        json!(7),
+        json!(["\n", "Observation:"]),
+        json!(800),
+    ];
     assert_eq!(fields, expected);
     assert!(body.get("tools").is_none(), "{body}");
 }
@@ -70,7 +76,7 @@ async fn sampling_settings_reach_anthropic_as_its_api_spells_them() {
     assert_eq!(body["max_tokens"], 800);
     assert_eq!(body["temperature"], 0.2);
     assert_eq!(body["top_p"], 0.9);
-    assert_eq!(body["stop_sequences"], json!(["###"]));
+    assert_eq!(body["stop_sequences"], json!(["\n", "Observation:"]));
     // The messages API has no seed.
     assert!(
         body.get("seed").is_none() && body.get("tools").is_none(),

@@ -11,16 +11,19 @@
 
 use crate::isa::Op;
 
+mod lean;
 mod task;
 mod types;
 pub mod verify;
 use bincode::error::EncodeError;
 use bincode::{Decode, Encode};
+pub use lean::verify_bytes;
 use serde::Serialize;
 use std::fmt;
 use std::sync::Arc;
 pub use task::{
     Assembly, ContextSettings, FilePaths, Inherit, ModelSettings, Output, StatedContext, TaskMeta,
+    MAX_STOP_SEQUENCES,
 };
 pub use types::{TaskType, ValueType};
 
@@ -169,6 +172,89 @@ fn put(v: &impl Encode, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     bincode::encode_into_writer(v, Out(out), config())
 }
 
+/// The payload of a bundle file, once its header is checked: magic, format, length
+/// and checksum.
+fn payload_of(bytes: &[u8]) -> Result<&[u8], BundleError> {
+    if bytes.len() < 4 {
+        return Err(BundleError::TooShort);
+    }
+    if &bytes[..4] != MAGIC {
+        return Err(BundleError::NotABundle);
+    }
+    if bytes.len() < HEADER {
+        return Err(BundleError::TooShort);
+    }
+    // Before the length and the checksum: an older bundle is intact, and should be
+    // told apart from a damaged one.
+    let version = u16::from_le_bytes([bytes[4], bytes[5]]);
+    if version != VERSION {
+        return Err(BundleError::Version(version));
+    }
+    let declared = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]) as usize;
+    let payload = &bytes[HEADER..];
+    if declared != payload.len() || declared > MAX_PAYLOAD {
+        return Err(BundleError::Length {
+            declared,
+            actual: payload.len(),
+        });
+    }
+    let sum = u32::from_le_bytes([bytes[10], bytes[11], bytes[12], bytes[13]]);
+    if crc32fast::hash(payload) != sum {
+        return Err(BundleError::Checksum);
+    }
+    Ok(payload)
+}
+
+/// A list given encoded: how many items, and their encodings one after the other,
+/// in pieces (as [`Bundle::encode_functions`] and [`encode_tasks`] make them).
+pub type Encoded<'a> = (u64, &'a [Vec<u8>]);
+
+/// The encoded tasks of `tasks`, one after the other, without the length of the list.
+pub fn encode_tasks(tasks: &[Arc<TaskMeta>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for t in tasks {
+        // Encoding into memory cannot fail (see `put`).
+        let _ = put(t, &mut out);
+    }
+    out
+}
+
+/// A bundle file from its parts, its functions and tasks given encoded: what
+/// [`Bundle::to_bytes`] writes, for a writer that never holds every function and
+/// task decoded at once.
+pub fn assemble(
+    compiler_version: &String,
+    constants: &[Const],
+    functions: Encoded<'_>,
+    tasks: Encoded<'_>,
+    entries: &[Entry],
+    files: &[String],
+) -> Vec<u8> {
+    let size = |e: &Encoded| e.1.iter().map(Vec::len).sum::<usize>();
+    let mut payload = Vec::with_capacity(size(&functions) + size(&tasks) + 1024);
+    // Encoding into memory cannot fail (see `put`).
+    let _ = (|| -> Result<(), EncodeError> {
+        put(compiler_version, &mut payload)?;
+        put(&constants, &mut payload)?;
+        for (count, pieces) in [functions, tasks] {
+            // A list's length is a u64, as for every list.
+            put(&count, &mut payload)?;
+            for piece in pieces {
+                payload.extend_from_slice(piece);
+            }
+        }
+        put(&entries, &mut payload)?;
+        put(&files, &mut payload)
+    })();
+    let mut out = Vec::with_capacity(HEADER + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
 impl Bundle {
     /// The bytes of the bundle file; the same bundle always gives the same bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -180,14 +266,25 @@ impl Bundle {
     /// [`Bundle::encode_functions`] and return the pieces in order. The bytes are the
     /// same, since an encoded list is its length followed by its encoded items.
     pub fn to_bytes_with(&self, encode: impl FnOnce(&[Function]) -> Vec<Vec<u8>>) -> Vec<u8> {
-        let payload = self.payload(encode).unwrap_or_default();
-        let mut out = Vec::with_capacity(HEADER + payload.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        out.extend_from_slice(&payload);
-        out
+        // The pattern names every field, so a new one cannot be left out here.
+        let Bundle {
+            compiler_version,
+            constants,
+            functions,
+            tasks,
+            entries,
+            files,
+        } = self;
+        let encoded = encode(functions);
+        let tasks_encoded = [encode_tasks(tasks)];
+        assemble(
+            compiler_version,
+            constants,
+            (functions.len() as u64, &encoded),
+            (tasks.len() as u64, &tasks_encoded),
+            entries,
+            files,
+        )
     }
 
     /// The encoded functions of `functions`, one after the other, without the length
@@ -201,63 +298,9 @@ impl Bundle {
         out
     }
 
-    /// The fields in declaration order, as the derived `Encode` writes them. The
-    /// pattern names every field, so a new one cannot be left out here.
-    fn payload(
-        &self,
-        encode: impl FnOnce(&[Function]) -> Vec<Vec<u8>>,
-    ) -> Result<Vec<u8>, EncodeError> {
-        let Bundle {
-            compiler_version,
-            constants,
-            functions,
-            tasks,
-            entries,
-            files,
-        } = self;
-        let mut out = Vec::new();
-        put(compiler_version, &mut out)?;
-        put(constants, &mut out)?;
-        // A list's length is a u64, as for every list.
-        put(&(functions.len() as u64), &mut out)?;
-        for piece in encode(functions) {
-            out.extend_from_slice(&piece);
-        }
-        put(tasks, &mut out)?;
-        put(entries, &mut out)?;
-        put(files, &mut out)?;
-        Ok(out)
-    }
-
     /// Reads and verifies a bundle.
     pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
-        if bytes.len() < 4 {
-            return Err(BundleError::TooShort);
-        }
-        if &bytes[..4] != MAGIC {
-            return Err(BundleError::NotABundle);
-        }
-        if bytes.len() < HEADER {
-            return Err(BundleError::TooShort);
-        }
-        // Before the length and the checksum: an older bundle is intact, and should be
-        // told apart from a damaged one.
-        let version = u16::from_le_bytes([bytes[4], bytes[5]]);
-        if version != VERSION {
-            return Err(BundleError::Version(version));
-        }
-        let declared = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]) as usize;
-        let payload = &bytes[HEADER..];
-        if declared != payload.len() || declared > MAX_PAYLOAD {
-            return Err(BundleError::Length {
-                declared,
-                actual: payload.len(),
-            });
-        }
-        let sum = u32::from_le_bytes([bytes[10], bytes[11], bytes[12], bytes[13]]);
-        if crc32fast::hash(payload) != sum {
-            return Err(BundleError::Checksum);
-        }
+        let payload = payload_of(bytes)?;
         let (bundle, used): (Bundle, usize) = bincode::decode_from_slice(payload, config())
             .map_err(|e| BundleError::Decode(e.to_string()))?;
         if used != payload.len() {

@@ -62,8 +62,40 @@ pub struct ModelSettings {
     /// 0 to 1.
     pub top_p: Option<f64>,
     pub seed: Option<i64>,
-    /// A sequence that ends the reply where the model writes it.
-    pub stop: Option<String>,
+    /// The sequences (one to [`MAX_STOP_SEQUENCES`]) that end the reply where the
+    /// model writes one. Written as a string when there is one, as before there could
+    /// be several, so that cassettes and journals recorded then still match.
+    #[serde(default, with = "stop_text")]
+    pub stop: Option<Vec<String>>,
+}
+
+/// The most stop sequences a task may give: OpenAI takes at most 4 (DESIGN §20).
+pub const MAX_STOP_SEQUENCES: usize = 4;
+
+/// `stop` in JSON: `null`, one sequence as a string, several as an array.
+mod stop_text {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(stop: &Option<Vec<String>>, s: S) -> Result<S::Ok, S::Error> {
+        match stop.as_deref() {
+            Some([one]) => one.serialize(s),
+            other => other.serialize(s),
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        One(String),
+        Several(Vec<String>),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+        Ok(Option::<Written>::deserialize(d)?.map(|w| match w {
+            Written::One(s) => vec![s],
+            Written::Several(v) => v,
+        }))
+    }
 }
 
 impl ModelSettings {
@@ -98,8 +130,10 @@ impl fmt::Display for ModelSettings {
         if let Some(s) = self.seed {
             write!(f, " seed={s}")?;
         }
-        if let Some(s) = &self.stop {
-            write!(f, " stop={s:?}")?;
+        match self.stop.as_deref() {
+            Some([one]) => write!(f, " stop={one:?}")?,
+            Some(several) => write!(f, " stop={several:?}")?,
+            None => {}
         }
         Ok(())
     }
@@ -236,4 +270,35 @@ pub enum FilePaths {
     Literal(Vec<String>),
     Command(String),
     Description(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ModelSettings;
+    use serde_json::json;
+
+    #[test]
+    fn one_stop_sequence_is_written_as_a_string_as_before_and_several_as_an_array() {
+        let one = ModelSettings {
+            stop: Some(vec!["###".into()]),
+            ..ModelSettings::default()
+        };
+        let several = ModelSettings {
+            stop: Some(vec!["\n".into(), "Observation:".into()]),
+            ..ModelSettings::default()
+        };
+        assert_eq!(serde_json::to_value(&one).unwrap()["stop"], json!("###"));
+        assert_eq!(
+            serde_json::to_value(&several).unwrap()["stop"],
+            json!(["\n", "Observation:"])
+        );
+        for s in [one, several, ModelSettings::default()] {
+            let back: ModelSettings =
+                serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+            assert_eq!(back, s);
+        }
+        // Settings written before `stop` existed, or without it, read as none.
+        let old: ModelSettings = serde_json::from_value(json!({"temperature": 0.5})).unwrap();
+        assert_eq!(old.stop, None);
+    }
 }

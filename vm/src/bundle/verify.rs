@@ -9,40 +9,98 @@
 //! run, and the interpreter faults when there is none or a body is started out of
 //! turn, so a bundle that misuses them fails its run instead of breaking the machine.
 
-use super::{Bundle, Const, Function, Output, ValueType};
+use super::{Bundle, Const, Function, Output, ValueType, MAX_STOP_SEQUENCES};
 use crate::isa::Op;
 use tv_stdlib::builtins::BUILTINS;
 
 /// The deepest operand stack a frame may need.
 pub const MAX_STACK: usize = 4096;
 
+/// What verifying one function needs of the rest of its bundle: a whole [`Bundle`], or
+/// what [`super::lean`] keeps of one while it reads a bundle function by function.
+pub(super) trait Around {
+    fn constant(&self, i: u32) -> Option<&Const>;
+    fn tasks(&self) -> usize;
+    fn files(&self) -> usize;
+    /// Function `f`'s name and number of parameters.
+    fn callee(&self, f: u32) -> Option<(&str, usize)>;
+}
+
+impl Around for Bundle {
+    fn constant(&self, i: u32) -> Option<&Const> {
+        self.constants.get(i as usize)
+    }
+    fn tasks(&self) -> usize {
+        self.tasks.len()
+    }
+    fn files(&self) -> usize {
+        self.files.len()
+    }
+    fn callee(&self, f: u32) -> Option<(&str, usize)> {
+        let g = self.functions.get(f as usize)?;
+        Some((&g.name, g.params.len()))
+    }
+}
+
 pub fn verify(b: &Bundle) -> Result<(), String> {
     for (i, f) in b.functions.iter().enumerate() {
-        verify_function(b, f).map_err(|e| format!("function {i} (`{}`): {e}", f.name))?;
+        verify_function(b, f).map_err(|e| in_function(i, f, e))?;
     }
-    for e in &b.entries {
-        if e.function as usize >= b.functions.len() {
+    verify_rest(b.functions.len(), &b.entries, &b.tasks, b.files.len())
+}
+
+/// An error of function `i`, as the verifier words it.
+pub(super) fn in_function(i: usize, f: &Function, e: String) -> String {
+    format!("function {i} (`{}`): {e}", f.name)
+}
+
+/// The checks of what is not a function: entries and tasks.
+pub(super) fn verify_rest(
+    functions: usize,
+    entries: &[super::Entry],
+    tasks: &[std::sync::Arc<super::TaskMeta>],
+    files: usize,
+) -> Result<(), String> {
+    verify_entries(functions, entries)?;
+    tasks.iter().try_for_each(|t| verify_task(t, files))
+}
+
+/// Each entry names a function.
+pub(super) fn verify_entries(functions: usize, entries: &[super::Entry]) -> Result<(), String> {
+    for e in entries {
+        if e.function as usize >= functions {
             return Err(format!(
                 "entry `{}` names function {}, which does not exist",
                 e.name, e.function
             ));
         }
     }
-    for t in &b.tasks {
-        if let Output::Json(Some(ty)) = &t.output {
-            valid(ty).map_err(|e| format!("task `{}`: its output format {e}", t.name))?;
-        }
-        if t.loc.file as usize >= b.files.len() {
+    Ok(())
+}
+
+/// A task's settings, output type and place.
+pub(super) fn verify_task(t: &super::TaskMeta, files: usize) -> Result<(), String> {
+    if let Some(stop) = &t.settings.stop {
+        if stop.is_empty() || stop.len() > MAX_STOP_SEQUENCES || stop.iter().any(String::is_empty) {
             return Err(format!(
-                "task `{}` points into file {}, which does not exist",
-                t.name, t.loc.file
+                "task `{}`: stop sequences must be 1 to {MAX_STOP_SEQUENCES}, none empty",
+                t.name
             ));
         }
+    }
+    if let Output::Json(Some(ty)) = &t.output {
+        valid(ty).map_err(|e| format!("task `{}`: its output format {e}", t.name))?;
+    }
+    if t.loc.file as usize >= files {
+        return Err(format!(
+            "task `{}` points into file {}, which does not exist",
+            t.name, t.loc.file
+        ));
     }
     Ok(())
 }
 
-fn verify_function(b: &Bundle, f: &Function) -> Result<(), String> {
+pub(super) fn verify_function(b: &impl Around, f: &Function) -> Result<(), String> {
     if f.code.is_empty() {
         return Err("no code".into());
     }
@@ -65,17 +123,16 @@ fn verify_function(b: &Bundle, f: &Function) -> Result<(), String> {
     valid(&f.returns).map_err(|e| format!("its return type {e}"))?;
     for (pc, (op, loc)) in f.code.iter().zip(&f.lines).enumerate() {
         check_operands(b, f, *op).map_err(|e| format!("pc {pc}: {e}"))?;
-        if loc.file as usize >= b.files.len() {
+        if loc.file as usize >= b.files() {
             return Err(format!("pc {pc}: source file {} does not exist", loc.file));
         }
     }
     check_stack(f)
 }
 
-fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
+fn check_operands(b: &impl Around, f: &Function, op: Op) -> Result<(), String> {
     let constant = |i: u32| {
-        b.constants
-            .get(i as usize)
+        b.constant(i)
             .ok_or_else(|| format!("constant {i} does not exist"))
     };
     let string = |i: u32| match constant(i)? {
@@ -90,7 +147,7 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
         }
     };
     let task = |t: u32| {
-        if (t as usize) < b.tasks.len() {
+        if (t as usize) < b.tasks() {
             Ok(())
         } else {
             Err(format!("task {t} does not exist"))
@@ -105,7 +162,7 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
         | Op::AccumulateLocal(i, _)
         | Op::KeepValue(i)
         | Op::TextLocal(i) => local(i),
-        Op::Field(i) | Op::CheckOption(i) => string(i),
+        Op::Field(i) | Op::CheckOption(i) | Op::NoCase(i) => string(i),
         Op::MakeObject(first, n) => {
             (0..u32::from(n)).try_for_each(|k| string(first.saturating_add(k)))
         }
@@ -138,16 +195,13 @@ fn check_operands(b: &Bundle, f: &Function, op: Op) -> Result<(), String> {
 }
 
 /// A call of function `callee` with `argc` arguments, or a branch that makes one.
-fn call(b: &Bundle, callee: u32, argc: usize) -> Result<(), String> {
-    let g = b
-        .functions
-        .get(callee as usize)
+fn call(b: &impl Around, callee: u32, argc: usize) -> Result<(), String> {
+    let (name, params) = b
+        .callee(callee)
         .ok_or_else(|| format!("function {callee} does not exist"))?;
-    if g.params.len() != argc {
+    if params != argc {
         return Err(format!(
-            "`{}` called with {argc} arguments, takes {}",
-            g.name,
-            g.params.len()
+            "`{name}` called with {argc} arguments, takes {params}"
         ));
     }
     Ok(())

@@ -287,7 +287,8 @@ impl<'b> Vm<'b> {
             | Op::FailReduce
             | Op::CheckReturn
             | Op::Evaluation
-            | Op::EndLoop(_) => self.stack.last().map_or(0, nesting),
+            | Op::EndLoop(_)
+            | Op::NoCase(_) => self.stack.last().map_or(0, nesting),
             Op::Append(i) => {
                 let items = self
                     .frame()?
@@ -441,7 +442,8 @@ impl<'b> Vm<'b> {
             | Op::CheckReturn
             | Op::Finish(_)
             | Op::Evaluation
-            | Op::EndLoop(_) => self.result_op(op)?,
+            | Op::EndLoop(_)
+            | Op::NoCase(_) => self.result_op(op)?,
             Op::MakeArray(n) => {
                 let items = self.pop_n(n as usize)?;
                 self.stack.push(Value::Array(items));

@@ -8,7 +8,9 @@
 use super::{fault, Fault, Vm};
 use crate::isa::Op;
 use crate::limits::weight;
-use crate::outcome::{check_return, end_loop, evaluation, fail_reduce, fail_sequence, finish};
+use crate::outcome::{
+    check_return, end_loop, evaluation, fail_reduce, fail_sequence, finish, no_case,
+};
 use crate::result::{value_of, TaskResult};
 use serde_json::Value;
 use tv_stdlib::bounds::text_bound;
@@ -95,6 +97,16 @@ impl Vm<'_> {
                 let result = self.pop()?;
                 self.stack
                     .push(end_loop(result, evaluation, iterations, mode));
+            }
+            Op::NoCase(i) => {
+                let value = self.pop()?;
+                let path = self.string_const(i)?.to_string();
+                // The failure keeps a copy of the value in its details.
+                let w = weight(&value);
+                self.charge(w)?;
+                self.reserve(w)?;
+                let at = self.here();
+                self.stack.push(no_case(&at, &path, value));
             }
             _ => return Err(fault("not a result instruction")),
         }

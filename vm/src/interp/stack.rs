@@ -184,13 +184,18 @@ impl Vm<'_> {
             .ok_or_else(|| fault("no such task"))
     }
 
-    /// An error in the template's own logic, with the source position it happened at.
-    pub(super) fn located(&self, message: String) -> Fault {
+    /// `file:line:col` of the instruction running (empty when the bundle has none).
+    pub(super) fn here(&self) -> String {
         let loc = self.frames.last().and_then(|fr| {
             let f = self.bundle.functions.get(fr.function)?;
             f.lines.get(fr.pc.saturating_sub(1)).copied()
         });
-        let at = loc.map(|l| self.bundle.location(l)).unwrap_or_default();
+        loc.map(|l| self.bundle.location(l)).unwrap_or_default()
+    }
+
+    /// An error in the template's own logic, with the source position it happened at.
+    pub(super) fn located(&self, message: String) -> Fault {
+        let at = self.here();
         TaskError::failure(Reason::UnexpectedError, format!("{at}: {message}"))
             .with_details(json!({"location": at}))
             .into()

@@ -257,7 +257,11 @@ fn body_types(body: &mut Body, f: &mut dyn FnMut(&mut Spanned<Type>)) {
 }
 
 fn task_types(task: &mut Task, f: &mut dyn FnMut(&mut Spanned<Type>)) {
-    if let Some(s) = task.output_format.as_mut().and_then(|o| o.schema.as_mut()) {
+    if let Some(s) = task
+        .output_format
+        .as_deref_mut()
+        .and_then(|o| o.schema.as_mut())
+    {
         f(s);
     }
     let script_inputs = task.script.iter_mut().flat_map(|s| s.inputs.iter_mut());

@@ -1,0 +1,121 @@
+//! Lowering a window of items at a time, for `tvc compile`
+//! ([`crate::driver::compile_to_bytes`]): the items are moved out of the syntax tree in
+//! function order, and each window's are freed once lowered, so that the trees and
+//! the IR of a large library are never in memory whole at once. The windows number
+//! their tasks and branch functions on from the windows before them, so the IR is
+//! the IR [`super::lower`] makes, a window at a time.
+
+use super::{Numbers, Part, Plan, Shift};
+use crate::ast::{self, Item};
+use crate::check::Symbols;
+use crate::ir;
+use crate::source::SourceMap;
+use std::sync::Arc;
+use tv_vm::bundle::TaskMeta;
+
+/// The items still to lower, and the numbering so far.
+pub(crate) struct Windows<'a> {
+    numbers: Numbers,
+    symbols: &'a Symbols,
+    sources: &'a SourceMap,
+    tasks_before: u32,
+    branches_before: u32,
+    /// Where each item still to lower is, in function order: module, place.
+    places: std::vec::IntoIter<(usize, usize)>,
+    /// Each module's items, as they are taken, and the place of the next one.
+    modules: Vec<(usize, std::vec::IntoIter<Item>)>,
+}
+
+/// A window lowered: its items' functions, the branch functions they made, their tasks.
+#[derive(Default)]
+pub(crate) struct Lowered {
+    pub functions: Vec<ir::Function>,
+    pub branches: Vec<ir::Function>,
+    pub tasks: Vec<Arc<TaskMeta>>,
+}
+
+impl<'a> Windows<'a> {
+    /// Takes the items of `program` (the standard templates nothing reaches are
+    /// dropped as they are passed); also the names of the entry points, in order.
+    pub(crate) fn new(
+        program: &mut ast::Program,
+        symbols: &'a Symbols,
+        sources: &'a SourceMap,
+    ) -> (Self, Vec<String>) {
+        let plan = Plan::new(program, symbols);
+        let entries = plan.items[..plan.user_items]
+            .iter()
+            .map(|i| i.name().node.clone())
+            .collect();
+        let (places, numbers) = (plan.places, plan.numbers);
+        let modules = program
+            .modules
+            .iter_mut()
+            .map(|m| (0, std::mem::take(&mut m.items).into_iter()))
+            .collect();
+        let windows = Windows {
+            numbers,
+            symbols,
+            sources,
+            tasks_before: 0,
+            branches_before: 0,
+            places: places.into_iter(),
+            modules,
+        };
+        (windows, entries)
+    }
+
+    /// The next `n` items in function order (fewer at the end, none when all are
+    /// taken).
+    pub(crate) fn take(&mut self, n: usize) -> Vec<Item> {
+        let mut out = Vec::with_capacity(n.min(self.places.len()));
+        for (m, i) in self.places.by_ref().take(n) {
+            let Some((next, items)) = self.modules.get_mut(m) else {
+                continue;
+            };
+            // Places in a module only grow: skip (and free) the items between.
+            let skipped = i.saturating_sub(*next);
+            *next = i + 1;
+            if let Some(item) = items.nth(skipped) {
+                out.push(item);
+            }
+        }
+        out
+    }
+
+    /// The IR of `items`, the next window, numbered after the windows before it.
+    pub(crate) fn lower(&mut self, items: &[Item]) -> Lowered {
+        let (numbers, symbols, sources) = (&self.numbers, self.symbols, self.sources);
+        let mut parts: Vec<(Shift, Part)> =
+            crate::parallel::map_chunks(items, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
+                numbers.part(chunk.iter(), symbols, sources)
+            })
+            .into_iter()
+            .map(|part| {
+                let shift = Shift {
+                    items: self.numbers.total,
+                    tasks: self.tasks_before,
+                    branches: self.branches_before,
+                };
+                self.tasks_before = ir::id(part.tasks.len()).saturating_add(self.tasks_before);
+                self.branches_before =
+                    ir::id(part.branches.len()).saturating_add(self.branches_before);
+                (shift, part)
+            })
+            .collect();
+        crate::parallel::each_mut(&mut parts, |(shift, part)| {
+            if shift.tasks > 0 || shift.branches > 0 {
+                for f in part.functions.iter_mut().chain(&mut part.branches) {
+                    shift.node(&mut f.body);
+                }
+            }
+        });
+        let mut out = Lowered::default();
+        for (_, mut part) in parts {
+            out.functions.append(&mut part.functions);
+            out.branches.append(&mut part.branches);
+            out.tasks.append(&mut part.tasks);
+        }
+        out
+    }
+}
