@@ -209,7 +209,7 @@ async fn a_reasoning_model_is_sent_no_temperature_top_p_or_stop_and_the_notes_sa
     .await;
     assert_eq!(
         (&local["temperature"], &local["stop"]),
-        (&json!(0.2), &json!(["###"]))
+        (&json!(0.2), &json!(["\n", "Observation:"]))
     );
     assert!(said.is_empty(), "{said:?}");
 }
