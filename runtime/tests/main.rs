@@ -20,6 +20,7 @@ mod each;
 mod edit_loop;
 mod file_kinds;
 mod first_run;
+mod help;
 mod journal;
 mod json_mode;
 mod key_handover;
