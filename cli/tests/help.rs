@@ -1,10 +1,24 @@
-//! The `--help` of `tvc` and of each of its commands, as recorded: moved or reworded
-//! flags show up here before a user meets them.
+//! The `--help` of `tvc`, `tvm` and each of their commands, as recorded: moved or
+//! reworded flags show up here before a user meets them.
 
 use std::process::Command;
 
+/// The NATS flags show the value of their variable in the help: none is set here.
+const SHOWN_VARIABLES: [&str; 7] = [
+    "NATS_CREDS",
+    "NATS_TOKEN",
+    "NATS_USER",
+    "NATS_PASSWORD",
+    "NATS_CA",
+    "NATS_CERT",
+    "NATS_KEY",
+];
+
 /// The help `cmd` prints for `args` then `--help`: it succeeds and says nothing on stderr.
 fn help(mut cmd: Command, args: &[&str]) -> String {
+    for name in SHOWN_VARIABLES {
+        cmd.env_remove(name);
+    }
     let out = cmd.args(args).arg("--help").output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -17,11 +31,23 @@ fn help(mut cmd: Command, args: &[&str]) -> String {
 /// Compares `text` with `cli/tests/snapshots/help/NAME.snap`.
 fn recorded(name: &str, text: &str) {
     insta::with_settings!({
-        snapshot_path => "../../cli/tests/snapshots/help",
+        snapshot_path => "snapshots/help",
         prepend_module_to_snapshot => false,
     }, {
         insta::assert_snapshot!(name, text);
     });
+}
+
+#[test]
+fn the_help_of_tvm_and_of_each_of_its_commands_is_as_recorded() {
+    for command in [
+        "", "run", "resume", "batch", "worker", "disasm", "info", "test",
+    ] {
+        let args: Vec<&str> = [command].into_iter().filter(|c| !c.is_empty()).collect();
+        let text = help(crate::support::files::tvm(&[]), &args);
+        let name = ["tvm", command].join(" ").trim().replace(' ', "_");
+        recorded(&name, &text);
+    }
 }
 
 #[test]
