@@ -4,7 +4,7 @@
 //! results of another batch are never mixed in; Ctrl-C says what is done. Every call is
 //! counted at a server on 127.0.0.1.
 
-use crate::batch_resume::{kept, openai_batch, slow_echo};
+use super::batch_resume::{kept, openai_batch, slow_echo};
 use crate::support::files::{self, run_tvm, runtime, scratch};
 use crate::support::http::{Reply, Request, Server};
 use serde_json::Value;

@@ -17,11 +17,11 @@ mod interrupt;
 mod keys;
 mod nats;
 mod options;
-mod output;
 mod snapshots;
 mod source;
 mod testing;
 
+use tv_cli::output;
 use tv_runtime::driver;
 use tv_runtime::files;
 use tv_runtime::host::{Choice, RunHost};

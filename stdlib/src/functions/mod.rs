@@ -5,37 +5,10 @@
 
 pub type Value = serde_json::Value;
 
-use crate::builtins::{self, Builtin};
+pub use crate::builtins::call::BuiltinError;
+use crate::builtins::call::Call;
 use crate::values::{equal, int_of, parse_json_text, to_text};
 use serde_json::Number;
-use std::fmt;
-
-/// A built-in called with a value it cannot use. `function` is the name as called.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BuiltinError {
-    pub function: String,
-    pub message: String,
-}
-
-impl fmt::Display for BuiltinError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}`: {}", self.function, self.message)
-    }
-}
-
-impl std::error::Error for BuiltinError {}
-
-/// Calls a built-in by name, for callers that hold one (tests, tools): the machine calls
-/// by index through [`Builtin::call`]. An unknown name is an error, not a panic.
-pub fn call(name: &str, args: &[Value]) -> Result<Value, BuiltinError> {
-    match builtins::lookup(name) {
-        Some(builtin) => builtin.call(args),
-        None => Err(BuiltinError {
-            function: name.to_string(),
-            message: "there is no built-in function with this name".into(),
-        }),
-    }
-}
 
 // The implementations, registered with their signatures in `builtins::BUILTINS`.
 
@@ -79,72 +52,6 @@ pub(crate) fn merge(c: &Call) -> Result<Value, BuiltinError> {
     let mut merged = c.object(0)?.clone();
     merged.extend(c.object(1)?.iter().map(|(k, v)| (k.clone(), v.clone())));
     Ok(Value::Object(merged))
-}
-
-/// One call in progress: the signature (for the function and parameter names in errors)
-/// and the arguments.
-pub(crate) struct Call<'a> {
-    builtin: &'static Builtin,
-    args: &'a [Value],
-}
-
-impl<'a> Call<'a> {
-    pub(crate) fn new(builtin: &'static Builtin, args: &'a [Value]) -> Self {
-        Call { builtin, args }
-    }
-
-    pub(crate) fn fail(&self, message: String) -> BuiltinError {
-        BuiltinError {
-            function: self.builtin.name.to_string(),
-            message,
-        }
-    }
-
-    /// The error for argument `i` not being what the function wants.
-    fn wrong(&self, i: usize, expected: &str) -> BuiltinError {
-        let param = self.builtin.params.get(i).map_or("?", |p| p.name);
-        self.fail(format!(
-            "expected {expected} for `{param}`, found {}",
-            describe(self.arg(i))
-        ))
-    }
-
-    /// Argument `i`; absent ones read as null so a short slice never panics.
-    fn arg(&self, i: usize) -> &'a Value {
-        self.args.get(i).unwrap_or(&Value::Null)
-    }
-
-    fn opt(&self, i: usize) -> Option<&'a Value> {
-        self.args.get(i)
-    }
-
-    fn str(&self, i: usize) -> Result<&'a str, BuiltinError> {
-        self.arg(i)
-            .as_str()
-            .ok_or_else(|| self.wrong(i, "a string"))
-    }
-
-    fn array(&self, i: usize) -> Result<&'a Vec<Value>, BuiltinError> {
-        self.arg(i)
-            .as_array()
-            .ok_or_else(|| self.wrong(i, "an array"))
-    }
-
-    fn object(&self, i: usize) -> Result<&'a serde_json::Map<String, Value>, BuiltinError> {
-        self.arg(i)
-            .as_object()
-            .ok_or_else(|| self.wrong(i, "an object"))
-    }
-
-    /// A string argument that must not be empty (splitting or replacing on "" has no
-    /// single sensible meaning).
-    fn non_empty_str(&self, i: usize) -> Result<&'a str, BuiltinError> {
-        let s = self.str(i)?;
-        if s.is_empty() {
-            return Err(self.wrong(i, "a non-empty string"));
-        }
-        Ok(s)
-    }
 }
 
 pub(crate) fn len(c: &Call) -> Result<Value, BuiltinError> {
@@ -255,23 +162,6 @@ pub(crate) fn truncate(c: &Call) -> Result<Value, BuiltinError> {
     let max = usize::try_from(max).unwrap_or(usize::MAX);
     // By characters, never by bytes: a byte cut could split "é".
     Ok(text.chars().take(max).collect::<String>().into())
-}
-
-/// A short description of a value for error messages: its kind, then a preview.
-fn describe(v: &Value) -> String {
-    const PREVIEW: usize = 40;
-    let kind = match v {
-        Value::Null => return "null".into(),
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    };
-    format!(
-        "{kind} {}",
-        crate::values::cut_chars(&v.to_string(), PREVIEW)
-    )
 }
 
 #[cfg(test)]

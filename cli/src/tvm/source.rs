@@ -4,8 +4,8 @@
 //! names XML as safely as a bundle.
 
 use crate::output;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use tv_cli::color::{stderr_color, Color};
 use tv_compiler::driver::{self, Compilation};
 use tv_runtime::{files, journal};
 use tv_vm::bundle::Bundle;
@@ -41,10 +41,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
 /// to stderr as `tvc` writes them. With errors nothing is compiled.
 pub fn compile(paths: &[PathBuf]) -> Result<(Compilation, Loaded), String> {
     let c = driver::check_paths(paths)?;
-    let color = tv_compiler::diag::color_by_default(
-        std::env::var_os("NO_COLOR").as_deref(),
-        std::io::stderr().is_terminal(),
-    );
+    let color = stderr_color(Color::Auto);
     output::say(&c.diags.render(&c.sources, color));
     let errors = |n: usize| match n {
         1 => "the templates have an error, so nothing was run".to_string(),

@@ -2,7 +2,7 @@
 //! finished rows are skipped, unfinished ones resume from their journals, and no call
 //! whose answer was kept is sent again; checked against the server's log.
 
-use crate::batch::PROGRAM;
+use super::batch::PROGRAM;
 use crate::support::files::{self, run_tvm, runtime, scratch};
 use crate::support::http::{Reply, Request, Server};
 use serde_json::Value;

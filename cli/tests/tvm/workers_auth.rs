@@ -2,9 +2,9 @@
 //! for it, with a configuration the test writes: a token, a user and password, the
 //! README's least-privilege accounts, and TLS with a CA made in the test.
 
+use super::workers::{path, rows, slow_echo};
 use crate::support::files::{run_tvm, runtime, scratch};
 use crate::support::nats::NatsServer;
-use crate::workers::{path, rows, slow_echo};
 use std::path::Path;
 use std::time::Duration;
 

@@ -32,11 +32,11 @@ pub use remote::RemoteLog;
 use remote::Sink;
 
 pub use spare::Spares;
-use writer::{create_locked, Output};
+use writer::Output;
 
 use crate::files;
 use crate::host::AsyncHost;
-use lock::lock_exclusive;
+use lock::{create_locked, lock_exclusive};
 pub(crate) use lock::{lock, Refused};
 use nix::fcntl::Flock;
 use serde::{Deserialize, Serialize};

@@ -6,23 +6,14 @@
 //! calls `BUILTINS[index]` and never looks at names. The index is part of the bundle
 //! format: a new built-in goes at the end of the table, and none is moved or removed.
 
-use crate::bounds::{self, NODE};
-use crate::functions::{self as f, BuiltinError, Call};
-use crate::types::Type;
-use serde_json::Value;
-use std::fmt;
+pub(crate) mod call;
 
-#[derive(Debug)]
-pub struct Builtin {
-    pub name: &'static str,
-    pub params: &'static [BuiltinParam],
-    pub returns: Ret,
-    pub doc: &'static str,
-    /// The largest weight of its result beyond the result's own node ([`crate::bounds`]).
-    bound: fn(&[Value]) -> u64,
-    /// The implementation, given arguments already checked against the arity.
-    function: fn(&Call) -> Result<Value, BuiltinError>,
-}
+pub use call::{Builtin, BuiltinError, BuiltinParam, Ret, Ty};
+
+use crate::bounds;
+use crate::functions as f;
+use call::{opt, p};
+use serde_json::Value;
 
 /// The place of a built-in in [`BUILTINS`]: what a bundle's `Builtin` instruction names.
 /// Only this module makes one, from a name found in the table or as one of the constants
@@ -49,173 +40,6 @@ pub const LEN: BuiltinId = BuiltinId(3);
 pub const GET: BuiltinId = BuiltinId(11);
 pub const PARSE_JSON: BuiltinId = BuiltinId(13);
 pub const MERGE: BuiltinId = BuiltinId(17);
-
-#[derive(Debug)]
-pub struct BuiltinParam {
-    pub name: &'static str,
-    pub ty: Ty,
-    /// Optional parameters come last.
-    pub optional: bool,
-}
-
-/// Types as constants (a `Type` with a `Box` cannot be a `const`), and the unions of
-/// types some built-ins take, so the checker can refuse an argument that never works.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ty {
-    Any,
-    String,
-    Number,
-    Boolean,
-    Null,
-    Object,
-    Array,
-    Strings,
-    /// Something with a length or members: `len`, the haystack of `contains`.
-    StringArrayOrObject,
-    /// What `get` looks into; null reads as "nothing there", so lookups chain.
-    ObjectArrayOrNull,
-    /// A key of an object or an index of an array (a numeric string counts).
-    StringOrNumber,
-}
-
-impl Ty {
-    /// The closest single type: a union is `any`, as nothing narrower holds all of it.
-    pub fn to_type(self) -> Type {
-        match self {
-            Ty::Any | Ty::StringArrayOrObject | Ty::ObjectArrayOrNull | Ty::StringOrNumber => {
-                Type::Any
-            }
-            Ty::String => Type::String,
-            Ty::Number => Type::Number,
-            Ty::Boolean => Type::Boolean,
-            Ty::Null => Type::Null,
-            Ty::Object => Type::Object,
-            Ty::Array => Type::Array(Box::new(Type::Any)),
-            Ty::Strings => Type::Array(Box::new(Type::String)),
-        }
-    }
-
-    /// The single types a value of this type may have.
-    pub fn members(self) -> &'static [Ty] {
-        match self {
-            Ty::StringArrayOrObject => &[Ty::String, Ty::Array, Ty::Object],
-            Ty::ObjectArrayOrNull => &[Ty::Object, Ty::Array, Ty::Null],
-            Ty::StringOrNumber => &[Ty::String, Ty::Number],
-            Ty::Any => &[Ty::Any],
-            Ty::String => &[Ty::String],
-            Ty::Number => &[Ty::Number],
-            Ty::Boolean => &[Ty::Boolean],
-            Ty::Null => &[Ty::Null],
-            Ty::Object => &[Ty::Object],
-            Ty::Array => &[Ty::Array],
-            Ty::Strings => &[Ty::Strings],
-        }
-    }
-
-    /// Whether an argument of type `t` may be passed: it fits one of the members. An
-    /// `any` argument fits everything (its type is known only at run time).
-    pub fn accepts(self, t: &Type) -> bool {
-        self.members().iter().any(|m| t.fits(&m.to_type()))
-    }
-
-    /// The type for a message: "`number`", or "`string`, `array` or `object`".
-    pub fn describe(self) -> String {
-        let names: Vec<String> = self
-            .members()
-            .iter()
-            .map(|m| format!("`{}`", m.to_type()))
-            .collect();
-        match names.split_last() {
-            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-            _ => names.concat(),
-        }
-    }
-}
-
-/// As in a signature: `string`, or `string | array | object`.
-impl fmt::Display for Ty {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, m) in self.members().iter().enumerate() {
-            if i > 0 {
-                f.write_str(" | ")?;
-            }
-            write!(f, "{}", m.to_type())?;
-        }
-        Ok(())
-    }
-}
-
-/// The result type, possibly following the first argument (`default`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ret {
-    Fixed(Ty),
-    SameAsFirst,
-}
-
-impl Builtin {
-    /// Runs the built-in on arguments bound by position (absent optional trailing ones
-    /// left out). A wrong number of arguments is an error, not a panic: the machine may
-    /// run bytecode from an older or foreign compiler.
-    pub fn call(&'static self, args: &[Value]) -> Result<Value, BuiltinError> {
-        let c = Call::new(self, args);
-        let (min, max) = (self.min_arity(), self.max_arity());
-        if args.len() < min || args.len() > max {
-            let wanted = if min == max {
-                format!("{min}")
-            } else {
-                format!("{min} to {max}")
-            };
-            return Err(c.fail(format!("takes {wanted} arguments, found {}", args.len())));
-        }
-        (self.function)(&c)
-    }
-
-    /// The largest weight its result can have for these arguments, known before it is
-    /// built: the machine charges this to its memory budget first.
-    pub fn result_bound(&self, args: &[Value]) -> u64 {
-        NODE + (self.bound)(args)
-    }
-
-    pub fn min_arity(&self) -> usize {
-        self.params.iter().filter(|p| !p.optional).count()
-    }
-
-    pub fn max_arity(&self) -> usize {
-        self.params.len()
-    }
-
-    pub fn signature(&self) -> String {
-        let params: Vec<String> = self
-            .params
-            .iter()
-            .map(|p| {
-                let opt = if p.optional { "?" } else { "" };
-                format!("{}{opt}: {}", p.name, p.ty)
-            })
-            .collect();
-        let ret = match self.returns {
-            Ret::Fixed(t) => t.to_type().to_string(),
-            Ret::SameAsFirst => "same as first".into(),
-        };
-        format!("{}({}) -> {}", self.name, params.join(", "), ret)
-    }
-}
-
-const fn p(name: &'static str, ty: Ty) -> BuiltinParam {
-    BuiltinParam {
-        name,
-        ty,
-        optional: false,
-    }
-}
-
-const fn opt(name: &'static str, ty: Ty) -> BuiltinParam {
-    BuiltinParam {
-        name,
-        ty,
-        optional: true,
-    }
-}
 
 pub static BUILTINS: &[Builtin] = &[
     Builtin {
@@ -384,9 +208,22 @@ pub fn find(name: &str) -> Option<BuiltinId> {
     Some(BuiltinId(i as u16))
 }
 
+/// Calls a built-in by name, for callers that hold one (tests, tools): the machine calls
+/// by index through [`Builtin::call`]. An unknown name is an error, not a panic.
+pub fn call(name: &str, args: &[Value]) -> Result<Value, BuiltinError> {
+    match lookup(name) {
+        Some(builtin) => builtin.call(args),
+        None => Err(BuiltinError {
+            function: name.to_string(),
+            message: "there is no built-in function with this name".into(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Type;
 
     #[test]
     fn names_are_unique_and_optional_parameters_come_last() {

@@ -5,10 +5,11 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 use clap::{Parser, Subcommand, ValueEnum};
-use std::io::{IsTerminal, Write};
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tv_cli::color::{stderr_color, Color};
+use tv_cli::output::{print, say};
 use tv_compiler::driver;
 use tv_compiler::timings::Timings;
 
@@ -76,13 +77,6 @@ enum Emit {
     Bytecode,
     /// The JSON Schema of each declared type and typed JSON output.
     Schemas,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Color {
-    Auto,
-    Always,
-    Never,
 }
 
 fn main() -> ExitCode {
@@ -233,45 +227,10 @@ fn build(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether diagnostics printed to this process's stderr are coloured.
-fn stderr_color(choice: Color) -> bool {
-    use_color(
-        choice,
-        std::env::var_os("NO_COLOR").as_deref(),
-        std::io::stderr().is_terminal(),
-    )
-}
-
-/// Whether diagnostics are coloured: `--color auto` colours a terminal unless
-/// `NO_COLOR` is set to anything but the empty string (https://no-color.org); an
-/// explicit `always` or `never` wins over both.
-fn use_color(choice: Color, no_color: Option<&std::ffi::OsStr>, is_terminal: bool) -> bool {
-    match choice {
-        Color::Auto => tv_compiler::diag::color_by_default(no_color, is_terminal),
-        Color::Always => true,
-        Color::Never => false,
-    }
-}
-
-/// Prints to stdout. A reader that went away (`tvc ... --emit ir | head`) is no error:
-/// the rest is not printed and the exit code stays what it would have been.
-fn print(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
-}
-
 /// Any other failure to print (a full disk) ends `tvc` with a message.
-fn failed_output(e: std::io::Error) -> ExitCode {
-    say(&format!("tvc: error: cannot write the output: {e}\n"));
+fn failed_output(e: String) -> ExitCode {
+    say(&format!("tvc: error: {e}\n"));
     ExitCode::from(2)
-}
-
-/// Prints to stderr; a closed or full stderr loses the message, never the run.
-fn say(text: &str) {
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -279,30 +238,5 @@ fn plural(n: usize, what: &str) -> String {
         format!("1 {what}")
     } else {
         format!("{n} {what}s")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::ffi::OsStr;
-
-    #[test]
-    fn no_color_turns_automatic_colour_off_even_on_a_terminal() {
-        assert!(use_color(Color::Auto, None, true));
-        assert!(!use_color(Color::Auto, Some(OsStr::new("1")), true));
-        assert!(!use_color(Color::Auto, Some(OsStr::new("false")), true));
-        assert!(!use_color(Color::Auto, None, false));
-    }
-
-    #[test]
-    fn an_empty_no_color_is_as_if_it_were_unset() {
-        assert!(use_color(Color::Auto, Some(OsStr::new("")), true));
-    }
-
-    #[test]
-    fn an_explicit_choice_wins_over_no_color_and_the_terminal() {
-        assert!(use_color(Color::Always, Some(OsStr::new("1")), false));
-        assert!(!use_color(Color::Never, None, true));
     }
 }

@@ -3,8 +3,8 @@
 //! it alone while it runs, and refuses what another user, a link or a FIFO could have
 //! put in its way, before touching anything.
 
-use crate::batch::PROGRAM;
-use crate::batch_resume::slow_echo;
+use super::batch::PROGRAM;
+use super::batch_resume::slow_echo;
 use crate::support::files::{self, run_tvm, runtime, scratch};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;

@@ -4,10 +4,10 @@
 //! that do not hash to their name or do not load, rows injected under another id, and a
 //! worker that wakes after its row was handed to another.
 
+use super::workers::{collect, publish, rows, slow_echo, stop, wait_finished, worker};
 use crate::support::files::{self, run_tvm, runtime, scratch};
 use crate::support::http::{Reply, Server};
 use crate::support::nats::NatsServer;
-use crate::workers::{collect, publish, rows, slow_echo, stop, wait_finished, worker};
 use async_nats::jetstream::{self, message::PublishMessage};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -89,7 +89,7 @@ impl Hand {
     }
 }
 
-/// A row of [`crate::batch::PROGRAM`] as the publisher writes it.
+/// A row of [`super::batch::PROGRAM`] as the publisher writes it.
 fn row(batch: &str, index: u64, note: &str) -> Value {
     json!({"batch": batch, "index": index, "id": format!("hand-{index}"), "args": {"notes": [note]}})
 }

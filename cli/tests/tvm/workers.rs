@@ -4,7 +4,7 @@
 //! nothing, and publishing twice adds no rows; calls are checked against the log of
 //! the model server on 127.0.0.1.
 
-use crate::batch::PROGRAM;
+use super::batch::PROGRAM;
 use crate::support::files::{self, run_tvm, runtime, scratch};
 use crate::support::http::{Reply, Request, Server};
 use crate::support::nats::NatsServer;

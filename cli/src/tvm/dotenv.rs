@@ -221,10 +221,10 @@ mod tests {
             include_str!("nats.rs"),
             include_str!("keys.rs"),
             include_str!("testing.rs"),
-            include_str!("../../providers/mod.rs"),
-            include_str!("../../providers/vars.rs"),
-            include_str!("../../host/run.rs"),
-            include_str!("../../script.rs"),
+            include_str!("../../../runtime/src/providers/mod.rs"),
+            include_str!("../../../runtime/src/providers/vars.rs"),
+            include_str!("../../../runtime/src/host/run.rs"),
+            include_str!("../../../runtime/src/script.rs"),
         ];
         let mut seen = Vec::new();
         for source in sources {
@@ -248,7 +248,7 @@ mod tests {
     /// The README's table of settings has a row for every variable `tvm` reads.
     #[test]
     fn every_variable_tvm_reads_has_a_row_in_the_readme_table() {
-        let readme = include_str!("../../../../README.md");
+        let readme = include_str!("../../../README.md");
         for name in vars::PROVIDER_VARS.iter().chain(SETTINGS) {
             assert!(
                 readme.contains(&format!("\n| `{name}` |")),
