@@ -1,0 +1,75 @@
+//! Files planted where `tvm` writes or reads: by a checkout (a link beside the sources, a
+//! huge cassette, a `.env` folder) or by a slip of the user's (a FIFO named as a file, a
+//! results file named as a batch's own). `tvm` neither writes through a link it did not
+//! make, nor removes what it did not create, nor waits on a FIFO, nor takes more memory
+//! for a file than its bound says.
+
+use crate::support::files::{self, TempDir};
+use std::path::Path;
+
+/// A test whose one reply is fixed, so `tvm test --snapshots` has a result to keep.
+const TESTED: &str = r#"<library>
+  <task name="greet">
+    <instructions>Greet {{who}}</instructions>
+    <inputs><input name="who">Who</input></inputs>
+  </task>
+  <test name="ann is greeted" entry="greet">
+    <arg name="who">Ann</arg>
+    <reply>Hello, Ann</reply>
+  </test>
+</library>
+"#;
+
+fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = files::tvm(args).current_dir(dir).output().expect("tvm runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_snapshot_link_planted_beside_the_sources_is_replaced_not_written_through() {
+    let dir = TempDir::new("planted-snap-link");
+    let home = TempDir::new("planted-snap-home");
+    dir.write("greet.xml", TESTED);
+    home.write(".bashrc", "the user's own file\n");
+    std::fs::create_dir(dir.path().join("snapshots")).unwrap();
+    let pending = dir.path().join("snapshots/greet__test_ann_is_greeted.snap.new");
+    std::os::unix::fs::symlink(home.path().join(".bashrc"), &pending).unwrap();
+    let kept = dir.path().join("snapshots/greet__bytecode_greet.snap");
+    std::os::unix::fs::symlink(home.path().join(".bashrc"), &kept).unwrap();
+    let (code, stdout, stderr) = run(dir.path(), &["test", ".", "--snapshots"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    let bashrc = std::fs::read_to_string(home.path().join(".bashrc")).unwrap();
+    assert_eq!(bashrc, "the user's own file\n", "written through the link");
+    assert!(!pending.is_symlink(), "the link is replaced by the snapshot");
+    let written = std::fs::read_to_string(&pending).unwrap();
+    assert!(written.contains("Hello, Ann"), "{written}");
+    // The kept snapshot that leads out of the folder is not read (nor shown in a diff).
+    assert!(
+        stderr.contains(
+            "tvm: error: the snapshot ./snapshots/greet__bytecode_greet.snap leads out of its \
+             folder, so it is not read"
+        ),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("the user's own file"), "{stdout}");
+}
+
+#[test]
+fn a_snapshots_folder_that_is_a_link_is_not_written_into() {
+    let dir = TempDir::new("planted-snap-folder");
+    let elsewhere = TempDir::new("planted-snap-elsewhere");
+    dir.write("greet.xml", TESTED);
+    std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("snapshots")).unwrap();
+    let (code, _, stderr) = run(dir.path(), &["test", ".", "--snapshots", "--accept"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("./snapshots is not a folder (a link, or a file): tvm writes snapshots only into a folder of its own beside the sources"),
+        "{stderr}"
+    );
+    let written: Vec<_> = std::fs::read_dir(elsewhere.path()).unwrap().collect();
+    assert!(written.is_empty(), "{written:?}");
+}
