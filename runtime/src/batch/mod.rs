@@ -14,6 +14,7 @@ mod results;
 mod state;
 
 pub use lines::{Lines, MAX_ROW_BYTES};
+pub use folder::apart_from_state;
 pub use state::{Start, State};
 
 use crate::driver;
