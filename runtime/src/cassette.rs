@@ -137,13 +137,19 @@ impl Recorder {
             RecordMode::Append => options.read(true).append(true).create(true),
             RecordMode::Overwrite => options.write(true).create(true).truncate(true),
         };
-        let file = options.open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => format!(
+        // A cassette is read back: a FIFO or a device would lose the replies (or, with
+        // no reader, hold the run up), so only a regular file is written.
+        let file = files::open_with(path, &mut options).map_err(|e| match e {
+            files::FileError::Io(e) if e.kind() == std::io::ErrorKind::AlreadyExists => format!(
                 "--record {}: the file exists; pass --record-mode append to add this run's \
                  replies to it, or --record-mode overwrite to replace it",
                 path.display()
             ),
-            _ => format!("cannot create {}: {e}", path.display()),
+            files::FileError::NotRegular(what) => format!(
+                "--record {} is {what}, not a regular file: a cassette is read back",
+                path.display()
+            ),
+            e => format!("cannot create {}: {e}", path.display()),
         })?;
         if mode == RecordMode::Append {
             end_line(&file).map_err(|e| format!("cannot append to {}: {e}", path.display()))?;

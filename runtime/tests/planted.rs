@@ -73,3 +73,54 @@ fn a_snapshots_folder_that_is_a_link_is_not_written_into() {
     let written: Vec<_> = std::fs::read_dir(elsewhere.path()).unwrap().collect();
     assert!(written.is_empty(), "{written:?}");
 }
+
+/// `tvm` with `args` in `dir`, ended within 20 s (else killed, and the test fails
+/// saying it waited); its exit code and stderr.
+fn run_without_waiting(dir: &Path, args: &[&str]) -> (i32, String) {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let mut child = files::tvm(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tvm");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("tvm {args:?} waited on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut stderr = String::new();
+    let _ = child.stderr.take().expect("stderr").read_to_string(&mut stderr);
+    (child.wait().expect("ended").code().unwrap_or(-1), stderr)
+}
+
+#[test]
+fn a_trace_or_cassette_named_as_a_fifo_nobody_reads_is_refused_not_waited_on() {
+    let dir = TempDir::new("planted-fifo-out");
+    dir.write("greet.xml", TESTED);
+    let fifo = dir.path().join("pipe");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let run = ["run", "greet.xml", "--arg", "who=Ann", "--provider", "echo"];
+    let (code, stderr) = run_without_waiting(dir.path(), &[&run[..], &["--trace", "pipe"]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--trace pipe is a FIFO that no process reads, and tvm does not wait for one"),
+        "{stderr}"
+    );
+    for mode in ["overwrite", "append"] {
+        let record = ["--record", "pipe", "--record-mode", mode];
+        let (code, stderr) = run_without_waiting(dir.path(), &[&run[..], &record].concat());
+        assert_eq!(code, 2, "{mode}: {stderr}");
+        assert!(
+            stderr.contains("not a regular file: a cassette is read back"),
+            "{mode}: {stderr}"
+        );
+    }
+    let (code, stderr) = run_without_waiting(dir.path(), &["test", ".", "--trace", "pipe"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("is a FIFO that no process reads"), "{stderr}");
+}
