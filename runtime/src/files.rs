@@ -71,6 +71,12 @@ pub const SNAPSHOT: Bound = Bound {
     what: "a snapshot",
     max: 64 << 20,
 };
+/// A NATS credentials file, CA certificate, client certificate or key: a CA bundle of
+/// every public authority is a few hundred KB.
+pub const NATS_FILE: Bound = Bound {
+    what: "a NATS credentials or certificate file",
+    max: 1 << 20,
+};
 /// The record a batch's state folder keeps of what it runs.
 pub const BATCH_RECORD: Bound = Bound {
     what: "a batch's state record",

@@ -124,3 +124,26 @@ fn a_trace_or_cassette_named_as_a_fifo_nobody_reads_is_refused_not_waited_on() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("is a FIFO that no process reads"), "{stderr}");
 }
+
+#[test]
+fn nats_credentials_and_certificates_must_be_regular_files_within_their_bound() {
+    let dir = TempDir::new("planted-nats-files");
+    dir.write("greet.xml", TESTED).write("rows.jsonl", "{\"who\": \"Ann\"}\n");
+    nix::unistd::mkfifo(&dir.path().join("pipe"), nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    dir.write("big.pem", vec![b'A'; (1 << 20) + 1]);
+    let publish = ["batch", "greet.xml", "--inputs", "rows.jsonl", "--nats", "nats://127.0.0.1:1"];
+    for (flag, file, why) in [
+        ("--nats-creds", "pipe", "is a FIFO, not a regular file"),
+        ("--nats-ca", "pipe", "is a FIFO, not a regular file"),
+        ("--nats-creds", "/dev/zero", "is a device, not a regular file"),
+        (
+            "--nats-ca",
+            "big.pem",
+            "is larger than 1 MiB, the most a NATS credentials or certificate file may have",
+        ),
+    ] {
+        let (code, stderr) = run_without_waiting(dir.path(), &[&publish[..], &[flag, file]].concat());
+        assert_eq!(code, 2, "{flag} {file}: {stderr}");
+        assert!(stderr.contains(&format!("{flag} {file} {why}")), "{stderr}");
+    }
+}
