@@ -217,6 +217,10 @@ fn end_line(mut file: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The most memory a cassette's entries may take once read, by
+/// [`tv_stdlib::values::json_weight_bound`]: twice the most its file may have.
+pub const MAX_MEMORY: u64 = 2 * files::CASSETTE.max;
+
 /// Replies by request key; the same request asked twice gets its replies in order.
 pub struct Cassette {
     /// Every recorded reply, and whether it was used.
@@ -243,8 +247,23 @@ impl Cassette {
         Cassette::parse(&text, &path.display().to_string())
     }
 
-    /// The cassette `text` holds; errors name it `shown` with the line.
+    /// The cassette `text` holds; errors name it `shown` with the line. Its entries are
+    /// measured before each is parsed: a cassette may come with the templates it tests,
+    /// and JSON of small values takes many times its length once read
+    /// ([`MAX_MEMORY`]).
     pub fn parse(text: &str, shown: &str) -> Result<Cassette, String> {
+        let mut weight = 0u64;
+        for (i, line) in text.lines().enumerate() {
+            weight = weight.saturating_add(tv_stdlib::values::json_weight_bound(line.as_bytes()));
+            if weight > MAX_MEMORY {
+                return Err(format!(
+                    "{shown}:{}: the cassette's entries would take more than {} once read (JSON \
+                     of small values takes many times its length), so it is not read",
+                    i + 1,
+                    files::size(MAX_MEMORY)
+                ));
+            }
+        }
         let mut replies = Vec::new();
         let mut by_key: HashMap<String, VecDeque<usize>> = HashMap::new();
         let mut by_unnamed: HashMap<String, VecDeque<usize>> = HashMap::new();

@@ -147,3 +147,61 @@ fn nats_credentials_and_certificates_must_be_regular_files_within_their_bound() 
         assert!(stderr.contains(&format!("{flag} {file} {why}")), "{stderr}");
     }
 }
+
+/// A JSON array of `n` zeros: about two bytes each as text, thirty-two once read.
+fn zeros(n: usize) -> String {
+    let mut text = String::with_capacity(2 * n + 2);
+    text.push('[');
+    text.push_str(&"0,".repeat(n - 1));
+    text.push_str("0]");
+    text
+}
+
+#[test]
+fn a_cassette_whose_entries_would_take_gigabytes_once_read_is_refused_unread() {
+    let dir = TempDir::new("planted-cassette-weight");
+    dir.write("greet.xml", TESTED);
+    // 40 MiB of text, within the 256 MiB a cassette file may have; 640 MiB once read.
+    let entry = format!(
+        r#"{{"key":"k","task":"greet","prompt":"p","reply":{{"content":"hi","input_tokens":0,"output_tokens":0}},"request":{}}}"#,
+        zeros(20 << 20)
+    );
+    dir.write("heavy.jsonl", format!("{entry}\n"));
+    let args = ["run", "greet.xml", "--arg", "who=Ann", "--provider", "replay"];
+    let (code, stderr) =
+        run_without_waiting(dir.path(), &[&args[..], &["--cassette", "heavy.jsonl"]].concat());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("heavy.jsonl:1: the cassette's entries would take more than 512 MiB once read"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_batch_row_heavier_than_the_memory_budget_fails_unparsed_and_the_next_row_runs() {
+    let dir = TempDir::new("planted-row-weight");
+    dir.write(
+        "count.xml",
+        r#"<task name="count"><instructions>Count {{len(xs)}}</instructions>
+             <inputs><input name="xs" type="number[]">Numbers</input></inputs></task>"#,
+    );
+    let rows = format!("{{\"xs\": {}}}\n{{\"xs\": [1, 2]}}\n", zeros(1 << 20));
+    dir.write("rows.jsonl", rows);
+    let args = [
+        "batch", "count.xml", "--inputs", "rows.jsonl", "--out", "out.jsonl", "--provider",
+        "echo", "--max-memory", "4MiB",
+    ];
+    let (code, stderr) = run_without_waiting(dir.path(), &args);
+    assert_eq!(code, 1, "{stderr}");
+    let out = std::fs::read_to_string(dir.path().join("out.jsonl")).expect("results");
+    let lines: Vec<serde_json::Value> =
+        out.lines().map(|l| serde_json::from_str(l).expect("a line")).collect();
+    let error = &lines[0]["result"]["notes"]["error"];
+    assert_eq!(error["resource"], "memory", "{out}");
+    assert_eq!(
+        error["message"],
+        "line 1: the row's arguments would take more than 4194304 bytes (--max-memory) once \
+         read, so the line was not parsed"
+    );
+    assert_eq!(lines[1]["status"], "COMPLETE", "{out}");
+}
