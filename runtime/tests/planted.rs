@@ -205,3 +205,18 @@ fn a_batch_row_heavier_than_the_memory_budget_fails_unparsed_and_the_next_row_ru
     );
     assert_eq!(lines[1]["status"], "COMPLETE", "{out}");
 }
+
+#[test]
+fn a_dotenv_that_is_a_folder_is_passed_over_with_a_warning() {
+    // `python -m venv .env` makes one.
+    let dir = TempDir::new("planted-env-folder");
+    dir.write("greet.xml", TESTED).write(".env/bin/activate", "# a virtual environment\n");
+    let args = ["run", "greet.xml", "--arg", "who=Ann", "--provider", "echo", "--output", "text"];
+    let (code, stdout, stderr) = run(dir.path(), &args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Greet Ann"), "{stdout}");
+    assert_eq!(
+        stderr,
+        "tvm: warning: .env is a folder (a virtual environment?), not a file of settings, so it is not read\n"
+    );
+}
