@@ -160,7 +160,10 @@ fn a_second_batch_of_another_state_folder_writing_the_same_results_is_refused_an
     files::wait_for(|| server.hits() > 0);
     let other = dir.join("other.state");
     let mut second = args.clone();
-    second.extend(["--state".to_string(), other.to_str().expect("path").to_string()]);
+    second.extend([
+        "--state".to_string(),
+        other.to_str().expect("path").to_string(),
+    ]);
     let (code, _, stderr) = run_tvm(&strs(&second), &[("OPENAI_BASE_URL", url.as_str())]);
     assert_eq!(code, 2, "{stderr}");
     let holder = format!(
@@ -340,7 +343,8 @@ fn a_results_or_inputs_file_named_as_a_file_of_the_state_folder_is_refused_befor
     let (code, _, stderr) = run_tvm(&strs(&args), &[]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("--inputs ") && stderr.contains("st/0.spare is named as a file of the batch's state folder"),
+        stderr.contains("--inputs ")
+            && stderr.contains("st/0.spare is named as a file of the batch's state folder"),
         "{stderr}"
     );
     assert!(kept.is_file(), "the inputs are where they were");

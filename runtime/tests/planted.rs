@@ -21,7 +21,10 @@ const TESTED: &str = r#"<library>
 "#;
 
 fn run(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = files::tvm(args).current_dir(dir).output().expect("tvm runs");
+    let out = files::tvm(args)
+        .current_dir(dir)
+        .output()
+        .expect("tvm runs");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -36,7 +39,9 @@ fn a_snapshot_link_planted_beside_the_sources_is_replaced_not_written_through() 
     dir.write("greet.xml", TESTED);
     home.write(".bashrc", "the user's own file\n");
     std::fs::create_dir(dir.path().join("snapshots")).unwrap();
-    let pending = dir.path().join("snapshots/greet__test_ann_is_greeted.snap.new");
+    let pending = dir
+        .path()
+        .join("snapshots/greet__test_ann_is_greeted.snap.new");
     std::os::unix::fs::symlink(home.path().join(".bashrc"), &pending).unwrap();
     let kept = dir.path().join("snapshots/greet__bytecode_greet.snap");
     std::os::unix::fs::symlink(home.path().join(".bashrc"), &kept).unwrap();
@@ -44,7 +49,10 @@ fn a_snapshot_link_planted_beside_the_sources_is_replaced_not_written_through() 
     assert_eq!(code, 2, "{stdout}{stderr}");
     let bashrc = std::fs::read_to_string(home.path().join(".bashrc")).unwrap();
     assert_eq!(bashrc, "the user's own file\n", "written through the link");
-    assert!(!pending.is_symlink(), "the link is replaced by the snapshot");
+    assert!(
+        !pending.is_symlink(),
+        "the link is replaced by the snapshot"
+    );
     let written = std::fs::read_to_string(&pending).unwrap();
     assert!(written.contains("Hello, Ann"), "{written}");
     // The kept snapshot that leads out of the folder is not read (nor shown in a diff).
@@ -94,7 +102,11 @@ fn run_without_waiting(dir: &Path, args: &[&str]) -> (i32, String) {
         std::thread::sleep(Duration::from_millis(5));
     }
     let mut stderr = String::new();
-    let _ = child.stderr.take().expect("stderr").read_to_string(&mut stderr);
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr);
     (child.wait().expect("ended").code().unwrap_or(-1), stderr)
 }
 
@@ -105,10 +117,13 @@ fn a_trace_or_cassette_named_as_a_fifo_nobody_reads_is_refused_not_waited_on() {
     let fifo = dir.path().join("pipe");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
     let run = ["run", "greet.xml", "--arg", "who=Ann", "--provider", "echo"];
-    let (code, stderr) = run_without_waiting(dir.path(), &[&run[..], &["--trace", "pipe"]].concat());
+    let (code, stderr) =
+        run_without_waiting(dir.path(), &[&run[..], &["--trace", "pipe"]].concat());
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("--trace pipe is a FIFO that no process reads, and tvm does not wait for one"),
+        stderr.contains(
+            "--trace pipe is a FIFO that no process reads, and tvm does not wait for one"
+        ),
         "{stderr}"
     );
     for mode in ["overwrite", "append"] {
@@ -122,27 +137,43 @@ fn a_trace_or_cassette_named_as_a_fifo_nobody_reads_is_refused_not_waited_on() {
     }
     let (code, stderr) = run_without_waiting(dir.path(), &["test", ".", "--trace", "pipe"]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("is a FIFO that no process reads"), "{stderr}");
+    assert!(
+        stderr.contains("is a FIFO that no process reads"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn nats_credentials_and_certificates_must_be_regular_files_within_their_bound() {
     let dir = TempDir::new("planted-nats-files");
-    dir.write("greet.xml", TESTED).write("rows.jsonl", "{\"who\": \"Ann\"}\n");
+    dir.write("greet.xml", TESTED)
+        .write("rows.jsonl", "{\"who\": \"Ann\"}\n");
     nix::unistd::mkfifo(&dir.path().join("pipe"), nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
     dir.write("big.pem", vec![b'A'; (1 << 20) + 1]);
-    let publish = ["batch", "greet.xml", "--inputs", "rows.jsonl", "--nats", "nats://127.0.0.1:1"];
+    let publish = [
+        "batch",
+        "greet.xml",
+        "--inputs",
+        "rows.jsonl",
+        "--nats",
+        "nats://127.0.0.1:1",
+    ];
     for (flag, file, why) in [
         ("--nats-creds", "pipe", "is a FIFO, not a regular file"),
         ("--nats-ca", "pipe", "is a FIFO, not a regular file"),
-        ("--nats-creds", "/dev/zero", "is a device, not a regular file"),
+        (
+            "--nats-creds",
+            "/dev/zero",
+            "is a device, not a regular file",
+        ),
         (
             "--nats-ca",
             "big.pem",
             "is larger than 1 MiB, the most a NATS credentials or certificate file may have",
         ),
     ] {
-        let (code, stderr) = run_without_waiting(dir.path(), &[&publish[..], &[flag, file]].concat());
+        let (code, stderr) =
+            run_without_waiting(dir.path(), &[&publish[..], &[flag, file]].concat());
         assert_eq!(code, 2, "{flag} {file}: {stderr}");
         assert!(stderr.contains(&format!("{flag} {file} {why}")), "{stderr}");
     }
@@ -167,12 +198,23 @@ fn a_cassette_whose_entries_would_take_gigabytes_once_read_is_refused_unread() {
         zeros(20 << 20)
     );
     dir.write("heavy.jsonl", format!("{entry}\n"));
-    let args = ["run", "greet.xml", "--arg", "who=Ann", "--provider", "replay"];
-    let (code, stderr) =
-        run_without_waiting(dir.path(), &[&args[..], &["--cassette", "heavy.jsonl"]].concat());
+    let args = [
+        "run",
+        "greet.xml",
+        "--arg",
+        "who=Ann",
+        "--provider",
+        "replay",
+    ];
+    let (code, stderr) = run_without_waiting(
+        dir.path(),
+        &[&args[..], &["--cassette", "heavy.jsonl"]].concat(),
+    );
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("heavy.jsonl:1: the cassette's entries would take more than 512 MiB once read"),
+        stderr.contains(
+            "heavy.jsonl:1: the cassette's entries would take more than 512 MiB once read"
+        ),
         "{stderr}"
     );
 }
@@ -188,14 +230,24 @@ fn a_batch_row_heavier_than_the_memory_budget_fails_unparsed_and_the_next_row_ru
     let rows = format!("{{\"xs\": {}}}\n{{\"xs\": [1, 2]}}\n", zeros(1 << 20));
     dir.write("rows.jsonl", rows);
     let args = [
-        "batch", "count.xml", "--inputs", "rows.jsonl", "--out", "out.jsonl", "--provider",
-        "echo", "--max-memory", "4MiB",
+        "batch",
+        "count.xml",
+        "--inputs",
+        "rows.jsonl",
+        "--out",
+        "out.jsonl",
+        "--provider",
+        "echo",
+        "--max-memory",
+        "4MiB",
     ];
     let (code, stderr) = run_without_waiting(dir.path(), &args);
     assert_eq!(code, 1, "{stderr}");
     let out = std::fs::read_to_string(dir.path().join("out.jsonl")).expect("results");
-    let lines: Vec<serde_json::Value> =
-        out.lines().map(|l| serde_json::from_str(l).expect("a line")).collect();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a line"))
+        .collect();
     let error = &lines[0]["result"]["notes"]["error"];
     assert_eq!(error["resource"], "memory", "{out}");
     assert_eq!(
@@ -210,8 +262,18 @@ fn a_batch_row_heavier_than_the_memory_budget_fails_unparsed_and_the_next_row_ru
 fn a_dotenv_that_is_a_folder_is_passed_over_with_a_warning() {
     // `python -m venv .env` makes one.
     let dir = TempDir::new("planted-env-folder");
-    dir.write("greet.xml", TESTED).write(".env/bin/activate", "# a virtual environment\n");
-    let args = ["run", "greet.xml", "--arg", "who=Ann", "--provider", "echo", "--output", "text"];
+    dir.write("greet.xml", TESTED)
+        .write(".env/bin/activate", "# a virtual environment\n");
+    let args = [
+        "run",
+        "greet.xml",
+        "--arg",
+        "who=Ann",
+        "--provider",
+        "echo",
+        "--output",
+        "text",
+    ];
     let (code, stdout, stderr) = run(dir.path(), &args);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("Greet Ann"), "{stdout}");

@@ -136,7 +136,9 @@ pub fn json_weight_bound(text: &[u8]) -> u64 {
             _ => {}
         }
     }
-    values.saturating_mul(NODE).saturating_add(text.len() as u64)
+    values
+        .saturating_mul(NODE)
+        .saturating_add(text.len() as u64)
 }
 
 /// About how many bytes a value takes: what copying it costs.

@@ -13,8 +13,8 @@ mod lines;
 mod results;
 mod state;
 
-pub use lines::{Lines, MAX_ROW_BYTES};
 pub use folder::apart_from_state;
+pub use lines::{Lines, MAX_ROW_BYTES};
 pub use state::{Start, State};
 
 use crate::driver;

@@ -71,24 +71,28 @@ pub(super) fn lock(
     let id = |f: &File| f.metadata().ok().map(|m| (m.dev(), m.ino()));
     let file = match now {
         Some((Some(held), file)) if id(&*held) == id(file) => return Ok(Some(held)),
-        Some((_, file)) => file.try_clone().map_err(|e| format!("--out {}: {e}", out.display()))?,
+        Some((_, file)) => file
+            .try_clone()
+            .map_err(|e| format!("--out {}: {e}", out.display()))?,
         None => match files::open(out) {
             Ok(file) => file,
             Err(files::FileError::Missing) => return Ok(None),
             Err(e) => return Err(format!("--out {} {e}", out.display())),
         },
     };
-    crate::journal::lock(file).map(Some).map_err(|refused| match refused {
-        crate::journal::Refused::Held(holder) => format!(
-            "--out {} is being written by {holder}, another tvm batch: two batches writing \
+    crate::journal::lock(file)
+        .map(Some)
+        .map_err(|refused| match refused {
+            crate::journal::Refused::Held(holder) => format!(
+                "--out {} is being written by {holder}, another tvm batch: two batches writing \
              one results file would take each other's rows for their own; wait for it to \
              end, or name another --out",
-            out.display()
-        ),
-        crate::journal::Refused::Failed(errno) => {
-            format!("cannot lock the results {}: {errno}", out.display())
-        }
-    })
+                out.display()
+            ),
+            crate::journal::Refused::Failed(errno) => {
+                format!("cannot lock the results {}: {errno}", out.display())
+            }
+        })
 }
 
 /// The rows whose lines `file` (the results at `out`) holds whole, and whether each

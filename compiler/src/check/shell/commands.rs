@@ -421,7 +421,14 @@ pub(super) fn code_var(name: &str) -> bool {
 /// one: `--to-com` for `--to-command`) names; where an abbreviation could stand for
 /// several, the one that reads code, as the most the command could make of it.
 pub(super) fn long_option(opts: &Opts, head: &str) -> Option<&'static str> {
-    let lists = [opts.code, opts.loads, opts.rest, opts.replace, opts.two, opts.arg];
+    let lists = [
+        opts.code,
+        opts.loads,
+        opts.rest,
+        opts.replace,
+        opts.two,
+        opts.arg,
+    ];
     let exact = lists.iter().flat_map(|l| l.iter()).find(|o| **o == head);
     if exact.is_some() || !head.starts_with("--") || head.len() < 3 {
         return exact.copied();

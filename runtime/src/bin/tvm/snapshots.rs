@@ -133,7 +133,10 @@ fn read_beneath(folder: &Path, name: &str) -> Result<Vec<u8>, files::FileError> 
         Ok(dir) => dir,
         Err(e) => return Err(files::FileError::from(e)),
     };
-    files::read_open(&files::open_beneath(&dir, Path::new(name))?, files::SNAPSHOT)
+    files::read_open(
+        &files::open_beneath(&dir, Path::new(name))?,
+        files::SNAPSHOT,
+    )
 }
 
 /// Writes `text` as the new file `pending` in `folder`, made if missing. Sources and
