@@ -123,6 +123,7 @@ pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
         d.push(".state");
         PathBuf::from(d)
     });
+    tv_runtime::batch::apart_from_state(&dir, &[("--inputs", &inputs_path)])?;
     host.context
         .own_files
         .extend([out_path.clone(), dir.clone()]);

@@ -61,6 +61,13 @@ pub fn start(path: &Path, keys: Vec<(String, String)>) -> Result<Vec<String>, St
 
 /// Adds the variables of `path` to `found`, and gives the warnings to print.
 pub fn load(path: &Path, found: &mut Vars) -> Result<Vec<String>, String> {
+    // A folder named `.env` is most often a Python virtual environment, not settings.
+    if path.is_dir() {
+        return Ok(vec![format!(
+            "{} is a folder (a virtual environment?), not a file of settings, so it is not read",
+            path.display()
+        )]);
+    }
     let text = match read(path) {
         Ok(Some(text)) => text,
         Ok(None) => return Ok(Vec::new()),

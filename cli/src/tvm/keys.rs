@@ -1,4 +1,5 @@
-//! API keys out of `tvm`'s environment block before anything runs (DESIGN §18).
+//! API keys out of `tvm`'s environment block before anything runs (DESIGN §18), and
+//! the NATS token and password with them ([`SECRET_VARS`]: "keys" below).
 //!
 //! `/proc/PID/environ` shows the environment a process was started with, whatever it
 //! changes later, and root reads it of any process: marking the process non-dumpable
@@ -13,7 +14,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
-use tv_runtime::providers::vars::KEY_VARS;
+use tv_runtime::providers::vars::SECRET_VARS;
 
 /// The variable naming the descriptor the keys come on; set by `tvm` for itself only.
 const FD_VAR: &str = "TVM_KEYS_FD";
@@ -28,7 +29,7 @@ const MAX_BYTES: u64 = 64 << 10;
 pub fn take() -> Result<Vec<(String, String)>, String> {
     let mut keys = received()?;
     let mut found = Vec::new();
-    for name in KEY_VARS {
+    for name in SECRET_VARS {
         let Some(value) = std::env::var_os(name) else {
             continue;
         };
@@ -47,7 +48,7 @@ pub fn take() -> Result<Vec<(String, String)>, String> {
     let e = reexec(&keys);
     if e.kind() == std::io::ErrorKind::NotFound {
         // No /proc: nothing can read an environment block through it either.
-        for name in KEY_VARS {
+        for name in SECRET_VARS {
             std::env::remove_var(name);
         }
         return Ok(keys);
@@ -84,7 +85,7 @@ fn reexec(keys: &[(String, String)]) -> std::io::Error {
             cmd.arg0(name);
         }
         cmd.args(args);
-        for name in KEY_VARS {
+        for name in SECRET_VARS {
             cmd.env_remove(name);
         }
         cmd.env(FD_VAR, reader.as_raw_fd().to_string());
@@ -148,7 +149,7 @@ fn decode(bytes: &[u8]) -> Option<Vec<(String, String)>> {
         .map(|pair| match pair {
             [name, value] => {
                 let name = std::str::from_utf8(name).ok()?;
-                KEY_VARS.contains(&name).then_some(())?;
+                SECRET_VARS.contains(&name).then_some(())?;
                 Some((name.to_string(), String::from_utf8(value.to_vec()).ok()?))
             }
             _ => None,

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use tv_runtime::nats::{self, BatchRecord, Connect, Server, WorkerOptions};
+use tv_runtime::providers::vars;
 
 #[derive(Args)]
 pub struct NatsArgs {
@@ -47,18 +48,15 @@ pub struct ConnectArgs {
     #[arg(long, value_name = "FILE", env = "NATS_CREDS")]
     nats_creds: Option<PathBuf>,
     /// The token the server asks for (better in $NATS_TOKEN: a flag shows in `ps`).
-    #[arg(long, value_name = "TOKEN", env = "NATS_TOKEN", hide_env_values = true)]
+    // Not `env = ...`: the variable leaves the environment at start (`keys`), and comes
+    // back from the variables of the run (`secret`).
+    #[arg(long, value_name = "TOKEN")]
     nats_token: Option<String>,
     /// The user to sign in as (or `nats://USER:PASSWORD@HOST` in the URL).
     #[arg(long, value_name = "USER", env = "NATS_USER")]
     nats_user: Option<String>,
     /// The user's password (better in $NATS_PASSWORD: a flag shows in `ps`).
-    #[arg(
-        long,
-        value_name = "PASSWORD",
-        env = "NATS_PASSWORD",
-        hide_env_values = true
-    )]
+    #[arg(long, value_name = "PASSWORD")]
     nats_password: Option<String>,
     /// The CA certificate (PEM) that signed the server's, for TLS with a private CA;
     /// with it (or a tls:// URL) the connection must be TLS.
@@ -77,14 +75,23 @@ impl ConnectArgs {
         Connect {
             url: url.to_string(),
             creds: self.nats_creds.clone(),
-            token: self.nats_token.clone(),
+            token: secret(&self.nats_token, vars::NATS_TOKEN),
             user: self.nats_user.clone(),
-            password: self.nats_password.clone(),
+            password: secret(&self.nats_password, vars::NATS_PASSWORD),
             ca: self.nats_ca.clone(),
             cert: self.nats_cert.clone(),
             key: self.nats_key.clone(),
         }
     }
+}
+
+/// The flag's value, else the variable's from the environment `tvm` started in (handed
+/// over at start with the API keys, so that no script finds it in its environment).
+fn secret(flag: &Option<String>, name: &str) -> Option<String> {
+    flag.clone().or_else(|| {
+        let var = super::dotenv::vars().from(name, vars::Source::Environment)?;
+        Some(var.value.clone())
+    })
 }
 
 #[derive(Args)]

@@ -61,7 +61,7 @@ impl Mode {
         }
         self.taken.borrow_mut().insert(key, expression.to_string());
         let pending = folder.join(format!("{name}.snap.new"));
-        let kept = match files::read(&snap, files::SNAPSHOT) {
+        let kept = match read_beneath(&folder, &format!("{name}.snap")) {
             Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
             Err(files::FileError::Missing) => None,
             Err(e) => return Err(format!("the snapshot {} {e}", snap.display())),
@@ -73,9 +73,7 @@ impl Mode {
             return Ok(None);
         }
         let file = format!("{}\n{new}\n", header(source, expression));
-        std::fs::create_dir_all(&folder)
-            .and_then(|()| std::fs::write(&pending, &file))
-            .map_err(|e| format!("cannot write {}: {e}", pending.display()))?;
+        write_new(&folder, &pending, &file)?;
         if self.accept {
             // Written beside it, then renamed over it: a run killed while writing never
             // leaves half a snapshot.
@@ -126,6 +124,49 @@ fn difference(old: &str, new: &str) -> String {
         lines.push(format!("... and {more} more lines"));
     }
     lines.join("\n")
+}
+
+/// The snapshot `name` of `folder`, opened beneath it: a snapshot that is a link leading
+/// out of the folder (to a file of the user's, planted with the sources) is not read.
+fn read_beneath(folder: &Path, name: &str) -> Result<Vec<u8>, files::FileError> {
+    let dir = match files::open_dir(folder) {
+        Ok(dir) => dir,
+        Err(e) => return Err(files::FileError::from(e)),
+    };
+    files::read_open(
+        &files::open_beneath(&dir, Path::new(name))?,
+        files::SNAPSHOT,
+    )
+}
+
+/// Writes `text` as the new file `pending` in `folder`, made if missing. Sources and
+/// their `snapshots/` folder may come from anyone: a `.snap.new` there may be a link to
+/// a file of the user's (`~/.bashrc`), which writing through would overwrite. So the
+/// folder must be a folder, not a link, and whatever has the pending name is removed
+/// (a link, not what it points at) and the file made anew, never through a link.
+fn write_new(folder: &Path, pending: &Path, text: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::symlink_metadata(folder) {
+        Ok(m) if !m.is_dir() => {
+            return Err(format!(
+                "{} is not a folder (a link, or a file): tvm writes snapshots only into a \
+                 folder of its own beside the sources",
+                folder.display()
+            ))
+        }
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir_all(folder)
+            .map_err(|e| format!("cannot make {}: {e}", folder.display()))?,
+    }
+    remove_stale(pending)?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(pending)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| format!("cannot write {}: {e}", pending.display()))
 }
 
 fn remove_stale(pending: &Path) -> Result<(), String> {

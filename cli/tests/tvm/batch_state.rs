@@ -141,6 +141,44 @@ fn a_second_batch_on_a_state_folder_in_use_is_refused_naming_the_first_and_pays_
 }
 
 #[test]
+fn a_second_batch_of_another_state_folder_writing_the_same_results_is_refused_and_pays_nothing() {
+    // Long enough that the first is still running when the second gives up waiting
+    // for its lock (a second).
+    const ROWS: usize = 4;
+    let rt = runtime();
+    let server = rt.block_on(slow_echo(400));
+    let dir = scratch("batch-state", "same-out");
+    let (args, out) = batch_args(&dir, ROWS, &["--provider", "openai", "--concurrency", "1"]);
+    let url = server.url();
+    let first = files::tvm(&strs(&args))
+        .env("OPENAI_BASE_URL", &url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tvm");
+    // The first row is in flight: the results file is there, and empty.
+    files::wait_for(|| server.hits() > 0);
+    let other = dir.join("other.state");
+    let mut second = args.clone();
+    second.extend([
+        "--state".to_string(),
+        other.to_str().expect("path").to_string(),
+    ]);
+    let (code, _, stderr) = run_tvm(&strs(&second), &[("OPENAI_BASE_URL", url.as_str())]);
+    assert_eq!(code, 2, "{stderr}");
+    let holder = format!(
+        "results.jsonl is being written by another process (pid {}), another tvm batch",
+        first.id()
+    );
+    assert!(stderr.contains(&holder), "{stderr}");
+    let ended = first.wait_with_output().expect("wait");
+    assert_eq!(ended.status.code(), Some(0));
+    assert_eq!(server.hits(), 2 * ROWS, "a row was paid for twice");
+    let lines = std::fs::read_to_string(&out).expect("results");
+    assert_eq!(lines.lines().count(), ROWS, "{lines}");
+}
+
+#[test]
 fn a_state_folder_another_user_could_fill_is_refused() {
     let dir = scratch("batch-state", "others");
     let open = dir.join("open");
@@ -270,4 +308,44 @@ fn a_journal_planted_as_a_link_fails_its_row_and_what_it_points_at_is_untouched(
     assert!(planted
         .symlink_metadata()
         .is_ok_and(|m| m.file_type().is_symlink()));
+}
+
+#[test]
+fn a_results_or_inputs_file_named_as_a_file_of_the_state_folder_is_refused_before_it_is_touched() {
+    let dir = scratch("batch-state", "own-names");
+    let state = dir.join("st");
+    let state_arg = state.to_str().expect("path").to_string();
+    // The results named as row 1's journal: the row's journal would be the results, and
+    // --rerun would remove them as the batch's own.
+    let (mut args, _) = batch_args(&dir, 2, &["--provider", "echo", "--state", &state_arg]);
+    let at = args.iter().position(|a| a == "--out").expect("--out") + 1;
+    args[at] = format!("{state_arg}/../st/1.journal");
+    let (code, _, stderr) = run_tvm(&strs(&args), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("/../st/1.journal is named as a file of the batch's state folder"),
+        "{stderr}"
+    );
+    assert!(!state.exists(), "nothing was made");
+    // The inputs kept as a spare of a batch's folder: --rerun would remove them.
+    let (args, _) = batch_args(&dir, 2, &["--provider", "echo", "--state", &state_arg]);
+    let (code, _, stderr) = run_tvm(&strs(&args), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let kept = state.join("0.spare");
+    std::fs::copy(dir.join("rows.jsonl"), &kept).expect("copy the rows");
+    let (mut args, _) = batch_args(
+        &dir,
+        2,
+        &["--provider", "echo", "--state", &state_arg, "--rerun"],
+    );
+    let at = args.iter().position(|a| a == "--inputs").expect("--inputs") + 1;
+    args[at] = kept.to_str().expect("path").to_string();
+    let (code, _, stderr) = run_tvm(&strs(&args), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--inputs ")
+            && stderr.contains("st/0.spare is named as a file of the batch's state folder"),
+        "{stderr}"
+    );
+    assert!(kept.is_file(), "the inputs are where they were");
 }

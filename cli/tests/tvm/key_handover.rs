@@ -3,8 +3,9 @@
 //! it of any process, non-dumpable or not. A script that reads the environment of every
 //! process above it, `tvm` first, finds no key, whether `tvm` runs as root (as these
 //! tests do where they run as root) or not, in `tvm run`, `tvm batch` and `tvm test`; nor
-//! does it inherit the pipe the keys came on. Neither its output, nor the journal, nor
-//! the result holds a key.
+//! does it inherit the pipe the keys came on, nor find a key in its own environment. The
+//! NATS token and password are keys too. Neither its output, nor the journal, nor the
+//! result holds a key.
 
 use crate::support::files::{self, TempDir};
 use std::process::Output;
@@ -13,11 +14,13 @@ const KEY: &str = "sk-handover-SECRET-4242";
 
 /// A script that prints the environment of each process above it (`tvm`, then
 /// `tvm`'s parents) and then `verdict: clean`, or `verdict: LEAK` when one holds a key
-/// (the pattern is cut, so that the command itself holds none), or `verdict: FD` when
-/// the descriptor the keys came on is open in the script. A test of it expects `clean`.
+/// or its own environment does (the pattern is cut, so that the command itself holds
+/// none), or `verdict: FD` when the descriptor the keys came on is open in the script.
+/// A test of it expects `clean`.
 const PEEK: &str = r#"<library>
   <task name="peek" type="script">
     <script_execution><command>verdict=clean; p=$PPID
+case "$(env)" in *sk-hand""over-*) verdict=LEAK;; esac
 while [ "$p" -gt 1 ]; do
   env=$(tr '\0' '\n' &lt; /proc/$p/environ 2&gt;&amp;1)
   printf '== %s\n%s\n' "$p" "$env"
@@ -33,12 +36,15 @@ echo "verdict: $verdict"</command></script_execution>
   </test>
 </library>"#;
 
-/// `tvm` in `dir` with both keys in its environment, and a marker beside them.
+/// `tvm` in `dir` with both keys and the NATS token and password in its environment,
+/// and a marker beside them.
 fn tvm(dir: &TempDir, args: &[&str]) -> Output {
     files::tvm(args)
         .current_dir(dir.path())
         .env("OPENAI_API_KEY", KEY)
         .env("ANTHROPIC_API_KEY", KEY)
+        .env("NATS_TOKEN", KEY)
+        .env("NATS_PASSWORD", KEY)
         .env("HANDOVER_MARKER", "visible")
         .output()
         .expect("run tvm")

@@ -18,6 +18,7 @@ mod journal;
 mod json_mode;
 mod key_handover;
 mod map_resume;
+mod planted;
 mod process_bounds;
 mod recording;
 mod require_files;
