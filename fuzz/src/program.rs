@@ -204,10 +204,12 @@ impl Program {
 fn function(i: usize, f: &FunctionSpec, params: usize, locals: usize, code: Vec<Op>) -> Function {
     Function {
         name: format!("f{i}"),
+        doc: String::new(),
         params: (0..params)
             .map(|p| Param {
                 name: format!("p{p}"),
                 ty: value_type(f.returns as usize + p),
+                doc: String::new(),
             })
             .collect(),
         locals: locals as u16,
