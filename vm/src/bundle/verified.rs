@@ -15,7 +15,14 @@ use std::ops::Deref;
 
 /// A verified bundle. It derefs to its [`Bundle`] for reading; it cannot be changed,
 /// since a change could break what was proved (take it apart with
-/// [`Verified::into_bundle`] and verify the result again).
+/// [`Verified::into_bundle`] and verify the result again). Its field is private, so no
+/// code outside this module wraps a bundle without the verifier:
+///
+/// ```compile_fail,E0423
+/// fn unchecked(b: tv_vm::bundle::Bundle) -> tv_vm::bundle::Verified {
+///     tv_vm::bundle::Verified(b)
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verified(Bundle);
 

@@ -70,7 +70,7 @@ fn map_bundle(n: u16, extra: Function) -> Bundle {
     let mut main = map_code(0, 0, 1, n, 1);
     main.push(Return);
     let body = vec![Load(0), Op::Const(0), Script(0), Return];
-    let b = Bundle {
+    Bundle {
         compiler_version: "test".into(),
         constants: constants(),
         functions: vec![
@@ -84,8 +84,7 @@ fn map_bundle(n: u16, extra: Function) -> Bundle {
             function: 0,
         }],
         files: vec!["each.xml".into()],
-    };
-    b
+    }
 }
 
 fn verified(b: Bundle) -> Verified {
