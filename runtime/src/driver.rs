@@ -10,7 +10,6 @@
 
 use crate::host::AsyncHost;
 use crate::journal::{body_request, Journal};
-use crate::run::Run;
 use futures::future::{join_all, BoxFuture};
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
@@ -20,30 +19,28 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tv_vm::host::{HostReply, HostRequest};
-use tv_vm::interp::{Body, BodyTag, Step, Usage, Vm};
+use tv_vm::interp::{Body, BodyTag, Step, Vm};
 use tv_vm::limits::Spending;
 use tv_vm::result::{Reason, Resource, TaskError, TaskResult};
 
-/// Runs `run` to its final task result, with what it used (see [`Run::on`], which
-/// writes the usage into the result).
-pub(crate) async fn run<H: AsyncHost>(run: Run<'_>, host: &H) -> (TaskResult, Usage) {
-    let Run {
-        program,
-        entry,
-        args,
-        limits,
-        journal,
-        interrupt,
-    } = run;
+/// Drives `vm` to its final task result (a run starts here through
+/// [`crate::Run::on`]): every host call answered by `host`, through `journal` when
+/// there is one; stopped at the wall-clock limit `wall`, or once `interrupt` holds
+/// `true`.
+pub(crate) async fn run<H: AsyncHost>(
+    vm: &mut Vm<'_>,
+    wall: Duration,
+    host: &H,
+    journal: Option<&Journal>,
+    interrupt: Option<watch::Receiver<bool>>,
+) -> TaskResult {
     let deadline = Deadline {
         start: Instant::now(),
-        wall: limits.wall_time,
+        wall,
         interrupt,
     };
     let calls = Calls { host, journal };
-    let mut vm = Vm::new(program, entry, args, limits);
-    let result = drive(&mut vm, &calls, &deadline, String::new()).await;
-    (result, vm.usage())
+    drive(vm, &calls, &deadline, String::new()).await
 }
 
 /// What a run says when Ctrl-C stopped it.

@@ -9,7 +9,7 @@ use crate::journal::Journal;
 use serde_json::Value;
 use tokio::sync::watch;
 use tv_vm::bundle::Verified;
-use tv_vm::interp::Usage;
+use tv_vm::interp::{Usage, Vm};
 use tv_vm::limits::Limits;
 use tv_vm::result::TaskResult;
 
@@ -62,7 +62,10 @@ impl<'a> Run<'a> {
 
     /// Runs to the final task result, every host call answered by `host`.
     pub async fn on<H: AsyncHost>(self, host: &H) -> Ran {
-        let (mut result, usage) = driver::run(self, host).await;
+        let wall = self.limits.wall_time;
+        let mut vm = Vm::new(self.program, self.entry, self.args, self.limits);
+        let mut result = driver::run(&mut vm, wall, host, self.journal, self.interrupt).await;
+        let usage = vm.usage();
         result.set_note("usage", usage.notes());
         Ran { result, usage }
     }
