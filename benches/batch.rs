@@ -37,7 +37,7 @@ use tv_runtime::prices::Prices;
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
 use tv_stdlib::models::Provider;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::{Bundle, Verified};
 use tv_vm::limits::Limits;
 
 const ROWS: usize = 10_000;
@@ -101,7 +101,7 @@ fn cli_host(choice: Choice, url: Option<&str>, concurrency: usize) -> RunHost {
 /// One batch over `inputs` in-process, without a state, its results written to `out`.
 fn run_batch(
     rt: &tokio::runtime::Runtime,
-    bundle: &Bundle,
+    bundle: &Verified,
     host: &RunHost,
     concurrency: usize,
     inputs: impl BufRead,
@@ -326,13 +326,9 @@ fn main() {
         let function = bundle.entry("answer").expect("entry").function;
         let args = vec![json!("What does row 1 of the benchmark ask about?")];
         b.iter(|| {
-            rt.block_on(tv_runtime::driver::run(
-                &bundle,
-                function,
-                args.clone(),
-                Limits::default(),
-                &echo,
-            ))
+            rt.block_on(
+                tv_runtime::Run::new(&bundle, function, args.clone(), Limits::default()).on(&echo),
+            )
         })
     });
     group.finish();

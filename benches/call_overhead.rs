@@ -46,7 +46,7 @@ use tv_runtime::observe::Progress;
 use tv_runtime::prices::Prices;
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::Verified;
 use tv_vm::result::Status;
 
 const CALLS: usize = 200;
@@ -128,15 +128,11 @@ fn tvm_host(url: &str) -> RunHost {
 
 /// One run of the 200-call sequence (`--toggle-collect='call_overhead::tvm'`).
 #[inline(never)]
-fn tvm(rt: &Runtime, bundle: &Bundle, host: &RunHost) {
+fn tvm(rt: &Runtime, bundle: &Verified, host: &RunHost) {
     let function = bundle.entry("calls").expect("entry").function;
-    let (result, _) = rt.block_on(tv_runtime::driver::run(
-        bundle,
-        function,
-        vec![],
-        workloads::limits(),
-        host,
-    ));
+    let result = rt
+        .block_on(tv_runtime::Run::new(bundle, function, vec![], workloads::limits()).on(host))
+        .result;
     assert_eq!(result.status, Status::Complete, "{result:#}");
 }
 

@@ -16,9 +16,8 @@ use criterion::{BenchmarkId, Criterion, SamplingMode};
 use std::hint::black_box;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use tv_runtime::driver;
 use tv_runtime::host::Blocking;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::Verified;
 use tv_vm::interp::Vm;
 use tv_vm::result::{Status, TaskResult};
 use workloads::{limits, PromptEcho};
@@ -26,15 +25,15 @@ use workloads::{limits, PromptEcho};
 const LONG: usize = 10_000;
 
 /// Runs the `steps` sequence to its end with the prompt-echoing host.
-fn run(bundle: &Bundle, function: u32) -> TaskResult {
+fn run(bundle: &Verified, function: u32) -> TaskResult {
     Vm::new(bundle, function, vec![], limits()).run_with(&mut PromptEcho)
 }
 
 /// The same run through the async driver, on a single-threaded tokio runtime.
-fn run_driven(rt: &tokio::runtime::Runtime, bundle: &Bundle, function: u32) -> TaskResult {
+fn run_driven(rt: &tokio::runtime::Runtime, bundle: &Verified, function: u32) -> TaskResult {
     let host = Blocking(Mutex::new(PromptEcho));
-    rt.block_on(driver::run(bundle, function, vec![], limits(), &host))
-        .0
+    rt.block_on(tv_runtime::Run::new(bundle, function, vec![], limits()).on(&host))
+        .result
 }
 
 /// Lengths measured with criterion; the 10,000-step run is timed by criterion too when

@@ -88,14 +88,8 @@ fn main() {
         ScriptRunner::default(),
     );
     let run = || {
-        rt.block_on(tv_runtime::driver::run(
-            &bundle,
-            function,
-            vec![],
-            Limits::default(),
-            &host,
-        ))
-        .0
+        rt.block_on(tv_runtime::Run::new(&bundle, function, vec![], Limits::default()).on(&host))
+            .result
     };
 
     let result = run();

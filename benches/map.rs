@@ -22,7 +22,7 @@ use std::time::Duration;
 use tv_runtime::host::{Blocking, Choice, RunHost};
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::Verified;
 use tv_vm::interp::Vm;
 use tv_vm::result::{Status, TaskResult};
 use workloads::{limits, PromptEcho};
@@ -64,25 +64,19 @@ fn model(_: usize, req: &http::Request) -> Reply {
     .after(DELAY)
 }
 
-fn run(bundle: &Bundle, function: u32, n: usize) -> TaskResult {
+fn run(bundle: &Verified, function: u32, n: usize) -> TaskResult {
     Vm::new(bundle, function, vec![items(n)], limits()).run_with(&mut PromptEcho)
 }
 
 fn run_driven(
     rt: &tokio::runtime::Runtime,
-    bundle: &Bundle,
+    bundle: &Verified,
     function: u32,
     n: usize,
 ) -> TaskResult {
     let host = Blocking(Mutex::new(PromptEcho));
-    rt.block_on(tv_runtime::driver::run(
-        bundle,
-        function,
-        vec![items(n)],
-        limits(),
-        &host,
-    ))
-    .0
+    rt.block_on(tv_runtime::Run::new(bundle, function, vec![items(n)], limits()).on(&host))
+        .result
 }
 
 fn main() {
@@ -134,14 +128,10 @@ fn main() {
         ScriptRunner::default(),
     );
     let remote = || {
-        rt.block_on(tv_runtime::driver::run(
-            &bundle,
-            function,
-            vec![items(BODIES)],
-            limits(),
-            &host,
-        ))
-        .0
+        rt.block_on(
+            tv_runtime::Run::new(&bundle, function, vec![items(BODIES)], limits()).on(&host),
+        )
+        .result
     };
     let result = remote();
     assert_eq!(result.status, Status::Complete, "{result:#}");

@@ -9,13 +9,13 @@ mod workloads;
 use criterion::Criterion;
 use std::hint::black_box;
 use std::time::Duration;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::Verified;
 use tv_vm::host::HostRequest;
 use tv_vm::interp::{Step, Vm};
 use tv_vm::limits::Limits;
 
 /// The prompt tv renders for `brief` with `args`.
-fn render_tv(bundle: &Bundle, function: u32, args: &[serde_json::Value]) -> String {
+fn render_tv(bundle: &Verified, function: u32, args: &[serde_json::Value]) -> String {
     let mut vm = Vm::new(bundle, function, args.to_vec(), Limits::default());
     match vm.run() {
         Step::Host(request) => match *request {

@@ -21,7 +21,7 @@ use tv_runtime::ledger::Ledger;
 use tv_runtime::prices::Prices;
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::Verified;
 use tv_vm::result::{Status, TaskResult};
 
 const PROGRAM: &str = r#"<template name="survey" params="xs:string[]">
@@ -47,7 +47,7 @@ fn model(_: usize, req: &http::Request) -> Reply {
 }
 
 /// One whole run against `url` with the cache in `dir`.
-fn run(rt: &tokio::runtime::Runtime, bundle: &Bundle, url: &str, dir: &Path) -> TaskResult {
+fn run(rt: &tokio::runtime::Runtime, bundle: &Verified, url: &str, dir: &Path) -> TaskResult {
     let ledger = Ledger {
         prices: Prices::builtin(),
         budget: None,
@@ -65,14 +65,16 @@ fn run(rt: &tokio::runtime::Runtime, bundle: &Bundle, url: &str, dir: &Path) -> 
     );
     let function = bundle.entry("survey").expect("entry").function;
     let items: Vec<Value> = (0..99).map(|i| json!(format!("file {i}.rs"))).collect();
-    rt.block_on(tv_runtime::driver::run(
-        bundle,
-        function,
-        vec![Value::Array(items)],
-        workloads::limits(),
-        &host,
-    ))
-    .0
+    rt.block_on(
+        tv_runtime::Run::new(
+            bundle,
+            function,
+            vec![Value::Array(items)],
+            workloads::limits(),
+        )
+        .on(&host),
+    )
+    .result
 }
 
 fn main() {

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::{Bundle, Verified};
 use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::limits::Limits;
 
@@ -174,9 +174,9 @@ pub fn compile(src: &str) -> Option<Bundle> {
     tv_compiler::driver::compile(&c).map(|(_, b)| b)
 }
 
-/// Compiles `src` and panics with the diagnostics when it does not compile.
-pub fn bundle(src: &str) -> Bundle {
-    compile(src).expect("the generated workload compiles")
+/// Compiles and verifies `src`; panics with the diagnostics when it does not compile.
+pub fn bundle(src: &str) -> Verified {
+    Verified::new(compile(src).expect("the generated workload compiles")).expect("it verifies")
 }
 
 /// Where criterion writes its reports: `$CRITERION_HOME`, else `criterion` in the target

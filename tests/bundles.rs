@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 use tv_tests::bundle_of;
-use tv_vm::bundle::{Bundle, BundleError, Const, Function, Loc, Param, ValueType};
+use tv_vm::bundle::{Bundle, BundleError, Const, Function, Loc, Param, ValueType, Verified};
 use tv_vm::isa::Op;
 use tv_vm::limits::Limits;
 
@@ -251,11 +251,11 @@ fn every_bundle_kept_from_fuzzing_loads_and_runs_to_its_end() {
     }
 }
 
-fn run_every_entry(b: &Bundle) {
+fn run_every_entry(b: &Verified) {
     run_every_entry_within(b, 10_000);
 }
 
-fn run_every_entry_within(b: &Bundle, instructions: u64) {
+fn run_every_entry_within(b: &Verified, instructions: u64) {
     let host = tv_runtime::host::Blocking(Mutex::new(tv_vm::host::EchoHost));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -270,18 +270,14 @@ fn run_every_entry_within(b: &Bundle, instructions: u64) {
             instructions,
             ..Limits::default()
         };
-        rt.block_on(tv_runtime::driver::run(
-            b,
-            e.function,
-            vec![serde_json::Value::Null; n],
-            limits,
-            &host,
-        ));
+        rt.block_on(
+            tv_runtime::Run::new(b, e.function, vec![serde_json::Value::Null; n], limits).on(&host),
+        );
     }
 }
 
 fn one_function(code: Vec<Op>, locals: u16) -> Bundle {
-    let mut b = bundle_of(r#"<task name="t"><instructions>x</instructions></task>"#);
+    let mut b = bundle_of(r#"<task name="t"><instructions>x</instructions></task>"#).into_bundle();
     b.constants = vec![Const::Str("s".into())];
     b.functions = vec![Function {
         name: "f".into(),
@@ -418,7 +414,7 @@ fn the_verifier_refuses_types_nested_deeper_than_a_written_type_may_be() {
 /// without a shared memory budget it grew past gigabytes.
 #[test]
 fn branches_that_multiply_their_frames_hit_the_shared_memory_budget() {
-    let mut b = bundle_of(r#"<task name="t"><instructions>x</instructions></task>"#);
+    let mut b = bundle_of(r#"<task name="t"><instructions>x</instructions></task>"#).into_bundle();
     b.constants = vec![Const::Num(0.0)];
     let mut code = vec![Op::Branch(0, 0); 8];
     code.extend([Op::Gather(8), Op::Pop, Op::Jump(0)]);
@@ -445,7 +441,9 @@ fn branches_that_multiply_their_frames_hit_the_shared_memory_budget() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
-    let (r, _) = rt.block_on(tv_runtime::driver::run(&b, 0, Vec::new(), limits, &host));
+    let r = rt
+        .block_on(tv_runtime::Run::new(&b, 0, Vec::new(), limits).on(&host))
+        .result;
     let r = serde_json::Value::from(r);
     let error = &r["notes"]["error"];
     assert_eq!(error["resource"], "memory", "{r:#}");

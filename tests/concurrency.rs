@@ -31,7 +31,10 @@ fn timed_run(src: &str, entry: &str) -> (Value, std::time::Duration) {
         .expect("runtime");
     rt.block_on(async {
         let start = tokio::time::Instant::now();
-        let (r, _) = tv_runtime::driver::run(&b, f, vec![], Limits::default(), &Sleepy).await;
+        let r = (tv_runtime::Run::new(&b, f, vec![], Limits::default())
+            .on(&Sleepy)
+            .await)
+            .result;
         (r.into(), start.elapsed())
     })
 }

@@ -79,7 +79,10 @@ fn run_in(
         );
         host.context.workspace = workspace;
         let f = b.entry(entry).expect("entry").function;
-        let (r, _) = tv_runtime::driver::run(&b, f, args, Limits::default(), &host).await;
+        let r = (tv_runtime::Run::new(&b, f, args, Limits::default())
+            .on(&host)
+            .await)
+            .result;
         (r.into(), server.requests())
     })
 }
@@ -294,7 +297,10 @@ fn a_sequence_with_a_subtask_runs_through_the_anthropic_adapter() {
             ScriptRunner::default(),
         );
         let f = b.entry("s").expect("entry").function;
-        let (r, _) = tv_runtime::driver::run(&b, f, vec![], Limits::default(), &host).await;
+        let r = (tv_runtime::Run::new(&b, f, vec![], Limits::default())
+            .on(&host)
+            .await)
+            .result;
         (r.into(), server.requests())
     });
     assert_eq!(hits.len(), 4, "parent, subtask, parent again, second step");

@@ -441,11 +441,13 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_fails_the_loop_with_the_r
              <director><instructions>d</instructions></director>
              <evaluator><instructions>judge</instructions></evaluator>
            </task>"#,
-    );
+    )
+    .into_bundle();
     // Not asked again: this is about the failure of the loop.
     for t in &mut b.tasks {
         std::sync::Arc::make_mut(t).retries = 0;
     }
+    let b = tv_vm::bundle::Verified::new(b).expect("verifies");
     for (reply, problem, path) in [
         // The evaluator's task is typed EvaluationResult, so the reply is judged as
         // any typed JSON output is.
@@ -521,6 +523,7 @@ fn the_shipped_examples_replay_from_their_cassettes_to_complete() {
         let src = read(&path);
         let c = tv_compiler::driver::check_texts([(path.as_str(), src.as_str())]);
         let (_, b) = tv_compiler::driver::compile(&c).expect("compiles");
+        let b = tv_vm::bundle::Verified::new(b).expect("verifies");
         let cassette = tv_runtime::cassette::Cassette::load(std::path::Path::new(&format!(
             "examples/{name}.cassette.jsonl"
         )))

@@ -115,8 +115,10 @@ fn run(
         };
         let f = bundle.entry(entry).expect("entry").function;
         let start = Instant::now();
-        let (result, _) =
-            tv_runtime::driver::run(&bundle, f, vec![], Limits::default(), &host).await;
+        let result = (tv_runtime::Run::new(&bundle, f, vec![], Limits::default())
+            .on(&host)
+            .await)
+            .result;
         let result = serde_json::Value::from(result);
         let took = start.elapsed();
         let prompts = server

@@ -4,6 +4,7 @@
 //! the JSON Schemas of their types in `snapshots/schemas`.
 
 use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered};
+use tv_vm::bundle::{Bundle, BundleError, Verified};
 
 #[test]
 fn every_invalid_fixture_is_rejected_with_its_snapshotted_diagnostics() {
@@ -52,10 +53,10 @@ fn every_valid_fixture_compiles_and_its_syntax_tree_is_snapshotted() {
                 f.path.display()
             );
         }
-        let back = tv_vm::bundle::Bundle::from_bytes(&bytes)
+        let back = Bundle::from_bytes(&bytes)
             .unwrap_or_else(|e| panic!("{}: the bundle does not load back: {e}", f.path.display()));
         assert_eq!(
-            back,
+            *back,
             bundle,
             "{}: the bundle changes on a round trip",
             f.path.display()
@@ -185,11 +186,26 @@ fn every_snapshot_file_belongs_to_a_fixture() {
     );
 }
 
+/// `tvm run FILE.xml` verifies the bundle it compiled instead of decoding the bytes it
+/// hashes: for every valid fixture, that is the bundle a file of those bytes gives.
+#[test]
+fn verifying_each_valid_fixtures_bundle_in_memory_gives_what_reading_its_bytes_gives() {
+    for f in fixtures("valid") {
+        let c = compile(&f);
+        let (_, bundle) = tv_compiler::driver::compile(&c).expect("compiles");
+        let read = Bundle::from_bytes(&tv_compiler::driver::bundle_bytes(&bundle));
+        let verified = Verified::new(bundle).map_err(BundleError::Invalid);
+        assert!(verified.is_ok(), "{}: {verified:?}", f.path.display());
+        assert!(read == verified, "{}", f.path.display());
+    }
+}
+
 #[test]
 fn every_entry_of_every_valid_fixture_runs_with_the_echo_host() {
     for f in fixtures("valid") {
         let c = compile(&f);
         let (_, bundle) = tv_compiler::driver::compile(&c).expect("compiles");
+        let bundle = Verified::new(bundle).expect("verifies");
         for e in &bundle.entries {
             let args: serde_json::Map<String, serde_json::Value> = bundle.functions
                 [e.function as usize]

@@ -7,7 +7,9 @@ use serde_json::json;
 use std::sync::Arc;
 use tv_stdlib::builtins::BUILTINS;
 use tv_tests::{run_with, scripted};
-use tv_vm::bundle::{Bundle, Const, Entry, Function, Loc, Output, Param, TaskMeta, ValueType};
+use tv_vm::bundle::{
+    Bundle, Const, Entry, Function, Loc, Output, Param, TaskMeta, ValueType, Verified,
+};
 use tv_vm::isa::{CmpOp, Op, Quote};
 use tv_vm::limits::Limits;
 
@@ -322,7 +324,7 @@ proptest! {
 fn a_map_piece_verifies_and_runs_a_body_per_item() {
     let body = vec![Piece::Op(Op::Load(0)), Piece::Op(Op::Complete)];
     let b = bundle(vec![vec![Piece::Map(1, 1)], body, vec![]]);
-    tv_vm::bundle::verify::verify(&b).expect("verifies");
+    let b = Verified::new(b).expect("verifies");
     let mut host = scripted(|_| String::new());
     let r = run_with(&b, "f0", json!({}), small_limits(), &mut host);
     // `f0` returns the map's result: one value per item, each body's argument.

@@ -77,7 +77,7 @@ pub fn in_suite(suite: &str, assert: impl FnOnce()) {
 }
 
 /// A compiled program, ready to run.
-pub fn bundle_of(src: &str) -> tv_vm::bundle::Bundle {
+pub fn bundle_of(src: &str) -> tv_vm::bundle::Verified {
     let c = driver::check_texts([("test.xml", src)]);
     assert!(
         !c.diags.has_errors(),
@@ -116,7 +116,7 @@ impl<F: FnMut(&tv_vm::host::LlmRequest) -> String> tv_vm::host::Host for Scripte
 
 /// Runs `entry` with named arguments through a synchronous host loop.
 pub fn run_with(
-    bundle: &tv_vm::bundle::Bundle,
+    bundle: &tv_vm::bundle::Verified,
     entry: &str,
     args: serde_json::Value,
     limits: tv_vm::limits::Limits,

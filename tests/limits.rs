@@ -120,8 +120,8 @@ fn the_instruction_budget_stops_pure_computation() {
 #[test]
 fn the_wall_time_limit_is_enforced_by_the_async_driver() {
     use std::sync::Mutex;
-    use tv_runtime::driver::run;
     use tv_runtime::host::Blocking;
+    use tv_runtime::Run;
     struct Slow;
     impl tv_runtime::host::AsyncHost for Slow {
         async fn call(&self, _: &HostRequest) -> tv_vm::host::HostReply {
@@ -139,10 +139,16 @@ fn the_wall_time_limit_is_enforced_by_the_async_driver() {
         wall_time: std::time::Duration::from_secs(2),
         ..Limits::default()
     };
-    let (r, _) = rt.block_on(run(&b, 0, vec![], limits.clone(), &Slow));
-    assert_eq!(exhausted(&r.into()), ("RESOURCE_EXHAUSTION", "time"));
-    let (r, usage) = rt.block_on(run(&b, 0, vec![], limits, &Blocking(Mutex::new(EchoHost))));
-    assert_eq!((status(&r.into()), usage.turns), ("COMPLETE", 1));
+    let ran = rt.block_on(Run::new(&b, 0, vec![], limits.clone()).on(&Slow));
+    assert_eq!(
+        exhausted(&ran.result.into()),
+        ("RESOURCE_EXHAUSTION", "time")
+    );
+    let ran = rt.block_on(Run::new(&b, 0, vec![], limits).on(&Blocking(Mutex::new(EchoHost))));
+    assert_eq!(
+        (status(&ran.result.into()), ran.usage.turns),
+        ("COMPLETE", 1)
+    );
 }
 
 #[test]

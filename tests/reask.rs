@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use tv_stdlib::types::Type;
 use tv_tests::bundle_of;
-use tv_vm::bundle::{Bundle, Output, ValueType};
+use tv_vm::bundle::{Output, ValueType, Verified};
 use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest, Role};
 use tv_vm::interp::Vm;
 use tv_vm::limits::Limits;
@@ -54,18 +54,18 @@ fn replies(texts: &[&str]) -> Replies {
 const REVIEW: &str = r#"<task name="review"><instructions>Review the change.</instructions>
     <output_format type="json" schema="{approved: boolean}"/></task>"#;
 
-fn review(retries: Option<u32>) -> Bundle {
-    let mut b = bundle_of(REVIEW);
+fn review(retries: Option<u32>) -> Verified {
+    let mut b = bundle_of(REVIEW).into_bundle();
     if let Some(n) = retries {
         for t in &mut b.tasks {
             Arc::make_mut(t).retries = n;
         }
     }
-    b
+    Verified::new(b).expect("verifies")
 }
 
 /// Runs the bundle's only entry with no arguments; the result and the turns spent.
-fn run(b: &Bundle, limits: Limits, host: &mut Replies) -> (Value, u64) {
+fn run(b: &Verified, limits: Limits, host: &mut Replies) -> (Value, u64) {
     let entry = &b.entries[0];
     let mut vm = Vm::new(b, entry.function, Vec::new(), limits);
     let r = vm.run_with(host).into();
@@ -228,7 +228,8 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_is_asked_again_then_accep
              <director><instructions>draft</instructions></director>
              <evaluator><instructions>judge {{director_result}}</instructions></evaluator>
            </task>"#,
-    );
+    )
+    .into_bundle();
     // What the compiler gives an atomic evaluator without an output format. The
     // loop's tasks are numbered from 1 in the order written: the director, the evaluator.
     let evaluation = Output::Json(Some(ValueType::from(Type::evaluation_result())));
@@ -238,6 +239,7 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_is_asked_again_then_accep
         .find(|t| t.name == "l#2")
         .expect("the evaluator");
     Arc::make_mut(evaluator).output = evaluation.clone();
+    let b = Verified::new(b).expect("verifies");
     let mut host = replies(&[
         "my draft",
         r#"{"success": "yes"}"#,
@@ -258,7 +260,7 @@ fn an_evaluator_reply_that_is_not_an_evaluation_result_is_asked_again_then_accep
 }
 
 /// A task that answers in JSON of `ty` (untyped JSON when `None`), asked again once.
-fn typed(ty: Option<&str>) -> Bundle {
+fn typed(ty: Option<&str>) -> Verified {
     let schema = ty.map_or(String::new(), |t| {
         format!(
             r#" schema="{}""#,

@@ -10,6 +10,7 @@
 
 use serde_json::Value;
 use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered, run_with};
+use tv_vm::bundle::Verified;
 use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::limits::Limits;
 
@@ -92,6 +93,7 @@ fn every_run_fixture_asks_and_returns_what_its_snapshot_shows() {
             rendered(&c)
         );
         let (_, bundle) = tv_compiler::driver::compile(&c).expect("compiles");
+        let bundle = Verified::new(bundle).expect("verifies");
         let source = std::fs::read_to_string(&f.path).expect("fixture");
         let entry = bundle.entries.first().expect("an entry").name.clone();
         let mut host = RunHost::default();

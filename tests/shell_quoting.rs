@@ -8,7 +8,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tv_tests::{bundle_of, run_with};
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::Verified;
 use tv_vm::host::EchoHost;
 use tv_vm::limits::Limits;
 
@@ -49,7 +49,7 @@ fn value(trap: &Path) -> impl Strategy<Value = String> {
 }
 
 /// A script task whose command prints its arguments with `printf '%s'`, given after it.
-fn script(args: &str) -> Bundle {
+fn script(args: &str) -> Verified {
     bundle_of(&format!(
         r#"<task name="s" type="script"><inputs><input name="v">a value</input></inputs>
              <script_execution><command>printf '%s' {args}</command></script_execution></task>"#
@@ -57,7 +57,7 @@ fn script(args: &str) -> Bundle {
 }
 
 /// The command the machine builds for `v`, and what `sh -c` prints when running it.
-fn run(bundle: &Bundle, v: &str) -> (String, String) {
+fn run(bundle: &Verified, v: &str) -> (String, String) {
     let r = run_with(
         bundle,
         "s",
@@ -74,7 +74,7 @@ fn run(bundle: &Bundle, v: &str) -> (String, String) {
     (command, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn check(bundle: &Bundle, trap: &Path, v: &str, expected: String) -> Result<(), TestCaseError> {
+fn check(bundle: &Verified, trap: &Path, v: &str, expected: String) -> Result<(), TestCaseError> {
     let (command, printed) = run(bundle, v);
     prop_assert_eq!(printed, expected, "command: {}", command);
     prop_assert!(!trap.exists(), "the value ran as code: {}", command);

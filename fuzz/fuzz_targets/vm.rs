@@ -5,10 +5,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|program: tv_fuzz::Program| {
-    let bundle = program.bundle();
-    if tv_vm::bundle::verify::verify(&bundle).is_err() {
+    let Ok(bundle) = tv_vm::bundle::Verified::new(program.bundle()) else {
         return;
-    }
+    };
     let bundle = tv_fuzz::assert_round_trip(&bundle);
     let _ = tv_vm::disasm::disassemble(&bundle);
     tv_fuzz::run_every_entry(&bundle, &program.args(), &mut program.host());

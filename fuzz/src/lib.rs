@@ -9,7 +9,7 @@ pub use host::{Reply, ScriptOutcome, Scripted, J};
 pub use program::Program;
 
 use serde_json::Value;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::{Bundle, Verified};
 use tv_vm::host::Host;
 use tv_vm::interp::{Step, Vm};
 use tv_vm::limits::Limits;
@@ -31,7 +31,7 @@ pub fn small_limits() -> Limits {
 
 /// Runs `function` to its end and checks what must hold of every run.
 pub fn run(
-    bundle: &Bundle,
+    bundle: &Verified,
     function: u32,
     args: Vec<Value>,
     limits: &Limits,
@@ -58,7 +58,7 @@ pub fn run(
 }
 
 /// Runs every entry of a verified bundle, arguments taken in turn from `args`.
-pub fn run_every_entry(bundle: &Bundle, args: &[Value], host: &mut impl Host) {
+pub fn run_every_entry(bundle: &Verified, args: &[Value], host: &mut impl Host) {
     let limits = small_limits();
     for e in &bundle.entries {
         let n = bundle
@@ -87,8 +87,9 @@ pub fn reseal(payload: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A verified bundle must survive a trip through its bytes unchanged.
-pub fn assert_round_trip(bundle: &Bundle) -> Bundle {
+/// A verified bundle must survive a trip through its bytes unchanged; what it reads
+/// back is verified again.
+pub fn assert_round_trip(bundle: &Bundle) -> Verified {
     let bytes = bundle.to_bytes();
     let back = Bundle::from_bytes(&bytes)
         .unwrap_or_else(|e| panic!("a verified bundle does not load back: {e}"));

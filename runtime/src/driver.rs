@@ -13,63 +13,34 @@ use crate::journal::{body_request, Journal};
 use futures::future::{join_all, BoxFuture};
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use tv_vm::bundle::Bundle;
 use tv_vm::host::{HostReply, HostRequest};
-use tv_vm::interp::{Body, BodyTag, Step, Usage, Vm};
-use tv_vm::limits::{Limits, Spending};
+use tv_vm::interp::{Body, BodyTag, Step, Vm};
+use tv_vm::limits::Spending;
 use tv_vm::result::{Reason, Resource, TaskError, TaskResult};
 
-/// Runs `function` of `bundle` to its final task result.
-pub async fn run<H: AsyncHost>(
-    bundle: &Bundle,
-    function: u32,
-    args: Vec<Value>,
-    limits: Limits,
-    host: &H,
-) -> (TaskResult, Usage) {
-    run_journaled(bundle, function, args, limits, host, None).await
-}
-
-/// [`run`], with every host call going through `journal` when there is one: answered
-/// from it when it holds the call, else made and written down before the run goes on.
-pub async fn run_journaled<H: AsyncHost>(
-    bundle: &Bundle,
-    function: u32,
-    args: Vec<Value>,
-    limits: Limits,
-    host: &H,
-    journal: Option<&Journal>,
-) -> (TaskResult, Usage) {
-    run_interruptible(bundle, function, args, limits, host, journal, None).await
-}
-
-/// [`run_journaled`], which also stops, as it stops at its wall-clock limit, once
-/// `interrupt` holds `true` (`tvm run` sets it at Ctrl-C): every machine ends at its next
-/// wait with an `execution_halted` failure, its calls in flight counted as abandoned.
-pub async fn run_interruptible<H: AsyncHost>(
-    bundle: &Bundle,
-    function: u32,
-    args: Vec<Value>,
-    limits: Limits,
+/// Drives `vm` to its final task result (a run starts here through
+/// [`crate::Run::on`]): every host call answered by `host`, through `journal` when
+/// there is one; stopped at the wall-clock limit `wall`, or once `interrupt` holds
+/// `true`.
+pub(crate) async fn run<H: AsyncHost>(
+    vm: &mut Vm<'_>,
+    wall: Duration,
     host: &H,
     journal: Option<&Journal>,
     interrupt: Option<watch::Receiver<bool>>,
-) -> (TaskResult, Usage) {
+) -> TaskResult {
     let deadline = Deadline {
         start: Instant::now(),
-        wall: limits.wall_time,
+        wall,
         interrupt,
     };
     let calls = Calls { host, journal };
-    let mut vm = Vm::new(bundle, function, args, limits);
-    let result = drive(&mut vm, &calls, &deadline, String::new()).await;
-    (result, vm.usage())
+    drive(vm, &calls, &deadline, String::new()).await
 }
 
 /// What a run says when Ctrl-C stopped it.

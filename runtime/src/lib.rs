@@ -21,4 +21,8 @@ pub mod observe;
 pub mod offline;
 pub mod prices;
 pub mod providers;
+mod run;
 pub mod script;
+pub mod testing;
+
+pub use run::{Ran, Run};

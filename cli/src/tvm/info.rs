@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tv_stdlib::types::{Expanded, Type};
 use tv_vm::bundle::{Bundle, Function, CONTEXT_PARAM};
-use tv_vm::isa::Op;
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -52,16 +51,6 @@ struct Item<'b> {
     called_by: BTreeSet<&'b str>,
 }
 
-/// The names of the items no other item calls (the entry points), and of those another
-/// item calls, each in the bundle's order.
-pub fn entry_points(bundle: &Bundle) -> (Vec<&str>, Vec<&str>) {
-    let (called, roots): (Vec<Item>, Vec<Item>) = items(bundle)
-        .into_iter()
-        .partition(|i| !i.called_by.is_empty());
-    let roots = roots.into_iter().map(|i| i.name).collect();
-    (roots, called.into_iter().map(|i| i.name).collect())
-}
-
 /// The entry points' functions, in the bundle's order.
 fn entries(bundle: &Bundle) -> impl Iterator<Item = (&str, &Function)> {
     bundle.entries.iter().filter_map(|e| {
@@ -72,29 +61,13 @@ fn entries(bundle: &Bundle) -> impl Iterator<Item = (&str, &Function)> {
     })
 }
 
-/// Every item with its callers, in the bundle's order. A function's calls count for
-/// the item it belongs to: the bodies an item runs apart are named after it
-/// (`item~1`, `item~1~2`), so a call from one of them is a call from the item. An item
-/// calling only itself is not called by another.
+/// Every item with its callers, in the bundle's order (see [`Bundle::entry_callers`]).
 fn items(bundle: &Bundle) -> Vec<Item<'_>> {
-    let mut callers: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
-    for f in &bundle.functions {
-        let owner = f.name.split('~').next().unwrap_or(&f.name);
-        for op in &f.code {
-            if let Op::Call(callee, _) = op {
-                let callee_name = bundle.functions.get(*callee as usize).map(|c| &c.name);
-                if callee_name.is_some_and(|n| n != owner) {
-                    callers.entry(*callee).or_default().insert(owner);
-                }
-            }
-        }
-    }
     bundle
-        .entries
-        .iter()
-        .filter_map(|e| {
+        .entry_callers()
+        .into_iter()
+        .filter_map(|(e, called_by)| {
             let f = bundle.functions.get(e.function as usize)?;
-            let called_by = callers.remove(&e.function).unwrap_or_default();
             Some(Item {
                 name: &e.name,
                 f,

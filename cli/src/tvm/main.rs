@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 mod batch;
 mod dotenv;
-mod expect;
 mod info;
 mod interrupt;
 mod keys;
@@ -22,12 +21,12 @@ mod source;
 mod testing;
 
 use tv_cli::output;
-use tv_runtime::driver;
 use tv_runtime::files;
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::journal::Journal;
+use tv_runtime::Run;
 use tv_vm::args;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::{Bundle, Verified};
 use tv_vm::limits::Limits;
 use tv_vm::result::TaskResult;
 
@@ -172,12 +171,12 @@ fn protect_keys() {
 }
 
 /// A bundle (or the bundle of templates, compiled) and the SHA-256 of its bytes.
-fn load(path: &Path) -> Result<(Bundle, String), String> {
+fn load(path: &Path) -> Result<(Verified, String), String> {
     load_with_bytes(path).map(|(bundle, hash, _)| (bundle, hash))
 }
 
 /// [`load`], with the bundle's bytes (a batch published to a server carries them).
-fn load_with_bytes(path: &Path) -> Result<(Bundle, String, Vec<u8>), String> {
+fn load_with_bytes(path: &Path) -> Result<(Verified, String, Vec<u8>), String> {
     source::load(path).map(|l| (l.bundle, l.hash, l.bytes))
 }
 
@@ -373,7 +372,7 @@ fn print_result(ran: Ran, how: Output) -> Result<ExitCode, String> {
 /// Runs the entry to its end, or until Ctrl-C, and gives its result, with the run's
 /// usage.
 fn execute(
-    bundle: &Bundle,
+    program: &Verified,
     entry: u32,
     values: Vec<Value>,
     limits: Limits,
@@ -386,11 +385,14 @@ fn execute(
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let stopped = stopping.clone();
-    let (mut result, usage) = runtime.block_on(async {
+    let ran = runtime.block_on(async {
         let listener = tokio::spawn(interrupt::on_ctrl_c(stop));
-        let run =
-            driver::run_interruptible(bundle, entry, values, limits, host, journal, Some(stopping));
-        let out = run.await;
+        let run = Run {
+            journal,
+            interrupt: Some(stopping),
+            ..Run::new(program, entry, values, limits)
+        };
+        let out = run.on(host).await;
         listener.abort();
         out
     });
@@ -402,7 +404,7 @@ fn execute(
     if let Some(problem) = host.unconfigured() {
         return Err(problem);
     }
-    result.set_note("usage", usage.notes());
+    let result = ran.result;
     // A Ctrl-C that came as the run was ending did not stop it.
     let interrupted = *stopped.borrow() && result.is_failed();
     Ok(Ran {
@@ -443,31 +445,10 @@ fn priced(host: &RunHost, bundle: &Bundle) -> Result<(), String> {
     Ok(())
 }
 
-/// The entry to run: the one named, else the bundle's only entry point, where entry
-/// points are, as `tvm info` lists them, the items no other item calls.
-fn pick_entry(bundle: &Bundle, name: Option<&str>) -> Result<u32, String> {
-    let (roots, called) = info::entry_points(bundle);
-    let names = || {
-        let mut all = roots.join(", ");
-        if !called.is_empty() {
-            all.push_str(&format!("; also callable: {}", called.join(", ")));
-        }
-        all
-    };
-    match name {
-        Some(n) => bundle
-            .entry(n)
-            .map(|e| e.function)
-            .ok_or_else(|| format!("no entry point `{n}` in the bundle (entries: {})", names())),
-        None if bundle.entries.len() == 1 => Ok(bundle.entries[0].function),
-        None => match roots[..] {
-            [only] => bundle.entry(only).map(|e| e.function).ok_or_else(names),
-            _ => Err(format!(
-                "the bundle has several entry points; choose one with --entry ({})",
-                names()
-            )),
-        },
-    }
+/// The entry to run: the one named, else the bundle's only entry point (see
+/// [`Verified::entry_point`]).
+fn pick_entry(program: &Verified, name: Option<&str>) -> Result<u32, String> {
+    program.entry_point(name).map_err(|e| e.to_string())
 }
 
 /// The text of `--arg NAME=@FILE`: a regular file within [`files::ARGUMENT`], so

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use tv_cli::color::{stderr_color, Color};
 use tv_compiler::driver::{self, Compilation};
 use tv_runtime::{files, journal};
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::{Bundle, BundleError, Verified};
 
-/// A program ready to run: its bundle, the SHA-256 of the bundle's bytes, the bytes.
+/// A program ready to run: its verified bundle, the SHA-256 of the bundle's bytes, the
+/// bytes.
 pub struct Loaded {
-    pub bundle: Bundle,
+    pub bundle: Verified,
     pub hash: String,
     pub bytes: Vec<u8>,
 }
@@ -57,10 +58,14 @@ pub fn compile(paths: &[PathBuf]) -> Result<(Compilation, Loaded), String> {
             return Err(errors(diags.error_count()));
         }
     };
+    // The bytes are what a bundle file of these templates would hold: their hash names
+    // the program in journals and batches. What runs is the bundle itself, verified as
+    // a bundle file is when it is read (decoding the bytes again would give the same).
     let bytes = driver::bundle_bytes(&bundle);
-    // Read back as a bundle file is read, so that what runs is verified the same way.
-    let bundle = Bundle::from_bytes(&bytes)
-        .map_err(|e| format!("the compiled templates fail verification: {e}"))?;
+    let bundle = Verified::new(bundle).map_err(|e| {
+        let e = BundleError::Invalid(e);
+        format!("the compiled templates fail verification: {e}")
+    })?;
     let hash = journal::sha256(&bytes);
     Ok((
         c,

@@ -1,23 +1,18 @@
 //! `tvm test PATH...`: compiles the templates, runs each `<test>` offline (its replies,
 //! then its cassettes; nothing is sent to a provider), checks its expectations, and
-//! prints one line per test and `N passed, M failed` (DESIGN §17).
+//! prints one line per test and `N passed, M failed` (DESIGN §17). The running and
+//! checking are the runtime's ([`tv_runtime::testing`]); here the compiler's tests
+//! become its [`TestSpec`]s, and snapshots are compared and lines printed.
 
 use crate::{output, snapshots, source};
 use clap::Args;
-use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tv_compiler::ast::{Check, TestCase, TestValue};
 use tv_compiler::driver::Compilation;
-use tv_runtime::cassette::Cassette;
-use tv_runtime::driver;
-use tv_runtime::files;
-use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::observe::Trace;
-use tv_runtime::offline::{Offline, ReplyRule};
-use tv_runtime::script::ScriptRunner;
-use tv_vm::bundle::Bundle;
-use tv_vm::limits::Limits;
+use tv_runtime::offline::ReplyRule;
+use tv_runtime::testing::{self, TestSpec};
 
 #[derive(Args)]
 pub struct TestArgs {
@@ -66,9 +61,10 @@ pub fn test(args: TestArgs) -> Result<ExitCode, String> {
     for test in &tests {
         let dir = folder(&c, test);
         let traced = trace.as_ref().map(|t| t.for_test(&test.name.node));
-        let mut problems = match runtime.block_on(run(&loaded.bundle, test, &dir, traced)) {
+        let spec = spec(test, &dir);
+        let mut problems = match runtime.block_on(spec.run(&loaded.bundle, traced)) {
             Ok(result) => {
-                let mut problems = expectations(test, &result);
+                let mut problems = spec.unmet(&result);
                 let name = format!(
                     "{}__test_{}",
                     stem(&c, test),
@@ -171,147 +167,38 @@ fn position(c: &Compilation, test: &TestCase) -> String {
     format!("{}:{line}:{col}", file.path.display())
 }
 
-/// Runs one test's entry with its arguments and offline replies, one call at a time so
-/// that replies are used in the order the workflow asks.
-async fn run(
-    bundle: &Bundle,
-    test: &TestCase,
-    dir: &Path,
-    trace: Option<Trace>,
-) -> Result<Value, String> {
-    let entry = bundle
-        .entry(&test.entry.node)
-        .ok_or_else(|| format!("the bundle has no entry point `{}`", test.entry.node))?;
-    let f = &bundle.functions[entry.function as usize];
-    let mut given = Map::new();
-    for arg in &test.args {
-        let raw = match &arg.value {
-            TestValue::Text(t) => t.clone(),
-            TestValue::File(p) => beneath(dir, &p.node, files::ARGUMENT)
-                .and_then(|bytes| String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".into()))
-                .map_err(|e| format!("argument `{}`: {}: {e}", arg.name.node, p.node))?,
-        };
-        let ty = f
-            .params
-            .iter()
-            .find(|p| p.name == arg.name.node)
-            .map_or(tv_stdlib::types::Type::Any, |p| p.ty.to_type());
-        let value = tv_vm::args::parse_arg(&arg.name.node, &ty, &raw)?;
-        given.insert(arg.name.node.clone(), value);
-    }
-    let values = tv_vm::args::bind(f, given)?;
-    let mut cassettes = Vec::new();
-    for c in &test.cassettes {
-        let bytes = beneath(dir, &c.node, files::CASSETTE)
-            .map_err(|e| format!("cassette {}: {e}", c.node))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| format!("cassette {}: is not UTF-8 text", c.node))?;
-        cassettes.push(Cassette::parse(&text, &c.node)?);
-    }
-    let rules = test
-        .replies
-        .iter()
-        .map(|r| ReplyRule {
-            matches: r.matches.clone(),
-            text: r.text.clone(),
-        })
-        .collect();
-    // Scripts run where the test is written, as its relative paths do.
-    let scripts = ScriptRunner {
-        workdir: Some(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())),
-        ..ScriptRunner::default()
+/// The runtime's description of a test: what the compiler read, with its paths
+/// relative to the test's folder `dir`.
+fn spec(test: &TestCase, dir: &Path) -> TestSpec {
+    let value = |v: &TestValue| match v {
+        TestValue::Text(t) => testing::TestValue::Text(t.clone()),
+        TestValue::File(p) => testing::TestValue::File(p.node.clone()),
     };
-    let mut host = RunHost::with_adapters(Choice::Replay, None, None, scripts);
-    host.offline = Some(Offline::new(rules, cassettes));
-    host.context.workspace = Some(dir.to_path_buf());
-    host.context.no_search = true;
-    host.trace = trace;
-    let limits = Limits {
-        concurrency: 1,
-        ..Limits::default()
+    let check = |c: &Check| match c {
+        Check::Status(s) => testing::Check::Status(s.clone()),
+        Check::Equals { path, value } => testing::Check::Equals {
+            path: path.clone(),
+            value: value.clone(),
+        },
+        Check::Contains { path, value } => testing::Check::Contains {
+            path: path.clone(),
+            value: value.clone(),
+        },
+        Check::Exists { path } => testing::Check::Exists { path: path.clone() },
     };
-    let (mut result, usage) =
-        driver::run_journaled(bundle, entry.function, values, limits, &host, None).await;
-    result.set_note("usage", usage.notes());
-    serde_json::to_value(&result).map_err(|e| format!("the result is not JSON: {e}"))
-}
-
-/// The bytes of the file `written` names in the test's folder `dir`, within `bound`:
-/// the compiler refuses `..` and absolute paths, and the file is opened beneath the
-/// folder, so a link that leads out of it is refused too, when it is opened.
-fn beneath(dir: &Path, written: &str, bound: files::Bound) -> Result<Vec<u8>, String> {
-    let folder = files::open_dir(dir).map_err(|e| format!("cannot be read: {e}"))?;
-    let file = files::open_beneath(&folder, Path::new(written)).map_err(|e| match e {
-        files::FileError::Outside => {
-            "leads out of the test's folder through a link, so it is not read".to_string()
-        }
-        e => e.to_string(),
-    })?;
-    files::read_open(&file, bound).map_err(|e| e.to_string())
-}
-
-/// What of the test's expectations the result does not meet. A test that states no
-/// status expects its run to complete: a failure never passes unnoticed.
-fn expectations(test: &TestCase, result: &Value) -> Vec<String> {
-    let status = result.get("status").and_then(Value::as_str).unwrap_or("");
-    let mut problems = Vec::new();
-    let states_status = test
-        .expects
-        .iter()
-        .any(|e| matches!(e.check, Check::Status(_)));
-    if !states_status && status != "COMPLETE" {
-        let mut problem = format!("the run ended {status}: {}", error_of(result));
-        if let Some(tail) = script_stderr(result) {
-            problem.push_str(&format!("\nthe script's stderr ended:\n{tail}"));
-        }
-        problems.push(problem);
+    TestSpec {
+        entry: test.entry.node.clone(),
+        args: (test.args.iter())
+            .map(|a| (a.name.node.clone(), value(&a.value)))
+            .collect(),
+        replies: (test.replies.iter())
+            .map(|r| ReplyRule {
+                matches: r.matches.clone(),
+                text: r.text.clone(),
+            })
+            .collect(),
+        cassettes: test.cassettes.iter().map(|c| c.node.clone()).collect(),
+        expects: test.expects.iter().map(|e| check(&e.check)).collect(),
+        folder: dir.to_path_buf(),
     }
-    for e in &test.expects {
-        if let Some(p) = crate::expect::check(&e.check, result) {
-            problems.push(p);
-        }
-    }
-    problems
-}
-
-/// A failed result's error message, for the line that says the run failed.
-fn error_of(result: &Value) -> String {
-    result
-        .pointer("/notes/error/message")
-        .and_then(Value::as_str)
-        .unwrap_or("no error message")
-        .to_string()
-}
-
-/// Lines of a failed script's stderr shown under a failed test.
-const STDERR_LINES: usize = 10;
-/// Characters of them shown at most.
-const STDERR_CHARS: usize = 2000;
-/// How deep the errors of nested tasks are followed.
-const ERROR_DEPTH: usize = 32;
-
-/// The end of the stderr of the script a failed run ended on: the result's own
-/// `scriptOutput`, or that of the error of the step, item or input that failed, down
-/// the chain of nested errors.
-fn script_stderr(result: &Value) -> Option<String> {
-    let mut output = result.pointer("/notes/scriptOutput");
-    let mut error = result.pointer("/notes/error");
-    for _ in 0..ERROR_DEPTH {
-        if output.is_some() {
-            break;
-        }
-        let details = error?.get("details")?;
-        output = details.get("scriptOutput");
-        error = ["stepError", "itemError", "inputError", "subtaskError"]
-            .iter()
-            .find_map(|k| details.get(*k));
-    }
-    let stderr = output?.get("stderr")?.as_str()?.trim_end();
-    if stderr.is_empty() {
-        return None;
-    }
-    let lines: Vec<&str> = stderr.lines().collect();
-    let tail = lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n");
-    let skip = tail.chars().count().saturating_sub(STDERR_CHARS);
-    Some(tail.chars().skip(skip).collect())
 }

@@ -9,11 +9,10 @@ use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tv_runtime::driver;
 use tv_runtime::host::AsyncHost;
 use tv_runtime::journal::{self, Header, Journal};
-use tv_vm::bundle::verify::verify;
-use tv_vm::bundle::{Bundle, Const, Entry, Function, Loc, Param, TaskMeta, ValueType};
+use tv_runtime::Run;
+use tv_vm::bundle::{Bundle, Const, Entry, Function, Loc, Param, TaskMeta, ValueType, Verified};
 use tv_vm::host::{HostError, HostReply, HostRequest, ScriptReply};
 use tv_vm::isa::Op::{self, *};
 use tv_vm::limits::Limits;
@@ -41,7 +40,12 @@ fn function(name: &str, params: &[&str], locals: u16, code: Vec<Op>) -> Function
 
 /// `main(xs)` maps `body(item, index)` over `xs`, at most `n` bodies at once (0: the
 /// run's limit), as the compiler writes a map; the body runs its item as a script.
-fn map_bundle(n: u16) -> Bundle {
+fn map_bundle(n: u16) -> Verified {
+    Verified::new(unverified_map(n)).expect("the bundle verifies")
+}
+
+/// [`map_bundle`] before it is verified, to change.
+fn unverified_map(n: u16) -> Bundle {
     let main = vec![
         Load(0),
         Items,
@@ -61,7 +65,7 @@ fn map_bundle(n: u16) -> Bundle {
         Return,
     ];
     let body = vec![Load(0), Op::Const(0), Script(0), Return];
-    let b = Bundle {
+    Bundle {
         compiler_version: "test".into(),
         constants: vec![Const::Null, Const::Str("main".into())],
         functions: vec![
@@ -74,9 +78,7 @@ fn map_bundle(n: u16) -> Bundle {
             function: 0,
         }],
         files: vec!["each.xml".into()],
-    };
-    verify(&b).expect("the bundle verifies");
-    b
+    }
 }
 
 /// How a [`Scripts`] host answers the command of item `i`.
@@ -168,8 +170,8 @@ fn timed_map(n: u16, limit: usize, items: usize, host: &Scripts) -> (Value, Dura
     let xs = json!((0..items).collect::<Vec<_>>());
     paused().block_on(async {
         let start = tokio::time::Instant::now();
-        let (r, _) = driver::run(&b, 0, vec![xs], limits, host).await;
-        (r.into(), start.elapsed())
+        let ran = Run::new(&b, 0, vec![xs], limits).on(host).await;
+        (ran.result.into(), start.elapsed())
     })
 }
 
@@ -273,10 +275,14 @@ fn journaled(path: &std::path::Path, xs: Value, n: u16, host: &Scripts) -> Journ
         Ok(_) => Journal::open(path).expect("opened").1,
         Err(_) => Journal::create(path, &header()).expect("created"),
     };
-    let run = driver::run_journaled(&b, 0, vec![xs], Limits::default(), host, Some(&journal));
-    let r = paused().block_on(async { tokio::time::timeout(Duration::from_secs(60), run).await });
+    let run = Run {
+        journal: Some(&journal),
+        ..Run::new(&b, 0, vec![xs], Limits::default())
+    };
+    let r = paused()
+        .block_on(async { tokio::time::timeout(Duration::from_secs(60), run.on(host)).await });
     Journaled {
-        result: r.ok().map(|(r, _)| r),
+        result: r.ok().map(|ran| ran.result),
         bodies_replayed: journal.bodies_replayed(),
         calls_replayed: journal.counts().0,
     }
@@ -436,17 +442,17 @@ fn a_body_goes_on_while_its_machine_waits_for_a_host_call() {
         Pop,
         Return,
     ];
-    let mut b = map_bundle(1);
+    let mut b = unverified_map(1);
     b.constants.push(Const::Str("7".into()));
     b.functions[0] = function("main", &["xs"], 3, main);
-    verify(&b).expect("verifies");
+    let b = Verified::new(b).expect("verifies");
     let body_called = Arc::new(tokio::sync::Semaphore::new(0));
     let host = Waits {
         body_called: body_called.clone(),
     };
-    let run = driver::run(&b, 0, vec![json!(null)], Limits::default(), &host);
+    let run = Run::new(&b, 0, vec![json!(null)], Limits::default()).on(&host);
     let r = paused().block_on(async { tokio::time::timeout(Duration::from_secs(60), run).await });
-    let (r, _) = r.expect("no deadlock");
+    let r = r.expect("no deadlock").result;
     assert_eq!(r.content, "main", "{r}");
 }
 

@@ -26,7 +26,7 @@ const KEY: &str = "sk-proc-environ-SECRET-31337";
 /// parent's (tvm's) environment, one variable a line.
 fn environ_reading_bundle(dir: &Path) -> std::path::PathBuf {
     let bytes = std::fs::read(golden("script_between_llm_steps")).expect("golden");
-    let mut b = Bundle::from_bytes(&bytes).expect("bundle");
+    let mut b = Bundle::from_bytes(&bytes).expect("bundle").into_bundle();
     let mut replaced = 0;
     for c in &mut b.constants {
         if let Const::Str(s) = c {

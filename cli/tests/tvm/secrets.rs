@@ -372,13 +372,9 @@ fn settings_adapters_requests_and_replies_print_no_key_in_their_debug_text() {
             &json!({"diff": "+x", "title": "Add a flag"}),
         )
         .expect("entry");
-    let (result, _) = rt.block_on(tv_runtime::driver::run(
-        &bundle,
-        f,
-        args,
-        Limits::default(),
-        &host,
-    ));
+    let result = rt
+        .block_on(tv_runtime::Run::new(&bundle, f, args, Limits::default()).on(&host))
+        .result;
     assert_eq!(result.status, Status::Failed, "{result:#}");
     scan.text("result", result.to_string());
     let seen = host.seen.into_inner().expect("lock");
@@ -395,7 +391,8 @@ fn settings_adapters_requests_and_replies_print_no_key_in_their_debug_text() {
 fn env_printing_bundle(dir: &Path) -> PathBuf {
     let mut b =
         Bundle::from_bytes(&std::fs::read(golden("script_between_llm_steps")).expect("golden"))
-            .expect("bundle");
+            .expect("bundle")
+            .into_bundle();
     let mut replaced = 0;
     for c in &mut b.constants {
         if let Const::Str(s) = c {

@@ -17,14 +17,14 @@ pub use folder::apart_from_state;
 pub use lines::{Lines, MAX_ROW_BYTES};
 pub use state::{Start, State};
 
-use crate::driver;
 use crate::host::AsyncHost;
 use crate::observe::Progress;
+use crate::run::{Ran, Run};
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, Write};
 use tv_vm::args;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::{Bundle, Verified};
 use tv_vm::limits::{Limits, Spending};
 use tv_vm::result::{Reason, Resource, Status, TaskError, TaskResult};
 
@@ -66,7 +66,7 @@ impl Summary {
 /// What a batch runs: a bundle's entry point with these limits, at most `concurrency`
 /// rows at once, with its state in `state` when it keeps one.
 pub struct Batch<'a, H> {
-    pub bundle: &'a Bundle,
+    pub bundle: &'a Verified,
     pub function: u32,
     pub host: &'a H,
     pub limits: &'a Limits,
@@ -162,31 +162,19 @@ pub async fn run_until<H: AsyncHost>(
                     }
                     running.push(async move {
                         let limits = limits.clone();
-                        let (mut r, usage, journal) = match journal {
+                        let run = Run::new(bundle, function, values, limits);
+                        let (ran, journal) = match journal {
                             Some(Err(why)) => {
                                 let e = TaskError::failure(Reason::ExecutionHalted, why);
-                                (TaskResult::failed(e), Default::default(), None)
+                                (Ran::unstarted(TaskResult::failed(e)), None)
                             }
                             Some(Ok(j)) => {
-                                let (r, usage) = driver::run_journaled(
-                                    bundle,
-                                    function,
-                                    values,
-                                    limits,
-                                    host,
-                                    Some(&j),
-                                )
-                                .await;
-                                (r, usage, Some(j))
+                                let journal = Some(&j);
+                                (Run { journal, ..run }.on(host).await, Some(j))
                             }
-                            None => {
-                                let (r, usage) =
-                                    driver::run(bundle, function, values, limits, host).await;
-                                (r, usage, None)
-                            }
+                            None => (run.on(host).await, None),
                         };
-                        r.set_note("usage", usage.notes());
-                        (row.index, row.id, r, usage.spending, journal)
+                        (row.index, row.id, ran.result, ran.usage.spending, journal)
                     });
                 }
             }

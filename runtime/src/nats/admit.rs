@@ -15,13 +15,13 @@ use crate::ledger::Shared;
 use async_nats::jetstream::{AckKind, Message};
 use std::collections::HashMap;
 use std::sync::Arc;
-use tv_vm::bundle::Bundle;
+use tv_vm::bundle::{Bundle, Verified};
 use tv_vm::result::{Reason, TaskError, TaskResult};
 
 /// A batch as a worker runs it: its bundle, and the host its rows call through.
 pub(super) struct Running<H> {
     pub record: BatchRecord,
-    pub bundle: Bundle,
+    pub bundle: Verified,
     pub function: u32,
     pub host: H,
 }

@@ -14,11 +14,11 @@ use super::lease::{Lease, TAKEN};
 use super::log::KvLog;
 use super::results::store_result;
 use super::{patiently, result_key, BatchRecord, RowMessage, Server, CONSUMER};
-use crate::driver;
 use crate::host::AsyncHost;
 use crate::journal::{Journal, RemoteLog};
 use crate::ledger::Shared;
 use crate::observe::say;
+use crate::run::Run;
 use async_nats::jetstream::consumer::pull;
 use async_nats::jetstream::consumer::{AckPolicy, PullConsumer};
 use async_nats::jetstream::{AckKind, Message};
@@ -274,17 +274,14 @@ async fn run_row<H: AsyncHost>(
         }
     };
     let limits = run.record.header.limits.clone();
-    let (mut result, usage) = driver::run_journaled(
-        &run.bundle,
-        run.function,
-        values,
-        limits,
-        &run.host,
-        Some(&journal),
-    )
+    let journal = Some(&journal);
+    let ran = Run {
+        journal,
+        ..Run::new(&run.bundle, run.function, values, limits)
+    }
+    .on(&run.host)
     .await;
-    result.set_note("usage", usage.notes());
-    Ok((result, log))
+    Ok((ran.result, log))
 }
 
 /// Stores the row's result (unless one is there) while this worker holds the row's

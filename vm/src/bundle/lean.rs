@@ -8,7 +8,7 @@
 //! and files (which follow the functions).
 
 use super::verify::{in_function, verify_entries, verify_function, verify_task, Around};
-use super::{config, payload_of, BundleError, Const, Entry, Function, TaskMeta};
+use super::{config, payload_of, BundleError, Const, Entry, Function, TaskMeta, VerifyError};
 use bincode::de::read::Reader;
 use bincode::de::{Decode, Decoder, DecoderImpl};
 use bincode::error::DecodeError;
@@ -57,6 +57,10 @@ impl Reader for Tracked<'_> {
         self.at += out.len();
         Ok(())
     }
+}
+
+fn invalid(e: String) -> BundleError {
+    BundleError::Invalid(VerifyError(e))
 }
 
 fn damaged(e: DecodeError) -> BundleError {
@@ -129,9 +133,9 @@ pub fn verify_bytes(bytes: &[u8]) -> Result<(), BundleError> {
     );
     for i in 0..kept.callees.len() {
         let f = Function::decode(&mut d).map_err(damaged)?;
-        verify_function(&kept, &f).map_err(|e| BundleError::Invalid(in_function(i, &f, e)))?;
+        verify_function(&kept, &f).map_err(|e| invalid(in_function(i, &f, e)))?;
     }
-    verify_entries(kept.callees.len(), &entries).map_err(BundleError::Invalid)?;
+    verify_entries(kept.callees.len(), &entries).map_err(invalid)?;
     let mut d = DecoderImpl::new(
         Tracked {
             bytes: payload,
@@ -142,7 +146,7 @@ pub fn verify_bytes(bytes: &[u8]) -> Result<(), BundleError> {
     );
     for _ in 0..tasks {
         let t = TaskMeta::decode(&mut d).map_err(damaged)?;
-        verify_task(&t, kept.files).map_err(BundleError::Invalid)?;
+        verify_task(&t, kept.files).map_err(invalid)?;
     }
     Ok(())
 }

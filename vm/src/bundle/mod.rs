@@ -6,14 +6,15 @@
 //! The payload is every type below in declaration order, as bincode's derived `Encode`
 //! writes it (integers of variable length, little endian). It is decoded with a size
 //! limit; a bundle that is truncated, altered or simply not a bundle is refused with a
-//! [`BundleError`], never a panic. Decoding is followed by the verifier before anything
-//! runs.
+//! [`BundleError`], never a panic. Decoding is followed by the verifier: what reading
+//! gives is a [`Verified`] bundle, the only kind a machine runs.
 
 use crate::isa::Op;
 
 mod lean;
 mod task;
 mod types;
+mod verified;
 pub mod verify;
 use bincode::error::EncodeError;
 use bincode::{Decode, Encode};
@@ -26,6 +27,7 @@ pub use task::{
     MAX_STOP_SEQUENCES,
 };
 pub use types::{TaskType, ValueType};
+pub use verified::{EntryError, Names, Verified, VerifyError};
 
 pub const MAGIC: &[u8; 4] = b"TVB\0";
 /// Bumped whenever an older reader would misread the bytes of a newer writer. A reader
@@ -121,7 +123,7 @@ pub enum BundleError {
     Length { declared: usize, actual: usize },
     Checksum,
     Decode(String),
-    Invalid(String),
+    Invalid(VerifyError),
 }
 
 impl fmt::Display for BundleError {
@@ -299,7 +301,7 @@ impl Bundle {
     }
 
     /// Reads and verifies a bundle.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Bundle, BundleError> {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Verified, BundleError> {
         let payload = payload_of(bytes)?;
         let (bundle, used): (Bundle, usize) = bincode::decode_from_slice(payload, config())
             .map_err(|e| BundleError::Decode(e.to_string()))?;
@@ -309,8 +311,7 @@ impl Bundle {
                 payload.len() - used
             )));
         }
-        verify::verify(&bundle).map_err(BundleError::Invalid)?;
-        Ok(bundle)
+        Verified::new(bundle).map_err(BundleError::Invalid)
     }
 
     pub fn entry(&self, name: &str) -> Option<&Entry> {

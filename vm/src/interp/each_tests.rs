@@ -1,6 +1,6 @@
 use super::*;
 use crate::bundle::ValueType;
-use crate::bundle::{verify::verify, Bundle, Const, Entry, Function, Loc, Param, TaskMeta};
+use crate::bundle::{Bundle, Const, Entry, Function, Loc, Param, TaskMeta, Verified};
 use crate::host::{Host, HostReply, HostRequest, ScriptReply};
 use crate::isa::Op::{
     self, Append, Call, Complete, EachEnd, EachMore, EachNext, EachStart, Items, Jump,
@@ -70,7 +70,7 @@ fn map_bundle(n: u16, extra: Function) -> Bundle {
     let mut main = map_code(0, 0, 1, n, 1);
     main.push(Return);
     let body = vec![Load(0), Op::Const(0), Script(0), Return];
-    let b = Bundle {
+    Bundle {
         compiler_version: "test".into(),
         constants: constants(),
         functions: vec![
@@ -84,9 +84,11 @@ fn map_bundle(n: u16, extra: Function) -> Bundle {
             function: 0,
         }],
         files: vec!["each.xml".into()],
-    };
-    verify(&b).expect("the bundle verifies");
-    b
+    }
+}
+
+fn verified(b: Bundle) -> Verified {
+    Verified::new(b).expect("the bundle verifies")
 }
 
 fn unused() -> Function {
@@ -113,7 +115,7 @@ impl Host for Scripts {
     }
 }
 
-fn run(b: &Bundle, xs: Value) -> (Value, Vec<String>) {
+fn run(b: &Verified, xs: Value) -> (Value, Vec<String>) {
     let mut host = Scripts::default();
     let r = Vm::new(b, 0, vec![xs], Limits::default()).run_with(&mut host);
     (r.into(), host.commands)
@@ -144,7 +146,7 @@ fn run_counting(vm: &mut Vm, host: &mut Scripts) -> (Value, usize, Vec<BodyTag>)
 
 #[test]
 fn a_map_over_three_items_gives_their_bodies_values_in_order() {
-    let (r, calls) = run(&map_bundle(0, unused()), json!(["x", "y", "z"]));
+    let (r, calls) = run(&verified(map_bundle(0, unused())), json!(["x", "y", "z"]));
     assert_eq!(r["status"], "COMPLETE");
     assert_eq!(r["parsedContent"], json!(["x", "y", "z"]));
     assert_eq!(r["content"], r#"["x","y","z"]"#);
@@ -153,7 +155,7 @@ fn a_map_over_three_items_gives_their_bodies_values_in_order() {
 
 #[test]
 fn a_map_over_a_value_that_is_not_an_array_fails_naming_its_type() {
-    let b = map_bundle(0, unused());
+    let b = verified(map_bundle(0, unused()));
     for (xs, named, kind) in [
         (json!("x"), "a string", "string"),
         (json!(null), "null", "null"),
@@ -177,7 +179,7 @@ fn a_map_over_a_value_that_is_not_an_array_fails_naming_its_type() {
 
 #[test]
 fn a_map_over_an_empty_array_completes_with_an_empty_array() {
-    let (r, calls) = run(&map_bundle(0, unused()), json!([]));
+    let (r, calls) = run(&verified(map_bundle(0, unused())), json!([]));
     assert_eq!(r["status"], "COMPLETE");
     assert_eq!(r["parsedContent"], json!([]));
     assert_eq!(r["content"], "[]");
@@ -186,7 +188,7 @@ fn a_map_over_an_empty_array_completes_with_an_empty_array() {
 
 #[test]
 fn a_failing_body_starts_no_further_body_and_fails_the_map_at_its_index() {
-    let b = map_bundle(1, unused());
+    let b = verified(map_bundle(1, unused()));
     let (r, calls) = run(&b, json!(["a", "fail", "c", "d", "e"]));
     assert_eq!(calls, ["a", "fail"], "no body starts after the failure");
     let e = &r["notes"]["error"];
@@ -210,7 +212,7 @@ fn a_failing_body_starts_no_further_body_and_fails_the_map_at_its_index() {
 
 #[test]
 fn bodies_already_running_when_one_fails_are_waited_for_and_kept() {
-    let b = map_bundle(3, unused());
+    let b = verified(map_bundle(3, unused()));
     let mut host = Scripts::default();
     let mut vm = Vm::new(
         &b,
@@ -231,7 +233,7 @@ fn bodies_already_running_when_one_fails_are_waited_for_and_kept() {
 #[test]
 fn no_more_bodies_run_at_once_than_the_iteration_allows() {
     for (n, most_expected) in [(1, 1), (2, 2), (4, 4), (9, 6)] {
-        let b = map_bundle(n, unused());
+        let b = verified(map_bundle(n, unused()));
         let mut host = Scripts::default();
         let xs = json!(["1", "2", "3", "4", "5", "6"]);
         let mut vm = Vm::new(&b, 0, vec![xs.clone()], Limits::default());
@@ -250,7 +252,7 @@ fn no_more_bodies_run_at_once_than_the_iteration_allows() {
 #[test]
 fn no_concurrency_stated_is_the_limits_and_zero_there_still_runs_one_body_at_a_time() {
     for (limit, most_expected) in [(3, 3), (0, 1)] {
-        let b = map_bundle(0, unused());
+        let b = verified(map_bundle(0, unused()));
         let limits = Limits {
             concurrency: limit,
             ..Limits::default()
@@ -271,7 +273,7 @@ fn a_second_iteration_of_a_machine_gets_the_next_number() {
     code.push(Return);
     let mut b = map_bundle(0, unused());
     b.functions[0] = function("main", &["xs"], 3, code);
-    verify(&b).expect("verifies");
+    let b = verified(b);
     let mut vm = Vm::new(&b, 0, vec![json!(["p", "q"])], Limits::default());
     let (r, _, tags) = run_counting(&mut vm, &mut Scripts::default());
     assert_eq!(r["parsedContent"], json!(["p", "q"]));
@@ -314,7 +316,7 @@ fn iteration_instructions_out_of_place_are_faults_not_panics() {
         }
         let mut b = map_bundle(0, unused());
         b.functions[0] = function("main", &["xs"], 3, code);
-        verify(&b).expect("verifies");
+        let b = verified(b);
         let (r, _) = run(&b, json!([]));
         let message = r["notes"]["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{message}");
@@ -323,7 +325,7 @@ fn iteration_instructions_out_of_place_are_faults_not_panics() {
 
 #[test]
 fn a_machine_that_waits_for_a_body_it_is_never_given_fails_instead_of_hanging() {
-    let b = map_bundle(1, unused());
+    let b = verified(map_bundle(1, unused()));
     let mut vm = Vm::new(&b, 0, vec![json!(["a", "b"])], Limits::default());
     assert!(matches!(vm.run(), Step::Spawn(_)));
     // The body is dropped: the synchronous runner has none to hand over.
@@ -371,7 +373,7 @@ fn a_frame_that_returns_with_an_iteration_open_drops_it_and_its_bodies_results()
     code.push(Return);
     let mut b = map_bundle(1, function("early", &[], 2, early));
     b.functions[0] = function("main", &["xs"], 3, code);
-    verify(&b).expect("verifies");
+    let b = verified(b);
     let (r, calls) = run(&b, json!(["x", "y"]));
     assert_eq!(r["parsedContent"], json!(["x", "y"]));
     assert_eq!(calls, ["a", "x", "y"]);
@@ -393,7 +395,7 @@ fn a_reduction_pass_may_run_a_map_of_its_own_inside_the_frames_iteration() {
     code.extend([Append(3), Jump(2), EachEnd, Pop, Load(3), Complete, Return]);
     let mut b = map_bundle(0, unused());
     b.functions[0] = function("main", &["xs"], 4, code);
-    verify(&b).expect("verifies");
+    let b = verified(b);
     let (r, calls) = run(&b, json!(["u", "v"]));
     assert_eq!(r["status"], "COMPLETE", "{r}");
     let maps = r["parsedContent"].as_array().expect("the maps' results");
@@ -404,7 +406,7 @@ fn a_reduction_pass_may_run_a_map_of_its_own_inside_the_frames_iteration() {
 
 #[test]
 fn a_body_result_nested_as_deep_as_a_value_may_ends_the_map_instead_of_nesting_deeper() {
-    let b = map_bundle(1, unused());
+    let b = verified(map_bundle(1, unused()));
     let mut vm = Vm::new(&b, 0, vec![json!(["a"])], Limits::default());
     let Step::Spawn(body) = vm.run() else {
         panic!("a body first");

@@ -15,7 +15,7 @@ pub(crate) use reask::Attempts;
 pub(crate) use session::{RunsAs, Session, Spawn, SubtaskScope};
 
 use crate::accumulate::Accumulator;
-use crate::bundle::{Bundle, Const};
+use crate::bundle::{Bundle, Const, Verified};
 use crate::host::HostRequest;
 use crate::isa::{CmpOp, Op, Quote};
 use crate::limits::{
@@ -153,8 +153,11 @@ pub struct Vm<'b> {
 pub(crate) type Fault = Box<TaskError>;
 
 impl<'b> Vm<'b> {
-    /// A machine about to run `function` with `args` (one per parameter).
-    pub fn new(bundle: &'b Bundle, function: u32, args: Vec<Value>, limits: Limits) -> Self {
+    /// A machine about to run `function` of a verified bundle with `args` (one per
+    /// parameter). Only a verified bundle: the dispatch loop's checks are cheap because
+    /// the verifier proved its indices and stack effects.
+    pub fn new(program: &'b Verified, function: u32, args: Vec<Value>, limits: Limits) -> Self {
+        let bundle: &'b Bundle = program;
         let mut vm = Vm {
             bundle,
             limits,

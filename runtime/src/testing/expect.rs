@@ -2,13 +2,32 @@
 //! value there must equal or hold.
 
 use serde_json::Value;
-use tv_compiler::ast::Check;
+
+/// One check of a test's result (`<expect .../>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// The result's status (`COMPLETE`, `FAILED`, `CONTINUATION`).
+    Status(String),
+    /// The value at a path of the result equals the text (read as JSON when it is JSON).
+    Equals { path: String, value: String },
+    /// The value at a path holds the text: a substring of a string, an element of an
+    /// array, a key of an object.
+    Contains { path: String, value: String },
+    /// The path leads to a value (not `null`).
+    Exists { path: String },
+}
 
 /// How much of a value a failed expectation quotes.
 const QUOTED: usize = 300;
 
-/// What is wrong, or `None` when the result meets the expectation.
-pub fn check(check: &Check, result: &Value) -> Option<String> {
+impl Check {
+    /// What is wrong, or `None` when `result` meets the expectation.
+    pub fn unmet(&self, result: &Value) -> Option<String> {
+        check(self, result)
+    }
+}
+
+fn check(check: &Check, result: &Value) -> Option<String> {
     match check {
         Check::Status(want) => {
             let got = result.get("status").and_then(Value::as_str).unwrap_or("");
@@ -53,7 +72,7 @@ fn holds(result: &Value, path: &str, wanted: &str, ok: impl Fn(&Value) -> bool) 
 }
 
 /// The value at a dotted path: object keys, and array indexes by number.
-pub fn at<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
+fn at<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
     path.split('.').try_fold(value, |v, key| match v {
         Value::Object(m) => m.get(key),
         Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get(i)),
