@@ -11,6 +11,7 @@ pub mod batch;
 pub mod cache;
 pub mod cassette;
 pub mod context;
+pub mod digest;
 pub mod driver;
 pub mod files;
 pub mod host;
