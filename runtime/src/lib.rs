@@ -7,6 +7,7 @@
 // panic on one.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod backoff;
 pub mod batch;
 pub mod cache;
 pub mod cassette;
