@@ -52,15 +52,13 @@ impl Query {
     pub(super) fn new(text: &str) -> Option<Query> {
         // Per distinct word: how often, and where it first appeared.
         let mut seen: HashMap<String, (u32, usize)> = HashMap::new();
-        let mut at = 0;
-        for t in tokens(text) {
+        for (at, t) in tokens(text).enumerate() {
             match seen.get_mut(t.as_ref()) {
                 Some((n, _)) => *n += 1,
                 None => {
                     seen.insert(t.into_owned(), (1, at));
                 }
             }
-            at += 1;
         }
         let mut ranked: Vec<(String, (u32, usize))> = seen.into_iter().collect();
         ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
