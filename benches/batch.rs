@@ -15,11 +15,6 @@
 //!
 //! The figures are printed last, from criterion's medians.
 
-#[path = "loopback.rs"]
-mod loopback;
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::{Criterion, SamplingMode};
 use loopback::Loopback;
 use serde_json::json;
@@ -37,8 +32,13 @@ use tv_runtime::prices::Prices;
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
 use tv_stdlib::models::Provider;
+use tv_test_support::{loopback, workloads};
 use tv_vm::bundle::{Bundle, Verified};
 use tv_vm::limits::Limits;
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const ROWS: usize = 10_000;
 const MANY_ROWS: usize = 100_000;

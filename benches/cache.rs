@@ -3,15 +3,17 @@
 //! OpenAI chat-completion reply, from a warm cache directory of a few hundred entries.
 //! A miss and a put are measured too, for comparison; the figure is printed last.
 
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::{BatchSize, Criterion};
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Duration;
 use tv_runtime::cache::{Lookup, ReplyCache};
+use tv_test_support::workloads;
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Other entries in the directory, so that the hit is one of many.
 const NEIGHBOURS: usize = 500;

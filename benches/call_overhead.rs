@@ -1,7 +1,7 @@
 //! Target: what one LLM call costs `tvm` above the HTTP exchange itself is at most
 //! 0.05 ms, measured against a minimal Rust client on the same server.
 //!
-//! One keep-alive HTTP/1.1 server on 127.0.0.1 (`loopback.rs`) answers every
+//! One keep-alive HTTP/1.1 server on 127.0.0.1 (`tv_test_support::loopback`) answers every
 //! chat-completions POST at once with the same small OpenAI reply. Side by side:
 //! - the minimal client: one `reqwest::Client` (one connection pool, kept across
 //!   iterations), 200 sequential POSTs of `{"model", "messages": [{"role": "user",
@@ -28,11 +28,6 @@
 //! only serves (until stopped) and writes the workflow to `$TMPDIR/call_overhead.xml`, so
 //! that `tvm run` can be timed as a process against the same server.
 
-#[path = "loopback.rs"]
-mod loopback;
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::{Criterion, SamplingMode};
 use loopback::{Loopback, Tally};
 use serde_json::{json, Value};
@@ -46,8 +41,13 @@ use tv_runtime::observe::Progress;
 use tv_runtime::prices::Prices;
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
+use tv_test_support::{loopback, workloads};
 use tv_vm::bundle::Verified;
 use tv_vm::result::Status;
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const CALLS: usize = 200;
 const MODEL: &str = "gpt-4o-mini";

@@ -6,15 +6,17 @@
 //! the compile) is also measured on its own, and so is the compile as `tvc compile` runs
 //! it (`driver::compile_to_bytes`: the same bytes, a window of templates at a time).
 
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::{Criterion, SamplingMode, Throughput};
 use quick_xml::events::Event;
 use quick_xml::Reader;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 use tv_compiler::timings::Timings;
+use tv_test_support::workloads;
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Every event of `xml`, read and dropped; the number of events.
 fn scan(xml: &str) -> usize {

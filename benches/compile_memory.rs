@@ -6,12 +6,14 @@
 //! Each compile's peak resident memory is read from `wait4` when it ends; each library
 //! is compiled three times and the median printed, with its time.
 
-#[path = "workloads.rs"]
-mod workloads;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use tv_test_support::workloads;
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Bytes of XML in the large libraries.
 const LARGE: usize = 40_000_000;

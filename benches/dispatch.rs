@@ -9,18 +9,20 @@
 //! sequence, where each step inherits the context of the steps before, its replies grow
 //! with the run: that would measure the echo's text, not the machine.
 
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use std::hint::black_box;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tv_runtime::host::Blocking;
+use tv_test_support::workloads;
 use tv_vm::bundle::Verified;
 use tv_vm::interp::Vm;
 use tv_vm::result::{Status, TaskResult};
 use workloads::{limits, PromptEcho};
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const LONG: usize = 10_000;
 

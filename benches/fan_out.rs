@@ -6,11 +6,6 @@
 //! one (its prompt starts with `collect:`) at once, so that the time measured is the
 //! fan-out's.
 
-#[path = "../runtime/tests/support/http.rs"]
-mod http;
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::{Criterion, SamplingMode};
 use http::{Reply, Server};
 use serde_json::json;
@@ -19,8 +14,13 @@ use std::time::Duration;
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
+use tv_test_support::{http, workloads};
 use tv_vm::limits::Limits;
 use tv_vm::result::Status;
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const CALLS: usize = 64;
 const DELAY: Duration = Duration::from_millis(200);

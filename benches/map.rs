@@ -9,11 +9,6 @@
 //!
 //! The figures are printed last, from criterion's medians.
 
-#[path = "../runtime/tests/support/http.rs"]
-mod http;
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use http::{Reply, Server};
 use serde_json::{json, Value};
@@ -22,10 +17,15 @@ use std::time::Duration;
 use tv_runtime::host::{Blocking, Choice, RunHost};
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
+use tv_test_support::{http, workloads};
 use tv_vm::bundle::Verified;
 use tv_vm::interp::Vm;
 use tv_vm::result::{Status, TaskResult};
 use workloads::{limits, PromptEcho};
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BODIES: usize = 1_000;
 const DELAY: Duration = Duration::from_millis(200);

@@ -3,16 +3,18 @@
 //! started on the template and run to its LLM request, which holds the rendered prompt;
 //! for MiniJinja, rendering an already parsed template with the same values.
 
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::Criterion;
 use std::hint::black_box;
 use std::time::Duration;
+use tv_test_support::workloads;
 use tv_vm::bundle::Verified;
 use tv_vm::host::HostRequest;
 use tv_vm::interp::{Step, Vm};
 use tv_vm::limits::Limits;
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The prompt tv renders for `brief` with `args`.
 fn render_tv(bundle: &Verified, function: u32, args: &[serde_json::Value]) -> String {

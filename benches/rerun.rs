@@ -5,11 +5,6 @@
 //! call answered from the cache. The server on 127.0.0.1 that filled the cache is
 //! checked to receive nothing more. The figure is printed last.
 
-#[path = "../runtime/tests/support/http.rs"]
-mod http;
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::Criterion;
 use http::{Reply, Server};
 use serde_json::{json, Value};
@@ -21,8 +16,13 @@ use tv_runtime::ledger::Ledger;
 use tv_runtime::prices::Prices;
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
+use tv_test_support::{http, workloads};
 use tv_vm::bundle::Verified;
 use tv_vm::result::{Status, TaskResult};
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const PROGRAM: &str = r#"<template name="survey" params="xs:string[]">
   <task type="sequential">

@@ -5,15 +5,17 @@
 //! `Bundle::from_bytes` takes to decode and verify that bundle: most of what `tvm`
 //! does before a large library's first instruction.
 
-#[path = "workloads.rs"]
-mod workloads;
-
 use criterion::{Criterion, SamplingMode};
 use std::hint::black_box;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tv_test_support::workloads;
 use tv_vm::bundle::Bundle;
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Set in the child that loads a bundle and reports its memory: the bundle's path, or
 /// empty for the baseline that loads nothing.

@@ -21,11 +21,6 @@
 //! Needs the release `tvm` (`cargo build --release --bin tvm`) and `nats-server` with
 //! JetStream (2.9 or later); without either it says so and measures nothing.
 
-#[path = "loopback.rs"]
-mod loopback;
-#[path = "workloads.rs"]
-mod workloads;
-
 use loopback::Loopback;
 use serde_json::json;
 use std::fmt::Write as _;
@@ -35,6 +30,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tv_runtime::nats;
+use tv_test_support::{loopback, workloads};
+
+/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const ROWS: usize = 400;
 const DELAY: Duration = Duration::from_millis(100);

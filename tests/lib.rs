@@ -153,7 +153,3 @@ pub fn scripted<F: FnMut(&tv_vm::host::LlmRequest) -> String>(reply: F) -> Scrip
 pub fn status(r: &serde_json::Value) -> &str {
     r["status"].as_str().unwrap_or("")
 }
-
-#[path = "../runtime/tests/support/temp.rs"]
-mod temp;
-pub use temp::TempDir;

@@ -3,8 +3,8 @@
 //! against a real HTTP server on 127.0.0.1, limits, faults, property tests, and the XML
 //! Schema of `tvc schema` against every example and fixture.
 
-#[path = "../runtime/tests/support/http.rs"]
-mod http;
+// The scripted HTTP server (`tv-test-support`).
+use tv_test_support::http;
 
 mod bundles;
 mod concurrency;

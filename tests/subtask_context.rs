@@ -6,7 +6,8 @@
 use serde_json::{json, Value};
 use std::path::Path;
 use tv_runtime::context::{Assembled, Assembler};
-use tv_tests::{bundle_of, run_with, TempDir};
+use tv_test_support::temp::TempDir;
+use tv_tests::{bundle_of, run_with};
 use tv_vm::bundle::Inherit;
 use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest};
 use tv_vm::limits::Limits;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tv_compiler::xsd::TEMPLATE_XSD;
-use tv_tests::TempDir;
+use tv_test_support::temp::TempDir;
 
 /// Invalid fixtures that the schema rejects, one a line: the fixture, then what
 /// `xmllint` must say about it (the fault the fixture is about, not another one).

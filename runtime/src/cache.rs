@@ -9,9 +9,9 @@
 //! them without re-encoding the reply, and an entry changed after it was written (by hand,
 //! by a flipped bit, by a torn write) is reported rather than replayed.
 
+use crate::digest::Sha256Hex;
 use crate::files::{self, FileError};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -69,29 +69,6 @@ pub struct ReplyCache {
     asked: Mutex<HashMap<[u8; 32], u64>>,
 }
 
-/// Feeds serialized JSON straight into a hash, so the request text is never built whole.
-struct Hashing<'a>(&'a mut Sha256);
-
-impl Write for Hashing<'_> {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    out
-}
-
 impl ReplyCache {
     /// Opens the cache in `dir`, creating it (and its parents) when it does not exist.
     pub fn open(dir: &Path) -> Result<ReplyCache, String> {
@@ -117,11 +94,12 @@ impl ReplyCache {
     /// newline cannot be confused with the text: compact JSON has none outside strings,
     /// and strings escape theirs.
     pub fn key(&self, request: &Value) -> CacheKey {
-        let mut text = Sha256::new();
+        // The request text is written straight into the hash, never built whole.
+        let mut text = Sha256Hex::new();
         // Writing into a hash cannot fail, and a `Value` always serializes.
-        let _ = serde_json::to_writer(Hashing(&mut text), request);
+        let _ = serde_json::to_writer(&mut text, request);
         let mut key = text.clone();
-        let request_hash: [u8; 32] = text.finalize().into();
+        let request_hash = text.bytes();
         let occurrence = {
             // A panic elsewhere while holding the lock leaves the counts usable.
             let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
@@ -129,8 +107,8 @@ impl ReplyCache {
             *count += 1;
             *count - 1
         };
-        key.update(format!("\n{occurrence}").as_bytes());
-        CacheKey(hex(&key.finalize()))
+        key.update(format!("\n{occurrence}"));
+        CacheKey(key.hex())
     }
 
     fn path(&self, key: &CacheKey) -> PathBuf {

@@ -8,10 +8,10 @@
 //! replay that names no model either (no `--model`, `TVM_MODEL` or `<model>`) is answered
 //! with them, as the run that recorded them was.
 
+use crate::digest::sha256_hex;
 use crate::files;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::path::Path;
@@ -62,8 +62,7 @@ pub fn key(r: &LlmRequest, asked: Option<&str>) -> String {
 }
 
 fn digest(normalized: &Value) -> String {
-    let digest = Sha256::digest(normalized.to_string().as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    sha256_hex(normalized.to_string().as_bytes())
 }
 
 /// `normalized` as a replay that names no model asks it.

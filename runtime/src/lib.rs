@@ -7,10 +7,12 @@
 // panic on one.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod backoff;
 pub mod batch;
 pub mod cache;
 pub mod cassette;
 pub mod context;
+pub mod digest;
 pub mod driver;
 pub mod files;
 pub mod host;

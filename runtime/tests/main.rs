@@ -2,7 +2,8 @@
 //! on 127.0.0.1, scripts as real processes, files in real folders. `tvm` as a process is
 //! tested by the command line's tests (`cli/tests`).
 
-mod support;
+// Folders, the scripted HTTP server and OpenAI's API description (`tv-test-support`).
+use tv_test_support as support;
 
 mod context;
 mod context_bounds;

@@ -7,5 +7,6 @@ pub mod functions;
 pub mod models;
 pub mod reading;
 pub mod templates;
+pub mod text;
 pub mod types;
 pub mod values;

@@ -62,9 +62,8 @@ pub(super) fn open_inputs(inputs: &std::path::Path) -> Result<File, String> {
 /// of them, so that a batch is resumed only over the rows it began with; read through
 /// once, line by line, as the batch reads them.
 pub(super) fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> {
-    use sha2::{Digest, Sha256};
     let file = open_inputs(inputs)?;
-    let (mut rows, mut hash) = (0, Sha256::new());
+    let (mut rows, mut hash) = (0, tv_runtime::digest::Sha256Hex::new());
     for line in Lines::new(BufReader::new(file), MAX_ROW_BYTES) {
         let (_, line) = line.map_err(|e| format!("--inputs {}: {e}", inputs.display()))?;
         let text = line.unwrap_or_else(|why| why);
@@ -74,8 +73,7 @@ pub(super) fn survey(inputs: &std::path::Path) -> Result<(u64, String), String> 
             hash.update(b"\n");
         }
     }
-    let hex = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    Ok((rows, hex))
+    Ok((rows, hash.hex()))
 }
 
 /// Refuses `--out` naming the inputs, by any path (a link, a hard link: the same file

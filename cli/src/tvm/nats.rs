@@ -207,7 +207,7 @@ async fn publish(server: &Server, url: &str, mut args: BatchArgs) -> Result<Exit
         }
         None => {
             let text = serde_json::to_string(&record).map_err(|e| e.to_string())?;
-            tv_runtime::journal::sha256(text.as_bytes())[..12].to_string()
+            tv_runtime::digest::sha256_hex(text.as_bytes())[..12].to_string()
         }
     };
     let inputs = super::batch::open_inputs(&inputs_path)?;

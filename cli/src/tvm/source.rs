@@ -7,7 +7,8 @@ use crate::output;
 use std::path::{Path, PathBuf};
 use tv_cli::color::{stderr_color, Color};
 use tv_compiler::driver::{self, Compilation};
-use tv_runtime::{files, journal};
+use tv_runtime::digest::sha256_hex;
+use tv_runtime::files;
 use tv_vm::bundle::{Bundle, BundleError, Verified};
 
 /// A program ready to run: its verified bundle, the SHA-256 of the bundle's bytes, the
@@ -30,7 +31,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     }
     let bytes = files::read(path, files::PROGRAM).map_err(|e| format!("{} {e}", path.display()))?;
     let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    let hash = journal::sha256(&bytes);
+    let hash = sha256_hex(&bytes);
     Ok(Loaded {
         bundle,
         hash,
@@ -66,7 +67,7 @@ pub fn compile(paths: &[PathBuf]) -> Result<(Compilation, Loaded), String> {
         let e = BundleError::Invalid(e);
         format!("the compiled templates fail verification: {e}")
     })?;
-    let hash = journal::sha256(&bytes);
+    let hash = sha256_hex(&bytes);
     Ok((
         c,
         Loaded {

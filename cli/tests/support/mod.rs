@@ -1,12 +1,12 @@
-//! What the command line's tests share: running `tvm` on bundles and folders, a
-//! `nats-server` of their own, and, from the runtime's tests, folders, a scripted HTTP
-//! server and OpenAI's published API description.
+//! What the command line's tests share: running `tvm` (`bin`), and the workspace's test
+//! support (`tv-test-support`): folders, a scripted HTTP server, a `nats-server` of their
+//! own and OpenAI's published API description.
 
-pub mod files;
-#[path = "../../../runtime/tests/support/http.rs"]
-pub mod http;
-pub mod nats;
-#[path = "../../../runtime/tests/support/openapi.rs"]
-pub mod openapi;
-#[path = "../../../runtime/tests/support/temp.rs"]
-pub mod temp;
+pub mod bin;
+pub use tv_test_support::{http, nats, openapi, temp};
+
+/// The bundles, programs, folders and waits the tests that run `tvm` use, with running it.
+pub mod files {
+    pub use super::bin::{run_tvm, tvm};
+    pub use tv_test_support::files::*;
+}

@@ -4,8 +4,10 @@
 
 use super::assembly::Globs;
 use super::{own, secrets};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use tv_stdlib::text::{words, Words};
 
 /// Lines of one file shown by fresh context, and lines kept around each matching line.
 const EXCERPT_LINES: usize = 40;
@@ -28,31 +30,15 @@ const STOP_WORDS: &[&str] = &[
     "who", "why", "will", "with", "would", "you", "your",
 ];
 
-/// Calls `f` with each lowercased word of 3+ characters that is not a stop word; words
-/// split at non-alphanumerics and inside camelCase, so `loginToken` matches "login token".
-pub(super) fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
-    let mut word = String::new();
-    let mut prev_lower = false;
-    for c in text.chars() {
-        if !c.is_alphanumeric() {
-            emit(&mut word, &mut f);
-            prev_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && prev_lower {
-            emit(&mut word, &mut f);
-        }
-        prev_lower = c.is_lowercase() || c.is_numeric();
-        word.extend(c.to_lowercase());
-    }
-    emit(&mut word, &mut f);
-}
-
-pub(super) fn emit(word: &mut String, f: &mut impl FnMut(&str)) {
-    if word.chars().count() >= 3 && !STOP_WORDS.contains(&word.as_str()) {
-        f(word);
-    }
-    word.clear();
+/// The lowercased words of 3+ characters that are not stop words; words split at
+/// non-alphanumerics and inside camelCase, so `loginToken` matches "login token".
+fn tokens(text: &str) -> impl Iterator<Item = Cow<'_, str>> {
+    let how = Words {
+        min_chars: 3,
+        split_camel: true,
+        stop_words: STOP_WORDS,
+    };
+    words(text, how)
 }
 
 /// The terms of a search: the request's MAX_QUERY_TERMS most frequent words (ties: the
@@ -66,16 +52,14 @@ impl Query {
     pub(super) fn new(text: &str) -> Option<Query> {
         // Per distinct word: how often, and where it first appeared.
         let mut seen: HashMap<String, (u32, usize)> = HashMap::new();
-        let mut at = 0;
-        for_each_token(text, |t| {
-            match seen.get_mut(t) {
+        for (at, t) in tokens(text).enumerate() {
+            match seen.get_mut(t.as_ref()) {
                 Some((n, _)) => *n += 1,
                 None => {
-                    seen.insert(t.to_owned(), (1, at));
+                    seen.insert(t.into_owned(), (1, at));
                 }
             }
-            at += 1;
-        });
+        }
         let mut ranked: Vec<(String, (u32, usize))> = seen.into_iter().collect();
         ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
         ranked.truncate(MAX_QUERY_TERMS);
@@ -88,11 +72,11 @@ impl Query {
     /// How often each term occurs in `text`.
     fn counts(&self, text: &str) -> Vec<u32> {
         let mut counts = vec![0; self.index.len()];
-        for_each_token(text, |t| {
-            if let Some(&i) = self.index.get(t) {
+        for t in tokens(text) {
+            if let Some(&i) = self.index.get(t.as_ref()) {
                 counts[i] += 1;
             }
-        });
+        }
         counts
     }
 }

@@ -373,11 +373,12 @@ impl RunHost {
 /// `inherit_context=subset`: the lines of the inherited context that share a word of
 /// four letters or more with what the task asks, in their order.
 pub fn relevant_subset(context: &str, prompt: &str) -> String {
-    let words = |s: &str| -> std::collections::HashSet<String> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.chars().count() >= 4)
-            .map(str::to_lowercase)
-            .collect()
+    let words = |s| -> std::collections::HashSet<_> {
+        let long = tv_stdlib::text::Words {
+            min_chars: 4,
+            ..Default::default()
+        };
+        tv_stdlib::text::words(s, long).collect()
     };
     let wanted = words(prompt);
     context

@@ -34,6 +34,7 @@ use remote::Sink;
 pub use spare::Spares;
 use writer::Output;
 
+use crate::digest::sha256_hex;
 use crate::files;
 use crate::host::AsyncHost;
 use lock::{create_locked, lock_exclusive};
@@ -41,7 +42,6 @@ pub(crate) use lock::{lock, Refused};
 use nix::fcntl::Flock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
@@ -185,23 +185,15 @@ struct Held {
     bodies: HashMap<String, (String, TaskResult, Spending)>,
 }
 
-/// The SHA-256 of some bytes, in hex.
-pub fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// What identifies a request: the hash of all the machine put into it.
 fn request_hash(r: &HostRequest) -> String {
-    sha256(serde_json::to_string(r).unwrap_or_default().as_bytes())
+    sha256_hex(serde_json::to_string(r).unwrap_or_default().as_bytes())
 }
 
 /// What identifies a body: the hash of the function it calls and its arguments.
 pub fn body_request(function: u32, args: &[Value]) -> String {
     let call = (function, args);
-    sha256(serde_json::to_string(&call).unwrap_or_default().as_bytes())
+    sha256_hex(serde_json::to_string(&call).unwrap_or_default().as_bytes())
 }
 
 impl Journal {

@@ -222,7 +222,7 @@ enum Fetched {
 async fn fetch_bundle(server: &Server, batch: &str, sha: &str) -> Result<Vec<u8>, Fetched> {
     use std::io::ErrorKind;
     let why = match server.bundle_bytes(sha).await {
-        Ok(Some(bytes)) if crate::journal::sha256(&bytes) == sha => return Ok(bytes),
+        Ok(Some(bytes)) if crate::digest::sha256_hex(&bytes) == sha => return Ok(bytes),
         Ok(Some(_)) => "does not have the SHA-256 it is named by".to_string(),
         Ok(None) => {
             return Err(Fetched::Refused(format!(

@@ -335,23 +335,18 @@ fn failed_key(batch: &str, index: u64) -> String {
 const OUTAGE: Duration = Duration::from_secs(60);
 
 /// Runs `op` again while it fails for a reason that may pass (the server away, a
-/// timeout), for up to [`OUTAGE`]; a failure `settled` says is the server's answer (a
-/// key that exists, a revision that moved) is returned at once.
-pub(crate) async fn patiently<T, E, F, Fut>(mut op: F, settled: impl Fn(&E) -> bool) -> Result<T, E>
+/// timeout), for up to [`OUTAGE`], waiting 50 ms, then twice as long each time up to 1 s;
+/// a failure `settled` says is the server's answer (a key that exists, a revision that
+/// moved) is returned at once.
+pub(crate) async fn patiently<T, E, F, Fut>(op: F, settled: impl Fn(&E) -> bool) -> Result<T, E>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, E>>,
 {
+    use backon::Retryable;
     let start = std::time::Instant::now();
-    let mut wait = Duration::from_millis(50);
-    loop {
-        match op().await {
-            Ok(v) => return Ok(v),
-            Err(e) if settled(&e) || start.elapsed() >= OUTAGE => return Err(e),
-            Err(_) => {
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(Duration::from_secs(1));
-            }
-        }
-    }
+    let waits = crate::backoff::doubling(Duration::from_millis(50), Duration::from_secs(1));
+    op.retry(waits)
+        .when(|e| !settled(e) && start.elapsed() < OUTAGE)
+        .await
 }

@@ -139,7 +139,7 @@ async fn store_bundle(server: &Server, bytes: &[u8], sha256: &str) -> Result<(),
 /// Whether the object `sha256` holds bytes with that hash.
 async fn stored_intact(server: &Server, sha256: &str) -> bool {
     let stored = server.bundle_bytes(sha256).await;
-    stored.is_ok_and(|b| b.is_some_and(|b| crate::journal::sha256(&b) == sha256))
+    stored.is_ok_and(|b| b.is_some_and(|b| crate::digest::sha256_hex(&b) == sha256))
 }
 
 /// Makes the batch's record; `true` when it was there already, for the same rows,

@@ -113,7 +113,8 @@ impl NatsShared {
 
     /// Takes a free place, waiting for one: its number and revision.
     async fn take_place(&self, ticket: u64) -> Result<(usize, u64), HostError> {
-        let mut wait = Duration::from_millis(5);
+        let mut waits =
+            crate::backoff::doubling(Duration::from_millis(5), Duration::from_millis(200));
         let start = self.base.wrapping_add(ticket as usize);
         loop {
             let mine = self.freed.lock().ok().and_then(|mut f| f.pop());
@@ -132,8 +133,9 @@ impl NatsShared {
                     Err(e) => return Err(unreachable(e)),
                 }
             }
+            // `doubling` has no last wait; its ceiling stands in for one.
+            let wait = waits.next().unwrap_or(Duration::from_millis(200));
             tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_millis(200));
         }
     }
 }

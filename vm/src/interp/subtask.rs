@@ -5,6 +5,7 @@ use crate::bundle::{Bundle, ContextSettings, Inherit, StatedContext, CONTEXT_PAR
 use crate::result::{Reason, Status, TaskError, TaskResult};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+use tv_stdlib::text::{words, Words};
 use tv_stdlib::values::kind_of;
 
 /// Below this Jaccard score no template is a match for a description.
@@ -190,16 +191,10 @@ impl Overrides {
     }
 }
 
-fn words(s: &str) -> BTreeSet<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
 /// |A ∩ B| / |A ∪ B| over lower-cased words.
 pub fn jaccard(a: &str, b: &str) -> f64 {
-    let (a, b) = (words(a), words(b));
+    let set = |s| -> BTreeSet<_> { words(s, Words::default()).collect() };
+    let (a, b) = (set(a), set(b));
     let union = a.union(&b).count();
     if union == 0 {
         return 0.0;

@@ -1,15 +1,13 @@
 //! A keep-alive HTTP/1.1 server on 127.0.0.1 that answers every request at once with
 //! one fixed JSON reply, for measuring what a client spends around an exchange.
 //!
-//! The scripted server of the runtime's tests closes every connection after one reply
+//! The scripted server of [`crate::http`] closes every connection after one reply
 //! (so that its request count is the client's attempt count) and runs on tokio; here the
 //! point is the opposite: connections stay open as long as the client keeps them, so a
 //! client that does not reuse its connection shows in [`Tally::connections`], and the
 //! server does as little as it can (a blocking thread per connection, one write per
 //! reply) so that its own time does not hide the clients' difference. It counts the
 //! bytes of every request as received, head and body apart, and keeps the last request.
-
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -2,17 +2,11 @@
 //! so that no large file is checked in. Also small helpers to compile a program, read
 //! criterion's medians back and read this process's memory figures.
 
-#![allow(dead_code)]
-
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use tv_vm::bundle::{Bundle, Verified};
 use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::limits::Limits;
-
-/// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Templates in the generated library of the compile and memory benchmarks.
 pub const LIBRARY_TEMPLATES: usize = 10_000;

@@ -4,8 +4,6 @@
 //! requests served is exactly the number of attempts the client made; or, started with
 //! [`Server::keeping_alive`], connections kept open for the requests after it.
 
-#![allow(dead_code)]
-
 use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,4 @@
-//! A temporary folder for one test, shared by the runtime's tests and those of the
-//! command line and of the root package (which include this file by path).
+//! A temporary folder for one test.
 
 use std::path::{Path, PathBuf};
 
