@@ -10,7 +10,6 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 mod batch;
-mod dotenv;
 mod info;
 mod interrupt;
 mod keys;
@@ -20,7 +19,7 @@ mod snapshots;
 mod source;
 mod testing;
 
-use tv_cli::output;
+use tv_cli::{env, output};
 use tv_runtime::files;
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::journal::Journal;
@@ -124,7 +123,7 @@ fn main() -> ExitCode {
         }
     };
     protect_keys();
-    match dotenv::start(Path::new(".env"), keys) {
+    match env::start(Path::new(".env"), keys) {
         Ok(warnings) => {
             for w in warnings {
                 output::say(&format!("tvm: warning: {w}\n"));
@@ -237,12 +236,12 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
 fn provider_choice(given: Option<&str>) -> Result<Option<Choice>, String> {
     let provider = given
         .map(str::to_string)
-        .or_else(|| dotenv::vars().value("TVM_PROVIDER").map(str::to_string));
+        .or_else(|| env::vars().value("TVM_PROVIDER").map(str::to_string));
     match provider.as_deref() {
         Some(p) => Choice::parse(p).map(Some).ok_or_else(|| {
             format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)")
         }),
-        None => Ok(RunHost::default_from_keys(dotenv::vars())),
+        None => Ok(RunHost::default_from_keys(env::vars())),
     }
 }
 

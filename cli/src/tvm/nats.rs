@@ -10,8 +10,8 @@ use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use tv_runtime::config::env as vars;
 use tv_runtime::nats::{self, BatchRecord, Connect, Server, WorkerOptions};
-use tv_runtime::providers::vars;
 
 #[derive(Args)]
 pub struct NatsArgs {
@@ -89,7 +89,7 @@ impl ConnectArgs {
 /// over at start with the API keys, so that no script finds it in its environment).
 fn secret(flag: &Option<String>, name: &str) -> Option<String> {
     flag.clone().or_else(|| {
-        let var = super::dotenv::vars().from(name, vars::Source::Environment)?;
+        let var = tv_cli::env::vars().from(name, vars::Source::Environment)?;
         Some(var.value.clone())
     })
 }

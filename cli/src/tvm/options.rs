@@ -1,19 +1,20 @@
 //! The options `tvm run` and `tvm resume` share: who answers host calls, what is
 //! written down about them, the bounds they run within, and the host they make.
 
-use crate::{dotenv, output};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use tv_cli::{env, output};
 use tv_runtime::cache::ReplyCache;
 use tv_runtime::cassette::{Cassette, RecordMode, Recorder};
+use tv_runtime::config::{at_least_one, RunConfig};
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::journal::{self, Header};
 use tv_runtime::ledger::{CostBudget, Ledger, Shared};
 use tv_runtime::observe::{Progress, Trace};
 use tv_runtime::prices::{self, Prices};
-use tv_runtime::providers::{self, JsonMode, Settings, Source, Vars};
+use tv_runtime::providers::{self, JsonMode, Settings, Source};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::ModelSettings;
 use tv_vm::limits::Limits;
@@ -136,15 +137,6 @@ impl From<Recording> for RecordMode {
     }
 }
 
-/// A count of 1 or more: with 0 nothing could run (no call in flight, no frame, ...),
-/// so 0 is a usage error rather than a run that fails or hangs.
-fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("`{s}` is not a whole number of 1 or more")),
-    }
-}
-
 fn temperature(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
@@ -186,7 +178,7 @@ impl HostArgs {
         if let Some(m) = &self.json_mode {
             return JsonMode::parse(m).ok_or_else(|| format!("unknown --json-mode `{m}`"));
         }
-        match dotenv::vars().get("TVM_JSON_MODE") {
+        match env::vars().get("TVM_JSON_MODE") {
             // The value is not quoted: a `.env`'s values are never printed.
             Some(m) => JsonMode::parse(m.value.trim())
                 .ok_or_else(|| format!("TVM_JSON_MODE (in {}) must be native or prompt", m.source)),
@@ -201,7 +193,7 @@ impl HostArgs {
         }
         self.cache
             .clone()
-            .or_else(|| dotenv::vars().value("TVM_CACHE").map(PathBuf::from))
+            .or_else(|| env::vars().value("TVM_CACHE").map(PathBuf::from))
     }
 
     /// Prices, the budget and the cache the run's calls are counted against.
@@ -266,19 +258,20 @@ impl HostArgs {
     /// on the command line or in the environment). Not for `tvm resume`, which keeps
     /// the run's.
     pub fn settle_bounds(&mut self) -> Result<(), String> {
-        let vars = dotenv::vars();
-        let cost = Bound {
-            name: "TVM_MAX_COST",
-            flag: "--max-cost",
-            default: None,
-        };
-        self.max_cost = cost.settle(self.max_cost, vars, prices::parse_usd)?;
-        let calls = Bound {
-            name: "TVM_CONCURRENCY",
-            flag: "--concurrency",
-            default: Some(providers::DEFAULT_CONCURRENCY),
-        };
-        self.concurrency = calls.settle(self.concurrency, vars, |s| at_least_one(s.trim()))?;
+        let env = env::environment();
+        let environment = env.bounds_layer()?;
+        let mut flags = RunConfig::default();
+        flags.cost.max_cost = self.max_cost;
+        flags.calls.concurrency = self.concurrency;
+        let stack = RunConfig::defaults()
+            .overlay(environment.clone())
+            .overlay(flags.clone());
+        let (settled, warnings) = stack.clamp(&env.bounds()?, &environment, &flags);
+        for w in warnings {
+            output::say(&format!("tvm: warning: {w}\n"));
+        }
+        self.max_cost = settled.cost.max_cost;
+        self.concurrency = settled.calls.concurrency;
         Ok(())
     }
 
@@ -290,62 +283,6 @@ impl HostArgs {
             self.request_timeout
                 .unwrap_or(providers::DEFAULT_REQUEST_TIMEOUT_SECS),
         )
-    }
-}
-
-/// A setting that bounds a run, given by a flag or a `TVM_*` variable.
-struct Bound<T> {
-    name: &'static str,
-    flag: &'static str,
-    /// What is in force when neither gives one (`None`: no bound).
-    default: Option<T>,
-}
-
-impl<T: PartialOrd + Copy> Bound<T> {
-    /// The flag's value, else the environment's; lowered to the `.env`'s when that is
-    /// lower (no bound at all counts as the highest).
-    fn settle(
-        &self,
-        flag: Option<T>,
-        vars: &Vars,
-        parse: impl Fn(&str) -> Result<T, String>,
-    ) -> Result<Option<T>, String> {
-        let (name, flag_name) = (self.name, self.flag);
-        let env = vars
-            .from(name, Source::Environment)
-            .map(|v| parse(&v.value).map_err(|e| format!("{name} in the environment: {e}")))
-            .transpose()?;
-        let given = flag.or(env);
-        let Some(var) = vars.from(name, Source::DotEnv { line: 0 }) else {
-            return Ok(given);
-        };
-        // The value is not quoted: a `.env`'s values are never printed.
-        let lower = parse(&var.value)
-            .map_err(|_| format!("{name} in {} is not a value {flag_name} takes", var.source))?;
-        let from = match (flag, env) {
-            (Some(_), _) => flag_name,
-            (None, Some(_)) => "the environment",
-            (None, None) => "the default",
-        };
-        match given.or(self.default) {
-            Some(in_force) if lower > in_force => {
-                output::say(&format!(
-                    "tvm: warning: {}: {name} is above the value in force (from {from}), and a \
-                     .env may only lower it; it is not taken\n",
-                    var.source
-                ));
-                Ok(given)
-            }
-            _ => {
-                if given.is_some_and(|g| lower < g) {
-                    output::say(&format!(
-                        "tvm: warning: {}: {name} lowers the value of {from}; the lower applies\n",
-                        var.source
-                    ));
-                }
-                Ok(Some(lower))
-            }
-        }
     }
 }
 
@@ -439,12 +376,12 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
         s.max_reply_bytes = max_reply_bytes;
     };
     let ledger = Some(Arc::new(a.ledger()?));
-    let vars = dotenv::vars();
+    let vars = env::vars();
     let mut host = RunHost::new(choice, vars, tune, ScriptRunner::default(), ledger)?;
     host.defaults = a.sampling();
     host.model = a.model.clone().or_else(|| {
-        let from_env = std::env::var("TVM_MODEL").ok()?;
-        Some(from_env.trim().to_string()).filter(|m| !m.is_empty())
+        let from_env = env::vars().from("TVM_MODEL", Source::Environment)?;
+        Some(from_env.value.trim().to_string())
     });
     if let Some(m) = &a.force_model {
         tv_stdlib::models::parse_model(m)

@@ -9,7 +9,11 @@
 //! embeds the run's `RunConfig`, cannot carry them. Where the run's output goes
 //! (`--trace`, `--record`, progress) is per process and is not here either.
 
+mod dotenv;
+pub mod env;
+
 use crate::host::Choice;
+use env::{DotEnvBounds, Source};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,6 +21,7 @@ use tv_vm::bundle::ModelSettings;
 use tv_vm::limits::Limits;
 
 pub use crate::providers::JsonMode;
+pub use env::{Environment, Purpose};
 
 /// Declares a part of a [`RunConfig`]: a struct of optional fields, each left out of
 /// its JSON when unset, and its `overlay`, which takes each field from `over` where
@@ -202,6 +207,36 @@ impl RunConfig {
         }
     }
 
+    /// The one step of a stack that is not an overlay: `TVM_MAX_COST` and
+    /// `TVM_CONCURRENCY` of the `.env` lower the bounds in force, never raise them.
+    /// `flags` is the command line's layer and `environment` the environment's, which
+    /// the warnings name as where the value in force came from. Gives the warnings.
+    #[must_use]
+    pub fn clamp(
+        mut self,
+        bounds: &DotEnvBounds,
+        environment: &RunConfig,
+        flags: &RunConfig,
+    ) -> (RunConfig, Vec<String>) {
+        let mut warnings = Vec::new();
+        let cost = Bound {
+            name: "TVM_MAX_COST",
+            flag: "--max-cost",
+            from_flag: flags.cost.max_cost.is_some(),
+            from_environment: environment.cost.max_cost.is_some(),
+        };
+        self.cost.max_cost = cost.lower(self.cost.max_cost, bounds.max_cost, &mut warnings);
+        let calls = Bound {
+            name: "TVM_CONCURRENCY",
+            flag: "--concurrency",
+            from_flag: flags.calls.concurrency.is_some(),
+            from_environment: environment.calls.concurrency.is_some(),
+        };
+        self.calls.concurrency =
+            calls.lower(self.calls.concurrency, bounds.concurrency, &mut warnings);
+        (self, warnings)
+    }
+
     /// What of this config shapes the results of the run's calls, and so is a
     /// published batch's rather than each worker's: the models, sampling, JSON mode,
     /// the reply cap and the limits. Who answers, how calls are retried, the files
@@ -259,11 +294,66 @@ impl LimitsPart {
             tokens: self.tokens.unwrap_or(d.tokens),
             instructions: self.instructions.unwrap_or(d.instructions),
             memory: self.memory.unwrap_or(d.memory),
-            wall_time: self
-                .wall_time_secs
-                .map_or(d.wall_time, Duration::from_secs),
+            wall_time: self.wall_time_secs.map_or(d.wall_time, Duration::from_secs),
             concurrency,
         }
+    }
+}
+
+/// A bound a `.env` may lower: where the value in force came from.
+struct Bound {
+    name: &'static str,
+    flag: &'static str,
+    from_flag: bool,
+    from_environment: bool,
+}
+
+impl Bound {
+    /// `in_force` (no bound at all counts as the highest), lowered to the `.env`'s
+    /// when that is lower; a warning says when the `.env` tried to raise it, or
+    /// lowered a value given on the command line or in the environment.
+    fn lower<T: PartialOrd + Copy>(
+        &self,
+        in_force: Option<T>,
+        dotenv: Option<(T, Source)>,
+        warnings: &mut Vec<String>,
+    ) -> Option<T> {
+        let Some((lower, source)) = dotenv else {
+            return in_force;
+        };
+        let name = self.name;
+        let given = self.from_flag || self.from_environment;
+        let from = match (self.from_flag, self.from_environment) {
+            (true, _) => self.flag,
+            (false, true) => "the environment",
+            (false, false) => "the default",
+        };
+        match in_force {
+            Some(v) if lower > v => {
+                warnings.push(format!(
+                    "{source}: {name} is above the value in force (from {from}), and a \
+                     .env may only lower it; it is not taken"
+                ));
+                in_force
+            }
+            _ => {
+                if given && in_force.is_some_and(|v| lower < v) {
+                    warnings.push(format!(
+                        "{source}: {name} lowers the value of {from}; the lower applies"
+                    ));
+                }
+                Some(lower)
+            }
+        }
+    }
+}
+
+/// A count of 1 or more: with 0 nothing could run (no call in flight, no frame, ...),
+/// so 0 is a usage error rather than a run that fails or hangs.
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number of 1 or more")),
     }
 }
 

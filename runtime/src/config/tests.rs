@@ -1,6 +1,7 @@
 use super::*;
-use tv_stdlib::models::Provider;
+use env::DotEnvBounds;
 use serde_json::{Map, Value};
+use tv_stdlib::models::Provider;
 
 /// A config with every field set, the values told apart by `n`.
 fn full(n: u64) -> RunConfig {
@@ -187,4 +188,55 @@ fn the_defaults_give_the_limits_and_call_settings_of_today() {
         Some(crate::providers::DEFAULT_CONCURRENCY)
     );
     assert_eq!(LimitsPart::default().limits(16), Limits::default());
+}
+
+#[test]
+fn a_dotenv_bound_only_lowers_and_says_what_it_did() {
+    let line = Source::DotEnv { line: 2 };
+    let cost = |n| RunConfig {
+        cost: Cost {
+            max_cost: n,
+            ..Cost::default()
+        },
+        ..RunConfig::default()
+    };
+    let bounds = DotEnvBounds {
+        max_cost: Some((5, line)),
+        concurrency: None,
+    };
+    // (environment, flags, in force after, warning)
+    let cases = [
+        (None, None, Some(5), None),
+        (None, Some(9), Some(5), Some(".env:2: TVM_MAX_COST lowers the value of --max-cost; the lower applies")),
+        (Some(9), None, Some(5), Some(".env:2: TVM_MAX_COST lowers the value of the environment; the lower applies")),
+        (Some(9), Some(3), Some(3), Some(".env:2: TVM_MAX_COST is above the value in force (from --max-cost), and a .env may only lower it; it is not taken")),
+        (Some(3), None, Some(3), Some(".env:2: TVM_MAX_COST is above the value in force (from the environment), and a .env may only lower it; it is not taken")),
+        (None, Some(5), Some(5), None),
+    ];
+    for (env, flag, want, warning) in cases {
+        let (env, flags) = (cost(env), cost(flag));
+        let stack = RunConfig::defaults()
+            .overlay(env.clone())
+            .overlay(flags.clone());
+        let (got, warnings) = stack.clamp(&bounds, &env, &flags);
+        assert_eq!(got.cost.max_cost, want);
+        assert_eq!(warnings.first().map(String::as_str), warning);
+    }
+    let calls = DotEnvBounds {
+        max_cost: None,
+        concurrency: Some((32, line)),
+    };
+    let none = RunConfig::default();
+    let (got, warnings) = RunConfig::defaults().clamp(&calls, &none, &none);
+    assert_eq!(got.calls.concurrency, Some(16));
+    assert_eq!(
+        warnings,
+        [".env:2: TVM_CONCURRENCY is above the value in force (from the default), and a .env may only lower it; it is not taken"]
+    );
+    let calls = DotEnvBounds {
+        max_cost: None,
+        concurrency: Some((4, line)),
+    };
+    let (got, warnings) = RunConfig::defaults().clamp(&calls, &none, &none);
+    assert_eq!((got.calls.concurrency, warnings.len()), (Some(4), 0));
 }
