@@ -2,8 +2,8 @@
 //! spread over many machines through NATS JetStream (DESIGN §16).
 
 use super::batch::{needed, survey, BatchArgs};
-use super::options::{host, HostArgs};
-use super::{entry_name, load_with_bytes, output, pick_entry, priced, provider_choice};
+use super::options::{concurrency, header, host, run_config, HostArgs};
+use super::{entry_name, load_with_bytes, output, pick_entry, priced};
 use clap::Args;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use tv_runtime::config::env as vars;
+use tv_runtime::config::RunConfig;
 use tv_runtime::nats::{self, BatchRecord, Connect, Server, WorkerOptions};
 
 #[derive(Args)]
@@ -160,7 +161,8 @@ async fn only_batch(server: &Server) -> Result<String, String> {
     }
 }
 
-async fn publish(server: &Server, url: &str, mut args: BatchArgs) -> Result<ExitCode, String> {
+async fn publish(server: &Server, url: &str, args: BatchArgs) -> Result<ExitCode, String> {
+    let config = run_config(&args.host, Some(&args.limits))?;
     let bundle_path = needed(&args.bundle, "a bundle")?.clone();
     let inputs_path = needed(&args.inputs, "--inputs FILE")?.clone();
     if args.out.is_some() {
@@ -170,27 +172,17 @@ async fn publish(server: &Server, url: &str, mut args: BatchArgs) -> Result<Exit
         );
     }
     let (bundle, sha, bytes) = load_with_bytes(&bundle_path)?;
-    args.host.resolve_allow_read()?;
-    let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     // Checked here with this machine's prices: a batch that cannot be kept within its
     // budget is refused before any worker spends on it.
-    priced(&host(choice, &args.host)?, &bundle)?;
-    let calls = args.host.calls().0;
-    let mut limits = args.limits.limits();
-    limits.concurrency = calls;
+    priced(&host(&config, &args.host)?, &bundle)?;
+    let calls = concurrency(&config);
     let name = entry_name(&bundle, entry);
-    let mut header = args
-        .host
-        .header(&bundle_path, sha.clone(), &name, choice, &limits)?;
-    // What a worker's own settings decide is not the batch's.
+    let mut header = header(&bundle_path, sha.clone(), &name, &config);
     header.bundle = PathBuf::from(format!("nats:tvm_bundles/{sha}"));
-    header.provider = String::new();
-    header.cassette = None;
-    header.workspace = None;
-    header.allow_read = Vec::new();
-    header.prices = None;
-    header.cache = None;
+    // What a worker's own settings decide is not the batch's; its budget is.
+    header.config = config.result_shaping();
+    header.config.cost.max_cost = config.cost.max_cost;
     let (rows, rows_sha256) = survey(&inputs_path)?;
     let mut record = BatchRecord {
         batch: String::new(),
@@ -277,12 +269,10 @@ async fn collect(server: &Server, name: &str, args: &BatchArgs) -> Result<ExitCo
 }
 
 pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
-    args.host.resolve_allow_read()?;
-    args.host.settle_bounds()?;
-    let choice = provider_choice(args.host.provider.as_deref())?;
-    let concurrency = args.host.calls().0;
+    let config = run_config(&args.host, None)?;
+    let concurrency = concurrency(&config);
     // Settings are checked now, not when the first row comes.
-    host(choice, &args.host)?;
+    host(&config, &args.host)?;
     // That made the cassette; each batch's host adds to it.
     if args.host.record.is_some() {
         args.host.record_mode = Some(super::options::Recording::Append);
@@ -292,12 +282,12 @@ pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
         lease: Duration::from_secs(args.lease),
         idle_exit: args.idle_exit.map(Duration::from_secs),
         verbose: args.verbose,
-        provider: choice.map_or("", |c| c.name()).to_string(),
+        provider: config.provider.choice,
     };
     let make_host = |record: &BatchRecord, shared| {
-        let mut a = batch_settings(&args.host, record);
+        let mut a = args.host.clone();
         a.shared = Some(shared);
-        let mut h = host(choice, &a)?;
+        let mut h = host(&batch_settings(&config, concurrency, record), &a)?;
         h.progress = None;
         Ok(h)
     };
@@ -325,30 +315,15 @@ pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
 }
 
 /// The worker's settings with the batch's over them: the model, sampling and output
-/// settings shape every row's result, so they are the batch's; the provider, keys,
-/// cassette, workspace, prices, cache and retries are the worker's. The budget is the
-/// batch's, kept in the server.
-fn batch_settings(worker: &HostArgs, record: &BatchRecord) -> HostArgs {
-    let mut a = worker.clone();
-    let h = &record.header;
-    if h.model.is_some() {
-        a.model = h.model.clone();
-    }
-    if let Some(s) = &h.sampling {
-        a.temperature = s.temperature.or(a.temperature);
-        a.max_output_tokens = s.max_tokens.or(a.max_output_tokens);
-        a.seed = s.seed.or(a.seed);
-    }
-    if h.force_model.is_some() {
-        a.force_model = h.force_model.clone();
-    }
-    if h.json_mode.is_some() {
-        a.json_mode = h.json_mode.clone();
-    }
-    if h.max_reply_bytes.is_some() {
-        a.max_reply_bytes = h.max_reply_bytes;
-    }
-    a.max_cost = None;
-    a.concurrency = Some(a.calls().0.min(record.calls.max(1)).max(1));
-    a
+/// settings shape every row's result, so they are the batch's
+/// ([`RunConfig::result_shaping`]); the provider, keys, cassette, workspace, prices,
+/// cache and retries are the worker's. The budget is the batch's, kept in the server,
+/// and the calls in flight the fewer of the worker's and the batch's.
+fn batch_settings(worker: &RunConfig, concurrency: usize, record: &BatchRecord) -> RunConfig {
+    let mut c = worker
+        .clone()
+        .overlay(record.header.config.result_shaping());
+    c.cost.max_cost = None;
+    c.calls.concurrency = Some(concurrency.min(record.calls.max(1)).max(1));
+    c
 }
