@@ -327,3 +327,68 @@ fn batch_settings(worker: &RunConfig, concurrency: usize, record: &BatchRecord) 
     c.calls.concurrency = Some(concurrency.min(record.calls.max(1)).max(1));
     c
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tv_runtime::config::{CacheChoice, Calls, Cost, Models, ProviderPart};
+    use tv_runtime::host::Choice;
+    use tv_runtime::journal::{Header, FORMAT};
+
+    #[test]
+    fn a_workers_rows_take_the_batchs_result_settings_and_the_workers_own_provider_and_cache() {
+        let worker = RunConfig {
+            provider: ProviderPart {
+                choice: Some(Choice::Echo),
+                cassette: None,
+            },
+            models: Models {
+                default: Some("worker-model".into()),
+                force: Some("openai:worker".into()),
+            },
+            calls: Calls {
+                concurrency: Some(8),
+                retries: Some(9),
+                ..Calls::default()
+            },
+            cost: Cost {
+                max_cost: Some(5),
+                cache: Some(CacheChoice::Dir("/worker/cache".into())),
+                ..Cost::default()
+            },
+            ..RunConfig::defaults()
+        };
+        let mut published = RunConfig::defaults();
+        published.models.default = Some("batch-model".into());
+        published.calls.retries = Some(0);
+        published.cost.max_cost = Some(1);
+        let record = BatchRecord {
+            batch: "b".into(),
+            rows: 1,
+            rows_sha256: String::new(),
+            header: Header {
+                journal: FORMAT,
+                bundle: PathBuf::new(),
+                bundle_sha256: String::new(),
+                entry: "main".into(),
+                args: serde_json::Map::new(),
+                config: published,
+            },
+            calls: 3,
+            max_deliveries: 3,
+        };
+        let c = batch_settings(&worker, 8, &record);
+        assert_eq!(c.models.default.as_deref(), Some("batch-model"));
+        // The batch named no forced model: the worker's stays.
+        assert_eq!(c.models.force.as_deref(), Some("openai:worker"));
+        assert_eq!(c.provider.choice, Some(Choice::Echo));
+        assert_eq!(c.calls.retries, Some(9), "retries are the worker's");
+        assert_eq!(c.calls.concurrency, Some(3), "the fewer calls in flight");
+        assert_eq!(c.cost.max_cost, None, "the budget is kept in the server");
+        assert_eq!(c.cost.cache, worker.cost.cache);
+        assert_eq!(
+            batch_settings(&worker, 2, &record).calls.concurrency,
+            Some(2)
+        );
+    }
+}
