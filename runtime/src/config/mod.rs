@@ -11,6 +11,7 @@
 
 mod dotenv;
 pub mod env;
+mod vars;
 
 use crate::host::Choice;
 use env::{DotEnvBounds, Source};
