@@ -3,7 +3,7 @@
 //! their syntax tree in `snapshots/ast`, their warnings in `snapshots/diagnostics` and
 //! the JSON Schemas of their types in `snapshots/schemas`.
 
-use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered};
+use tv_tests::{compile, each_fixture, fixtures, in_suite, outlined, rendered};
 
 #[test]
 fn every_invalid_fixture_is_rejected_with_its_snapshotted_diagnostics() {
@@ -15,6 +15,16 @@ fn every_invalid_fixture_is_rejected_with_its_snapshotted_diagnostics() {
         in_suite("diagnostics", || {
             insta::assert_snapshot!(format!("invalid__{}", f.name), rendered(&c));
         });
+        // A large program is checked holding its items' outlines, and building the
+        // items again for their bodies' checks: the same diagnostics.
+        for window in [1, 3] {
+            assert_eq!(
+                rendered(&outlined(f, window)),
+                rendered(&c),
+                "{}: outlined, windows of {window}",
+                f.path.display()
+            );
+        }
     });
 }
 
@@ -49,6 +59,23 @@ fn every_valid_fixture_compiles_and_its_syntax_tree_is_snapshotted() {
             assert!(
                 streamed == bytes,
                 "{}: windows of {window}",
+                f.path.display()
+            );
+        }
+        // So it does when the program was checked holding outlines only, its items
+        // built again a window at a time.
+        for window in [1, 3, tv_compiler::driver::WINDOW] {
+            let mut again = outlined(f, window);
+            assert_eq!(rendered(&again), rendered(&c), "{}", f.path.display());
+            let streamed = tv_compiler::driver::compile_to_bytes_in(
+                &mut again,
+                &mut Default::default(),
+                window,
+            )
+            .unwrap_or_else(|_| panic!("{}: no bytes", f.path.display()));
+            assert!(
+                streamed == bytes,
+                "{}: outlined, windows of {window}",
                 f.path.display()
             );
         }

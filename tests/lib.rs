@@ -55,6 +55,13 @@ pub fn compile(f: &Fixture) -> Compilation {
     driver::check_paths(std::slice::from_ref(&f.path)).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The fixture checked as `tvc compile` checks a large program: its items held as
+/// outlines, built again `window` at a time.
+pub fn outlined(f: &Fixture, window: usize) -> Compilation {
+    driver::check_paths_outlined(std::slice::from_ref(&f.path), window)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The diagnostics as `tvc check` prints them, without colour.
 pub fn rendered(c: &Compilation) -> String {
     c.diags.render(&c.sources, false)

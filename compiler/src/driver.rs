@@ -11,6 +11,12 @@ use rustc_hash::FxHashSet as HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod outlined;
+pub use outlined::{
+    check_paths_outlined, check_paths_to_compile, check_sources_outlined, outlines,
+    OUTLINE_BYTES,
+};
+
 /// Programs with several files and at least this much text read their files on all
 /// cores.
 const PARALLEL_READ_BYTES: usize = 256 * 1024;
@@ -30,6 +36,10 @@ pub struct Compilation {
     pub diags: Diagnostics,
     /// How long each stage took.
     pub timings: Timings,
+    /// The types that name declared ones, resolved: items built again (the modules
+    /// that hold their items' heads instead, see [`check_paths_outlined`]) are
+    /// resolved with them.
+    pub resolved: ast::Resolved,
 }
 
 /// Expands directories into the `*.xml` files below them, sorted, so that a program
@@ -237,9 +247,9 @@ pub fn check_sources(
         program.modules.push(module);
     }
     // Types may name declarations of any file: they are resolved once all are built.
-    let symbols = timings.time("check", || {
-        ast::resolve_types(&mut program, &mut later);
-        check::check_program(&program, &mut later)
+    let (symbols, resolved) = timings.time("check", || {
+        let resolved = ast::resolve_types(&mut program, &mut later);
+        (check::check_program(&program, &mut later), resolved)
     });
     // A file the reader could not finish yields a partial tree; what seems missing from
     // it may only be unread, so only its syntax error is shown.
@@ -255,6 +265,7 @@ pub fn check_sources(
         symbols,
         diags,
         timings,
+        resolved,
     }
 }
 
@@ -456,7 +467,7 @@ pub const WINDOW: usize = 4096;
 /// bundle, made [`WINDOW`] items at a time: each window is lowered, its functions
 /// generated and encoded, and its syntax trees and IR freed, so that the trees, the IR
 /// and the bundle of a large library are never all in memory. The compilation's
-/// syntax trees are used up.
+/// syntax trees and symbols are used up.
 pub fn compile_to_bytes(
     c: &mut Compilation,
     timings: &mut Timings,
@@ -474,27 +485,56 @@ pub fn compile_to_bytes_in(
         return Err(Diagnostics::new());
     }
     let (symbols, sources) = (&c.symbols, &c.sources);
+    // Modules that hold their items' heads only: their items are built again.
+    let outlined: Vec<(usize, FileId)> = c
+        .program
+        .modules
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.heads.is_some())
+        .map(|(i, m)| (i, m.file))
+        .collect();
+    crate::probe("before Windows::new");
     let (mut windows, names) = crate::lower::Windows::new(&mut c.program, symbols, sources);
+    crate::probe("Windows::new");
     let mut writer = crate::codegen::Writer::default();
     let mut branches = Vec::new();
+    let mut emit = |items: Vec<ast::Item>, windows: &mut crate::lower::Windows, t: &mut Timings| {
+        let mut lowered = t.time("lower to IR", || windows.lower(&items));
+        drop(items);
+        t.time("generate bytecode", || writer.add(&lowered.functions, sources));
+        drop(std::mem::take(&mut lowered.functions));
+        t.time("encode the bundle", || writer.encode());
+        branches.append(&mut lowered.branches);
+        t.time("encode the bundle", || writer.add_tasks(&lowered.tasks));
+    };
+    // The user's items come first in function order, the standard templates last.
+    for (module, file) in outlined {
+        let mut add = |first: usize, items: Vec<ast::Item>| {
+            let places = (first..).zip(items);
+            let items = windows.keep(module, places.collect());
+            if !items.is_empty() {
+                emit(items, &mut windows, timings);
+            }
+        };
+        let again = outlined::items_again(file, sources.get(file), &c.resolved, window, &mut add);
+        timings.add(outlined::BUILD_AGAIN, again);
+    }
     loop {
         let items = windows.take(window.max(1));
         if items.is_empty() {
             break;
         }
-        let mut lowered = timings.time("lower to IR", || windows.lower(&items));
-        drop(items);
-        timings.time("generate bytecode", || {
-            writer.add(&lowered.functions, sources)
-        });
-        drop(std::mem::take(&mut lowered.functions));
-        timings.time("encode the bundle", || writer.encode());
-        branches.append(&mut lowered.branches);
-        timings.time("encode the bundle", || writer.add_tasks(&lowered.tasks));
+        emit(items, &mut windows, timings);
     }
+    crate::probe("all windows");
     // Branch functions come after every item's.
     timings.time("generate bytecode", || writer.add(&branches, sources));
     drop(branches);
+    // Nothing more is lowered: what lowering reads is freed before the bundle's bytes
+    // are put together, while its pieces are still held.
+    drop(windows);
+    c.symbols = Symbols::default();
     let entries: Vec<tv_vm::bundle::Entry> = names
         .into_iter()
         .enumerate()
@@ -503,6 +543,7 @@ pub fn compile_to_bytes_in(
             function: crate::ir::id(i),
         })
         .collect();
+    crate::probe("entries");
     timings
         .time("encode the bundle", || writer.finish(&entries, sources))
         .map_err(|errors| {

@@ -217,3 +217,59 @@ fn a_bundle_made_a_window_of_templates_at_a_time_is_the_bundle_made_whole() {
         assert!(std::fs::read(&out).expect("written") == whole);
     }
 }
+
+#[test]
+fn a_program_checked_from_outlines_has_the_diagnostics_of_one_held_whole() {
+    use tv_compiler::driver;
+    let broken = [3, 199, 200, 201, 433, 799];
+    for dir in one_file_and_many("outlined_diagnostics", &broken) {
+        let paths = std::slice::from_ref(&dir);
+        let whole = driver::check_paths(paths).expect("the program");
+        let shown = whole.diags.render(&whole.sources, false);
+        assert_eq!(whole.diags.error_count(), 3 * broken.len(), "{shown}");
+        for window in [1, 64, 333] {
+            let c = driver::check_paths_outlined(paths, window).expect("the program");
+            // It holds no item of the user's files, only what later stages read of them.
+            for m in c.program.modules.iter().filter(|m| !m.std) {
+                assert!(m.items.is_empty() && m.heads.as_ref().is_some_and(|h| !h.is_empty()));
+            }
+            assert_eq!(
+                c.diags.render(&c.sources, false),
+                shown,
+                "windows of {window} in {}",
+                dir.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bundle_compiled_from_outlines_is_the_bundle_made_whole() {
+    use tv_compiler::driver;
+    for dir in one_file_and_many("outlined_bundle", &[]) {
+        let paths = std::slice::from_ref(&dir);
+        let whole = {
+            let c = driver::check_paths(paths).expect("the program");
+            let (_, bundle) = driver::compile(&c).expect("it compiles");
+            driver::bundle_bytes(&bundle)
+        };
+        // Windows of the first readings apart from those of the reading that lowers.
+        for (read, lower) in [(1, 1), (5, 64), (333, 7), (TEMPLATES * 2, TEMPLATES * 2)] {
+            let mut c = driver::check_paths_outlined(paths, read).expect("the program");
+            assert!(!c.diags.has_errors(), "{}", c.diags.render(&c.sources, false));
+            let bytes = driver::compile_to_bytes_in(&mut c, &mut Default::default(), lower)
+                .unwrap_or_else(|_| panic!("windows of {read} and {lower}: errors"));
+            assert!(bytes == whole, "windows of {read} and {lower} in {}", dir.display());
+        }
+    }
+}
+
+#[test]
+fn a_program_smaller_than_the_outline_size_is_held_whole_for_tvc_compile() {
+    use tv_compiler::driver;
+    let dir = program("held_whole", &[library(0, 50, &[])]);
+    let c = driver::check_paths_to_compile(std::slice::from_ref(&dir)).expect("the program");
+    assert!(c.program.modules.iter().all(|m| m.heads.is_none()));
+    assert!(c.program.modules.iter().map(|m| m.items.len()).sum::<usize>() >= 50);
+    assert!(!driver::outlines(driver::OUTLINE_BYTES - 1) && driver::outlines(driver::OUTLINE_BYTES));
+}

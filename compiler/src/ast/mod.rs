@@ -20,7 +20,10 @@ pub use expr::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, Te
 pub(crate) use fields::MAX_RETRIES;
 pub use schema::{did_you_mean, did_you_mean_preferring};
 pub use testcase::{Check, Expect, Reply, TestArg, TestCase, TestValue, STATUSES};
-pub use types::{resolve as resolve_types, split_top_level, Declared, TypeDecl, EVALUATION_RESULT};
+pub use types::{
+    apply_resolved, resolve as resolve_types, split_top_level, Declared, Resolved, TypeDecl,
+    EVALUATION_RESULT,
+};
 
 use crate::source::{FileId, Span, Spanned};
 use tv_stdlib::types::Type;
@@ -41,6 +44,10 @@ pub struct Module {
     /// A standard template file.
     pub std: bool,
     pub items: Vec<Item>,
+    /// When its items are not held (`tvc compile` of a large program builds them
+    /// again from the file a window at a time, `crate::driver`): what the later
+    /// stages read of each item, in order.
+    pub heads: Option<Vec<Head>>,
     /// Its `<type>` declarations and the types that name one, until they are resolved.
     pub types: Declared,
     /// Its `<test>` elements, which `tvm test` runs; they are not part of the bundle.
@@ -60,6 +67,49 @@ impl Item {
         match self {
             Item::Template(t) => &t.name,
             Item::Task(t) => &t.name,
+        }
+    }
+
+    /// Whether its task states `inherit_context` full or subset: it takes its
+    /// caller's context as a last parameter.
+    pub fn inherits_context(&self) -> bool {
+        let task = match self {
+            Item::Template(t) => match &t.body {
+                Body::Task(task) => task,
+                _ => return false,
+            },
+            Item::Task(t) => &t.task,
+        };
+        task.context
+            .as_ref()
+            .and_then(|c| c.inherit_context.as_ref())
+            .is_some_and(|i| i.node != InheritContext::None)
+    }
+}
+
+/// What lowering reads of an item besides its own tree: its name and whether it
+/// takes its caller's context.
+#[derive(Clone, Debug)]
+pub struct Head {
+    pub name: Ident,
+    pub inherits_context: bool,
+}
+
+impl Head {
+    pub fn of(item: &Item) -> Head {
+        Head {
+            name: item.name().clone(),
+            inherits_context: item.inherits_context(),
+        }
+    }
+}
+
+impl Module {
+    /// Its items' names, in order, whether the items are held or not.
+    pub fn names(&self) -> Box<dyn Iterator<Item = &Ident> + '_> {
+        match &self.heads {
+            Some(heads) => Box::new(heads.iter().map(|h| &h.name)),
+            None => Box::new(self.items.iter().map(Item::name)),
         }
     }
 }

@@ -77,6 +77,7 @@ impl Numbers {
 /// What is lowered, in function order: user items (the entry points), then the
 /// standard templates they reach.
 struct Plan<'p> {
+    /// The items, of the modules that hold theirs.
     items: Vec<&'p Item>,
     /// Where each item is: its module and its place in the module.
     places: Vec<(usize, usize)>,
@@ -100,27 +101,39 @@ impl<'p> Plan<'p> {
         let modules = program.modules.iter().enumerate();
         let user = modules.clone().filter(|(_, m)| !m.std);
         for (mi, m) in user.chain(modules.filter(|(_, m)| m.std)) {
-            for (ii, item) in m
-                .items
-                .iter()
+            // A module that does not hold its items has their heads.
+            let heads: Box<dyn Iterator<Item = (&ast::Ident, bool, Option<&Item>)>> =
+                match &m.heads {
+                    Some(heads) => Box::new(
+                        heads
+                            .iter()
+                            .map(|h| (&h.name, h.inherits_context, None)),
+                    ),
+                    None => Box::new(
+                        m.items
+                            .iter()
+                            .map(|i| (i.name(), i.inherits_context(), Some(i))),
+                    ),
+                };
+            for (ii, (name, inherits, item)) in heads
                 .enumerate()
-                .filter(|(_, i)| !m.std || needed.contains(&i.name().node))
+                .filter(|(_, (name, ..))| !m.std || needed.contains(&name.node))
             {
-                let name = item.name().node.clone();
-                if inherits_context(item) {
+                let name = name.node.clone();
+                if inherits {
                     plan.numbers.takes_context.insert(name.clone());
                 }
                 if let std::collections::hash_map::Entry::Vacant(slot) =
                     plan.numbers.ids.entry(name)
                 {
-                    slot.insert(ir::id(plan.items.len()));
-                    plan.items.push(item);
+                    slot.insert(ir::id(plan.places.len()));
+                    plan.items.extend(item);
                     plan.places.push((mi, ii));
                     plan.user_items += usize::from(!m.std);
                 }
             }
         }
-        plan.numbers.total = ir::id(plan.items.len());
+        plan.numbers.total = ir::id(plan.places.len());
         plan
     }
 
@@ -519,21 +532,6 @@ impl Lowerer<'_> {
 /// A captured local of a branch (`None`: the context), and the expression passing it.
 type Captured = (Option<Local>, ir::Expr);
 
-/// An item whose task states that it inherits its caller's context.
-fn inherits_context(item: &Item) -> bool {
-    let task = match item {
-        Item::Template(t) => match &t.body {
-            ast::Body::Task(task) => task,
-            _ => return false,
-        },
-        Item::Task(t) => &t.task,
-    };
-    task.context
-        .as_ref()
-        .and_then(|c| c.inherit_context.as_ref())
-        .is_some_and(|i| i.node != ast::InheritContext::None)
-}
-
 /// Atomic templates are what subtask requests can select, by their description and
 /// criteria.
 fn matchable(t: &ast::Task) -> Option<MatchInfo> {
@@ -595,7 +593,7 @@ fn reachable_std(program: &ast::Program, symbols: &Symbols) -> HashSet<String> {
             .modules
             .iter()
             .filter(move |m| m.std == std)
-            .flat_map(|m| m.items.iter().map(|i| i.name().node.as_str()))
+            .flat_map(|m| m.names().map(|n| n.node.as_str()))
     };
     let std_names: HashSet<&str> = names(true).collect();
     let mut work: Vec<&str> = names(false).collect();

@@ -43,11 +43,24 @@ impl<'a> Windows<'a> {
         sources: &'a SourceMap,
     ) -> (Self, Vec<String>) {
         let plan = Plan::new(program, symbols);
-        let entries = plan.items[..plan.user_items]
+        let (places, numbers, users) = (plan.places, plan.numbers, plan.user_items);
+        // The heads of items not held are read only by the plan: their names are
+        // moved to the entries, and the rest freed.
+        let entries = places[..users]
             .iter()
-            .map(|i| i.name().node.clone())
+            .filter_map(|&(m, i)| {
+                let module = &mut program.modules[m];
+                match &mut module.heads {
+                    Some(heads) => heads.get_mut(i).map(|h| std::mem::take(&mut h.name.node)),
+                    None => module.items.get(i).map(|i| i.name().node.clone()),
+                }
+            })
             .collect();
-        let (places, numbers) = (plan.places, plan.numbers);
+        for module in &mut program.modules {
+            if let Some(heads) = &mut module.heads {
+                *heads = Vec::new();
+            }
+        }
         let modules = program
             .modules
             .iter_mut()
@@ -77,6 +90,20 @@ impl<'a> Windows<'a> {
             let skipped = i.saturating_sub(*next);
             *next = i + 1;
             if let Some(item) = items.nth(skipped) {
+                out.push(item);
+            }
+        }
+        out
+    }
+
+    /// Of the items of module `module` that it does not hold, built again and given
+    /// with their places in it, those next in function order (the others are
+    /// dropped, as [`Windows::take`] skips them).
+    pub(crate) fn keep(&mut self, module: usize, items: Vec<(usize, Item)>) -> Vec<Item> {
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items {
+            if self.places.as_slice().first() == Some(&(module, i)) {
+                self.places.next();
                 out.push(item);
             }
         }

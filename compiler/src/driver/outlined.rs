@@ -1,0 +1,270 @@
+//! `tvc compile` of a large program without holding its syntax trees: the trees of a
+//! library of one-line templates take ten times its text. Each user file is read three
+//! times, a window of items at a time: first to build each item's outline (name,
+//! signature, what its return type is made of, see `check::Outline`) and its
+//! diagnostics, then to check the items' bodies against the outlines of all, then,
+//! when nothing was wrong, to lower them ([`super::compile_to_bytes`]). Every reading
+//! builds the same items from the same text; the diagnostics and the bundle are those
+//! of [`super::check_sources`] and [`super::compile`].
+
+use super::{read_file, Compilation, READ_AND_BUILD};
+use crate::ast::{self, Item, Program};
+use crate::check::{self, Outline};
+use crate::diag::Diagnostics;
+use crate::source::{FileId, SourceFile, SourceMap};
+use crate::timings::Timings;
+use crate::xml;
+use rustc_hash::FxHashSet as HashSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Programs with at least this much text in their own files are compiled by
+/// `tvc compile` holding a window of syntax trees at a time; smaller ones are read
+/// once and held whole, which is faster (each reading costs about a third of a
+/// compile) and, below this size, at most a few hundred megabytes.
+pub const OUTLINE_BYTES: usize = 16 << 20;
+
+/// Whether `tvc compile` holds outlines of a program of `bytes` of text.
+pub fn outlines(bytes: usize) -> bool {
+    bytes >= OUTLINE_BYTES
+}
+
+/// The stage that builds the items of outlined files again, for checking and lowering.
+pub(super) const BUILD_AGAIN: &str = "read XML and build syntax trees again";
+
+/// `tvc compile`'s check: [`super::check_paths`], or, for a program of at least
+/// [`OUTLINE_BYTES`] of text, [`check_paths_outlined`] with windows of
+/// [`super::WINDOW`] items.
+pub fn check_paths_to_compile(paths: &[PathBuf]) -> Result<Compilation, String> {
+    let start = Instant::now();
+    let files = super::collect_paths(paths)?;
+    let (sources, diags, unusable) = super::load(&files);
+    let bytes: usize = sources.files().map(|(_, f)| f.text.len()).sum();
+    let window = outlines(bytes).then_some(super::WINDOW);
+    Ok(loaded(start, sources, diags, unusable, window))
+}
+
+/// [`super::check_paths`] of a program whose user files are held as outlines, their
+/// items built again `window` at a time when they are checked and lowered.
+pub fn check_paths_outlined(paths: &[PathBuf], window: usize) -> Result<Compilation, String> {
+    let start = Instant::now();
+    let files = super::collect_paths(paths)?;
+    let (sources, diags, unusable) = super::load(&files);
+    Ok(loaded(start, sources, diags, unusable, Some(window)))
+}
+
+/// Checks loaded sources, outlined when `window` is given; the loading counts as a
+/// stage of its own.
+fn loaded(
+    start: Instant,
+    sources: SourceMap,
+    diags: Diagnostics,
+    unusable: HashSet<FileId>,
+    window: Option<usize>,
+) -> Compilation {
+    let took = start.elapsed();
+    let mut c = match window {
+        Some(window) => check_sources_outlined(sources, diags, unusable, window),
+        None => super::check_sources(sources, diags, unusable),
+    };
+    let mut timings = Timings::default();
+    timings.add("load files", took);
+    c.timings
+        .stages()
+        .iter()
+        .for_each(|&(s, d)| timings.add(s, d));
+    c.timings = timings;
+    c
+}
+
+/// [`super::check_sources`], holding each user file's items as outlines: the
+/// compilation's modules of user files have their items' heads instead of their items.
+pub fn check_sources_outlined(
+    mut sources: SourceMap,
+    mut diags: Diagnostics,
+    unusable: HashSet<FileId>,
+    window: usize,
+) -> Compilation {
+    for (path, text) in tv_stdlib::templates::TEMPLATES {
+        sources.add_std(path, text);
+    }
+    let window = window.max(1);
+    let mut broken = unusable.clone();
+    let mut later = Diagnostics::new();
+    let mut program = Program::default();
+    let mut timings = Timings::default();
+    // Each module's outlines when it does not hold its items.
+    let mut outlined: Vec<Option<Vec<Outline>>> = Vec::new();
+    let start = Instant::now();
+    for (id, file) in sources.files().filter(|(id, _)| !unusable.contains(id)) {
+        let (mut xml_diags, mut tree_diags) = (Diagnostics::new(), Diagnostics::new());
+        let (complete, module, outlines) = if file.std {
+            let mut none = Timings::default();
+            let (complete, module) = read_file(id, file, &mut xml_diags, &mut tree_diags, &mut none);
+            (complete, module, None)
+        } else {
+            let (complete, module, outlines) =
+                outline_file(id, file, window, &mut xml_diags, &mut tree_diags);
+            (complete, module, Some(outlines))
+        };
+        diags.extend(xml_diags);
+        later.extend(tree_diags);
+        if !complete {
+            broken.insert(id);
+        }
+        program.modules.push(module);
+        outlined.push(outlines);
+    }
+    timings.add(READ_AND_BUILD, start.elapsed());
+    crate::probe("pass 1");
+    let start = Instant::now();
+    let resolved = ast::resolve_types(&mut program, &mut later);
+    let mut outlines: Vec<Vec<Outline>> = Vec::with_capacity(outlined.len());
+    for (module, held) in program.modules.iter().zip(&mut outlined) {
+        outlines.push(match held.take() {
+            Some(mut outlines) => {
+                outlines.iter_mut().for_each(|o| o.resolve(&resolved));
+                outlines
+            }
+            None => module.items.iter().map(Outline::of).collect(),
+        });
+    }
+    crate::probe("outlines resolved");
+    let mut again = Duration::ZERO;
+    let symbols = {
+        let (program, sources) = (&program, &sources);
+        let mut bodies = |check: &mut dyn FnMut(&[Item])| {
+            for module in &program.modules {
+                if module.std {
+                    check(&module.items);
+                    continue;
+                }
+                let file = sources.get(module.file);
+                let mut add = |_: usize, items: Vec<Item>| check(&items);
+                again += items_again(module.file, file, &resolved, window, &mut add);
+            }
+        };
+        check::check_outlined(program, &outlines, &mut bodies, &mut later)
+    };
+    crate::probe("checked");
+    timings.add("check", start.elapsed().saturating_sub(again));
+    timings.add(BUILD_AGAIN, again);
+    // What lowering reads of the items it will build again.
+    for (module, outlines) in program.modules.iter_mut().zip(outlines) {
+        if !module.std {
+            module.heads = Some(outlines.into_iter().map(|o| o.head).collect());
+        }
+    }
+    // A file the reader could not finish yields a partial tree; what seems missing from
+    // it may only be unread, so only its syntax error is shown.
+    for d in later.iter() {
+        if !broken.contains(&d.span.file) {
+            diags.push(d.clone());
+        }
+    }
+    Compilation {
+        sources,
+        unusable,
+        program,
+        symbols,
+        diags,
+        timings,
+        resolved,
+    }
+}
+
+/// The first reading of a user file: its module without its items, their outlines
+/// in order, and whether its XML was read to the end. The entries of a `<library>`
+/// are built a window at a time, each window's trees freed once outlined.
+fn outline_file(
+    id: FileId,
+    file: &SourceFile,
+    window: usize,
+    xml_diags: &mut Diagnostics,
+    tree_diags: &mut Diagnostics,
+) -> (bool, ast::Module, Vec<Outline>) {
+    let mut all = ast::Built::default();
+    let mut outlines = Vec::new();
+    let mut entries: Vec<xml::Element> = Vec::new();
+    let mut outline = |entries: &mut Vec<xml::Element>| {
+        let built = crate::parallel::map_chunks(
+            entries,
+            crate::parallel::MIN_ITEMS_PER_WORKER,
+            |chunk| {
+                let mut built = ast::build_entries(chunk);
+                let items = std::mem::take(&mut built.items);
+                (built, items.iter().map(Outline::of).collect::<Vec<_>>())
+            },
+        );
+        entries.clear();
+        for (b, o) in built {
+            all.extend(b);
+            outlines.extend(o);
+        }
+    };
+    let doc = xml::parse_streaming(id, &file.text, xml_diags, &mut |el| {
+        entries.push(el);
+        if entries.len() >= window {
+            outline(&mut entries);
+        }
+    });
+    outline(&mut entries);
+    // A file whose root is a `<task>` or a `<template>` has its one item there.
+    let mut module = ast::build_module_with(id, file, &doc, tree_diags, Some(all));
+    outlines.extend(module.items.iter().map(Outline::of));
+    module.items = Vec::new();
+    outlines.shrink_to_fit();
+    (doc.complete, module, outlines)
+}
+
+/// Reads `file` again and builds its items, handing them to `f` in order, `window`
+/// at a time, with the place of the first in the file; their types are resolved
+/// with `resolved`. The diagnostics of this reading are those of the first, and
+/// are dropped. The time it took, without `f`'s.
+pub(super) fn items_again(
+    id: FileId,
+    file: &SourceFile,
+    resolved: &ast::Resolved,
+    window: usize,
+    f: &mut dyn FnMut(usize, Vec<Item>),
+) -> Duration {
+    let start = Instant::now();
+    let mut in_f = Duration::ZERO;
+    let mut next = 0;
+    let mut hand = |items: Vec<Item>| {
+        let (count, start) = (items.len(), Instant::now());
+        f(next, items);
+        next += count;
+        in_f += start.elapsed();
+    };
+    let mut entries: Vec<xml::Element> = Vec::new();
+    let build = |entries: &mut Vec<xml::Element>| {
+        let built = crate::parallel::map_chunks(
+            entries,
+            crate::parallel::MIN_ITEMS_PER_WORKER,
+            |chunk| {
+                let mut items = ast::build_entries(chunk).items;
+                items.iter_mut().for_each(|i| ast::apply_resolved(resolved, i));
+                items
+            },
+        );
+        entries.clear();
+        built.into_iter().flatten().collect::<Vec<Item>>()
+    };
+    let mut dropped = Diagnostics::new();
+    let doc = xml::parse_streaming(id, &file.text, &mut dropped, &mut |el| {
+        entries.push(el);
+        if entries.len() >= window {
+            hand(build(&mut entries));
+        }
+    });
+    if !entries.is_empty() {
+        hand(build(&mut entries));
+    }
+    let mut root = ast::build_module(id, file, &doc, &mut dropped).items;
+    if !root.is_empty() {
+        root.iter_mut().for_each(|i| ast::apply_resolved(resolved, i));
+        hand(root);
+    }
+    start.elapsed().saturating_sub(in_f)
+}
