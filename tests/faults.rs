@@ -4,7 +4,7 @@
 //! runs it through `RunHost` against the scripted HTTP server on 127.0.0.1 (OpenAI wire
 //! format) with scripts as real processes, and checks exactly how the run ends, which
 //! steps ran and what the server was asked. (A damaged bundle given to `tvm` is covered
-//! by `runtime/tests/cli.rs` and `runtime/tests/secrets.rs`.)
+//! by `cli/tests/tvm/cli.rs` and `cli/tests/tvm/secrets.rs`.)
 
 use crate::http;
 

@@ -1,7 +1,7 @@
 //! The XML Schema of `tvc schema` (DESIGN §17) against the shipped templates, with
 //! `xmllint`: every example and valid fixture validates, and fixtures whose fault is one
 //! of structure fail it for that fault. The schema is the text the binary prints
-//! (`compiler/tests/cli.rs` checks that `tvc schema` prints exactly it); its names are
+//! (`cli/tests/tvc/cli.rs` checks that `tvc schema` prints exactly it); its names are
 //! compared with the compiler's own lists by the compiler's unit tests (`xsd/tests.rs`).
 
 use std::path::{Path, PathBuf};

@@ -137,13 +137,19 @@ impl Recorder {
             RecordMode::Append => options.read(true).append(true).create(true),
             RecordMode::Overwrite => options.write(true).create(true).truncate(true),
         };
-        let file = options.open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => format!(
+        // A cassette is read back: a FIFO or a device would lose the replies (or, with
+        // no reader, hold the run up), so only a regular file is written.
+        let file = files::open_with(path, &mut options).map_err(|e| match e {
+            files::FileError::Io(e) if e.kind() == std::io::ErrorKind::AlreadyExists => format!(
                 "--record {}: the file exists; pass --record-mode append to add this run's \
                  replies to it, or --record-mode overwrite to replace it",
                 path.display()
             ),
-            _ => format!("cannot create {}: {e}", path.display()),
+            files::FileError::NotRegular(what) => format!(
+                "--record {} is {what}, not a regular file: a cassette is read back",
+                path.display()
+            ),
+            e => format!("cannot create {}: {e}", path.display()),
         })?;
         if mode == RecordMode::Append {
             end_line(&file).map_err(|e| format!("cannot append to {}: {e}", path.display()))?;
@@ -211,6 +217,10 @@ fn end_line(mut file: &std::fs::File) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The most memory a cassette's entries may take once read, by
+/// [`tv_stdlib::values::json_weight_bound`]: twice the most its file may have.
+pub const MAX_MEMORY: u64 = 2 * files::CASSETTE.max;
+
 /// Replies by request key; the same request asked twice gets its replies in order.
 pub struct Cassette {
     /// Every recorded reply, and whether it was used.
@@ -237,8 +247,23 @@ impl Cassette {
         Cassette::parse(&text, &path.display().to_string())
     }
 
-    /// The cassette `text` holds; errors name it `shown` with the line.
+    /// The cassette `text` holds; errors name it `shown` with the line. Its entries are
+    /// measured before each is parsed: a cassette may come with the templates it tests,
+    /// and JSON of small values takes many times its length once read
+    /// ([`MAX_MEMORY`]).
     pub fn parse(text: &str, shown: &str) -> Result<Cassette, String> {
+        let mut weight = 0u64;
+        for (i, line) in text.lines().enumerate() {
+            weight = weight.saturating_add(tv_stdlib::values::json_weight_bound(line.as_bytes()));
+            if weight > MAX_MEMORY {
+                return Err(format!(
+                    "{shown}:{}: the cassette's entries would take more than {} once read (JSON \
+                     of small values takes many times its length), so it is not read",
+                    i + 1,
+                    files::size(MAX_MEMORY)
+                ));
+            }
+        }
         let mut replies = Vec::new();
         let mut by_key: HashMap<String, VecDeque<usize>> = HashMap::new();
         let mut by_unnamed: HashMap<String, VecDeque<usize>> = HashMap::new();

@@ -71,6 +71,12 @@ pub const SNAPSHOT: Bound = Bound {
     what: "a snapshot",
     max: 64 << 20,
 };
+/// A NATS credentials file, CA certificate, client certificate or key: a CA bundle of
+/// every public authority is a few hundred KB.
+pub const NATS_FILE: Bound = Bound {
+    what: "a NATS credentials or certificate file",
+    max: 1 << 20,
+};
 /// The record a batch's state folder keeps of what it runs.
 pub const BATCH_RECORD: Bound = Bound {
     what: "a batch's state record",
@@ -142,6 +148,28 @@ pub fn open_with(path: &Path, options: &mut OpenOptions) -> Result<File, FileErr
         .open(path)
         .map_err(refused)?;
     regular(file)
+}
+
+/// Opens `path` with `options` for writing a stream to (`--trace`), without waiting: a
+/// FIFO no process reads is refused instead of waited on (a FIFO with a reader, a
+/// terminal or `/dev/stderr` are taken). Blocking again once open.
+/// The error says why: `is a FIFO that no process reads ...`, or `cannot be opened: ...`.
+pub fn open_stream(path: &Path, options: &mut OpenOptions) -> Result<File, String> {
+    let file = options
+        .custom_flags(OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENXIO) => {
+                "is a FIFO that no process reads, and tvm does not wait for one".to_string()
+            }
+            _ => format!("cannot be opened: {e}"),
+        })?;
+    let blocking = fcntl(&file, FcntlArg::F_GETFL).and_then(|flags| {
+        let flags = OFlag::from_bits_truncate(flags) - OFlag::O_NONBLOCK;
+        fcntl(&file, FcntlArg::F_SETFL(flags))
+    });
+    blocking.map_err(|e| format!("cannot be opened: {e}"))?;
+    Ok(file)
 }
 
 /// Opens `rel` for reading beneath the folder `dir`: `..` and links are resolved inside

@@ -20,9 +20,13 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The trace at `path`, made or emptied; a FIFO that no process reads is refused
+    /// rather than waited on.
     pub fn create(path: &Path) -> Result<Trace, String> {
-        let file = std::fs::File::create(path)
-            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        let file = crate::files::open_stream(path, &mut options)
+            .map_err(|e| format!("--trace {} {e}", path.display()))?;
         Ok(Trace {
             file: Arc::new(Mutex::new(file)),
             seq: Arc::new(AtomicU64::new(0)),

@@ -75,11 +75,13 @@ impl ScriptRunner {
         if let Some(dir) = &self.workdir {
             cmd.current_dir(dir);
         }
-        // The providers' keys are tvm's, not the script's: a script printing its
-        // environment (`env`, a stack trace) would put them into the journal, the trace
-        // and the next prompt.
-        cmd.env_remove(crate::providers::openai::KEY_VAR)
-            .env_remove(crate::providers::anthropic::KEY_VAR);
+        // The providers' keys and the NATS token and password are tvm's, not the
+        // script's: a script printing its environment (`env`, a stack trace) would put
+        // them into the journal, the trace and the next prompt, and a row's script on a
+        // worker is the publisher's code.
+        for name in crate::providers::vars::SECRET_VARS {
+            cmd.env_remove(name);
+        }
         cmd.envs(inputs.env.iter().map(|(k, v)| (k, v)));
         let marker = marker();
         cmd.env(MARKER_VAR, &marker);

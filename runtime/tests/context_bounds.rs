@@ -7,9 +7,7 @@
 //! with the prompt's size times the files, and the file the prompt is about still comes
 //! first.
 
-use crate::support::files;
-
-use files::TempDir;
+use crate::support::temp::TempDir;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -4,7 +4,7 @@
 //! look-up reads the file. A check followed by an open of the path lets some reads
 //! through the link; an open beneath the workspace lets none.
 
-use crate::support::files::TempDir;
+use crate::support::temp::TempDir;
 use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -113,6 +113,34 @@ pub(crate) fn int_of(n: &Number) -> Option<i128> {
 
 pub use crate::reading::parse_json_text;
 
+/// At least the [`weight`] of the value JSON `text` holds, found without parsing it: a
+/// value for each `[`, `{`, `,` and `:` outside strings (every value but the first
+/// follows one), and every byte as text. `[0,0,0,...]` weighs sixteen times its
+/// length once parsed, so what reads JSON it does not trust measures it first.
+pub fn json_weight_bound(text: &[u8]) -> u64 {
+    const NODE: u64 = std::mem::size_of::<serde_json::Value>() as u64;
+    let (mut values, mut in_string, mut escaped) = (1u64, false, false);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' | b',' | b':' => values += 1,
+            _ => {}
+        }
+    }
+    values
+        .saturating_mul(NODE)
+        .saturating_add(text.len() as u64)
+}
+
 /// About how many bytes a value takes: what copying it costs.
 pub fn weight(v: &serde_json::Value) -> u64 {
     use serde_json::Value;
@@ -142,6 +170,29 @@ pub fn weight(v: &serde_json::Value) -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod weight_bound_tests {
+    use super::*;
+
+    #[test]
+    fn the_bound_of_json_text_is_never_below_the_weight_of_its_value() {
+        for text in [
+            "0",
+            "[0,0,0,0]",
+            "{\"a\":[1,{\"b\":\"x,y:[z]\"}],\"c\":null}",
+            "\"a \\\" quoted, [bracket]\"",
+            "[[],[],{},[[[]]]]",
+            "{\"k\":\"\\\\\",\"l\":[true,false]}",
+        ] {
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert!(json_weight_bound(text.as_bytes()) >= weight(&v), "{text}");
+        }
+        // Small numbers weigh far more than their text, and the bound says so.
+        let zeros = format!("[{}0]", "0,".repeat(999));
+        assert!(json_weight_bound(zeros.as_bytes()) >= 1000 * 32);
+    }
 }
 
 #[cfg(test)]

@@ -217,6 +217,55 @@ fn write_marker(dir: &Path, record: &Value, replace: bool) -> Result<Flock<File>
     Ok(file)
 }
 
+/// Refuses each of `files` (a flag and the path it names) that is one of the files a
+/// batch makes in its state folder `dir` (`N.journal`, `N.spare`, `batch.json` and its
+/// temporary name): the batch would write its journals over it, and `--rerun` would
+/// remove it as its own. Compared by the folder's device and inode, else (a folder not
+/// made yet) by the paths as written, made absolute.
+pub fn apart_from_state(dir: &Path, files: &[(&str, &Path)]) -> Result<(), String> {
+    for (flag, file) in files {
+        let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let made = own_name(name) || name == MARKER || name.starts_with(&format!(".{MARKER}."));
+        if made && same_folder(dir, file.parent()) {
+            return Err(format!(
+                "{flag} {} is named as a file of the batch's state folder {}, which the batch \
+                 writes and removes as its own; name another file, or another --state DIR",
+                file.display(),
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn same_folder(dir: &Path, parent: Option<&Path>) -> bool {
+    let parent = match parent {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (std::fs::metadata(dir), std::fs::metadata(parent)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => lexical(dir) == lexical(parent),
+    }
+}
+
+/// `path` made absolute, with `.` and `..` taken as written.
+fn lexical(path: &Path) -> Option<std::path::PathBuf> {
+    let mut out = std::path::PathBuf::new();
+    for c in std::path::absolute(path).ok()?.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
 /// Whether `name` is one of the files a batch makes in its folder beside `batch.json`:
 /// a row's journal, `N.journal`, or a spare, `N.spare`.
 fn own_name(name: &str) -> bool {

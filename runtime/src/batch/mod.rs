@@ -13,6 +13,7 @@ mod lines;
 mod results;
 mod state;
 
+pub use folder::apart_from_state;
 pub use lines::{Lines, MAX_ROW_BYTES};
 pub use state::{Start, State};
 
@@ -25,7 +26,7 @@ use std::io::{BufRead, Write};
 use tv_vm::args;
 use tv_vm::bundle::Bundle;
 use tv_vm::limits::{Limits, Spending};
-use tv_vm::result::{Reason, Status, TaskError, TaskResult};
+use tv_vm::result::{Reason, Resource, Status, TaskError, TaskResult};
 
 /// One input row: where it stood, its id, and its arguments bound to the entry's
 /// parameters (or why they could not be).
@@ -129,6 +130,13 @@ pub async fn run_until<H: AsyncHost>(
             if state.and_then(|s| s.finished(index - 1)).is_some() {
                 continue;
             }
+            if let Some(failed) = line.as_ref().ok().and_then(|t| too_heavy(t, n, limits)) {
+                write_row(out, &mut summary, index - 1, Value::Null, failed)?;
+                if let Some(p) = progress {
+                    p.row_ended(false, false);
+                }
+                continue;
+            }
             let row = match line {
                 Ok(text) => read_row(bundle, function, index - 1, n, &text),
                 Err(why) => Row {
@@ -206,6 +214,25 @@ pub async fn run_until<H: AsyncHost>(
         }
     }
     Ok(summary)
+}
+
+/// The failure of a row whose line `n`, `text`, would take more than the run's memory
+/// budget once parsed: a line of 64 MiB of small values would take gigabytes before
+/// the machine could refuse it, so it is measured first and not parsed.
+fn too_heavy(text: &str, n: u64, limits: &Limits) -> Option<TaskResult> {
+    let bound = tv_stdlib::values::json_weight_bound(text.as_bytes());
+    (bound > limits.memory).then(|| {
+        TaskResult::failed(TaskError::exhausted(
+            Resource::Memory,
+            format!(
+                "line {n}: the row's arguments would take more than {} bytes (--max-memory) \
+                 once read, so the line was not parsed",
+                limits.memory
+            ),
+            bound,
+            limits.memory,
+        ))
+    })
 }
 
 /// A row's arguments by parameter name, as its journal keeps them.

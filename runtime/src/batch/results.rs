@@ -4,6 +4,7 @@
 //! one line and of a flag per row.
 
 use crate::files;
+use nix::fcntl::Flock;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -56,6 +57,42 @@ pub(super) fn open(out: &Path, new: bool) -> Result<File, String> {
         Ok(Some(what)) => Err(not_a_file(out, what)),
         Err(e) => Err(format!("--out {}: {e}", out.display())),
     }
+}
+
+/// Locks the results file at `out` for this batch, or says which batch writes it. With
+/// `now`, the lock taken before (if any) and the results file opened since: the lock is
+/// kept when it is on that file, else that file is locked in its place (`--rerun` and
+/// `--retry-failed` make a new one).
+pub(super) fn lock(
+    out: &Path,
+    now: Option<(Option<Flock<File>>, &File)>,
+) -> Result<Option<Flock<File>>, String> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |f: &File| f.metadata().ok().map(|m| (m.dev(), m.ino()));
+    let file = match now {
+        Some((Some(held), file)) if id(&held) == id(file) => return Ok(Some(held)),
+        Some((_, file)) => file
+            .try_clone()
+            .map_err(|e| format!("--out {}: {e}", out.display()))?,
+        None => match files::open(out) {
+            Ok(file) => file,
+            Err(files::FileError::Missing) => return Ok(None),
+            Err(e) => return Err(format!("--out {} {e}", out.display())),
+        },
+    };
+    crate::journal::lock(file)
+        .map(Some)
+        .map_err(|refused| match refused {
+            crate::journal::Refused::Held(holder) => format!(
+                "--out {} is being written by {holder}, another tvm batch: two batches writing \
+             one results file would take each other's rows for their own; wait for it to \
+             end, or name another --out",
+                out.display()
+            ),
+            crate::journal::Refused::Failed(errno) => {
+                format!("cannot lock the results {}: {errno}", out.display())
+            }
+        })
 }
 
 /// The rows whose lines `file` (the results at `out`) holds whole, and whether each

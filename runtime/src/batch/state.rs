@@ -42,6 +42,9 @@ pub struct State {
     retirer: OnceLock<Option<Retirer>>,
     /// `batch.json`, locked while the batch runs: a second batch on the folder is refused.
     _marker: Flock<File>,
+    /// The results file, locked while the batch runs: a batch of another state folder
+    /// writing the same file is refused.
+    _out_lock: Option<Flock<File>>,
     /// Where `--rerun` kept the earlier results.
     previous: Option<PathBuf>,
 }
@@ -116,8 +119,12 @@ impl State {
         start: Start,
     ) -> Result<(State, File), String> {
         let this = json!({"bundle_sha256": header.bundle_sha256, "entry": header.entry, "rows_sha256": rows_sha256});
+        folder::apart_from_state(dir, &[("--out", out)])?;
         let found = folder::inspect(dir)?;
         let resuming = resumes(&found, &this, start, dir, out)?;
+        // Two batches with state folders of their own may still name one results file:
+        // locked before it is looked at, so that what is seen is not being written.
+        let held = results::lock(out, None)?;
         // Results no state says are this batch's: only --rerun goes on, moving them aside.
         let aside = !resuming && results::size(out)? > 0;
         if aside {
@@ -130,6 +137,7 @@ impl State {
         let marker = folder::claim(dir, &this, found, start == Start::Rerun)?;
         let previous = aside.then(|| results::move_aside(out)).transpose()?;
         let (file, finished) = done_rows(out, resuming, start, previous.is_some())?;
+        let out_lock = results::lock(out, Some((held, &file)))?;
         let state = State {
             dir: dir.to_path_buf(),
             header,
@@ -141,6 +149,7 @@ impl State {
             spares: Arc::new(Spares::new(dir)),
             retirer: OnceLock::new(),
             _marker: marker,
+            _out_lock: out_lock,
             previous,
         };
         // A row whose line was written just before the crash may still have a journal;

@@ -3,7 +3,8 @@
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use std::fs::File;
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -28,6 +29,31 @@ pub(super) fn lock_exclusive(path: &Path, file: File) -> Result<Flock<File>, Str
         ),
         Refused::Failed(errno) => format!("cannot lock the journal {shown}: {errno}"),
     })
+}
+
+/// Creates the journal file at `path` for a new run and locks it: an empty one left by
+/// a run that stopped before its header is taken over; one that holds a run is refused.
+pub(super) fn create_locked(path: &Path) -> Result<Flock<File>, String> {
+    let shown = path.display();
+    let mut options = OpenOptions::new();
+    options.read(true).append(true);
+    // create-new: two runs starting at once cannot both create it.
+    let file = match options.clone().create_new(true).open(path) {
+        // One that exists must be a regular file: a FIFO would take the records away.
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            crate::files::open_with(path, &mut options)
+                .map_err(|e| format!("the journal {shown} {e}"))?
+        }
+        opened => opened.map_err(|e| format!("cannot create the journal {shown}: {e}"))?,
+    };
+    let file = lock_exclusive(path, file)?;
+    // Checked under the lock: a run that held it may have written its header since.
+    if file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
+        return Err(format!(
+            "the journal {shown} already exists: resume it with `tvm resume {shown}`, or remove it to start afresh"
+        ));
+    }
+    Ok(file)
 }
 
 /// Why a file could not be locked.

@@ -8,7 +8,6 @@
 //! A spare holds nothing: a stopped batch's spares are removed when it is resumed
 //! ([`Spares::clear`]), and a row's journal that was a spare starts empty, as a new one.
 
-use super::writer::create_locked;
 use super::Journal;
 use nix::fcntl::Flock;
 use std::fs::File;
@@ -109,14 +108,5 @@ impl Spares {
                 let _ = std::fs::remove_file(&path);
             }
         }
-    }
-}
-
-/// The journal file at `path` for a new run: a spare when there is one, else a file
-/// made for it.
-pub(super) fn make(path: &Path, spares: Option<&Spares>) -> Result<Flock<File>, String> {
-    match spares.and_then(|s| s.take(path)) {
-        Some(file) => Ok(file),
-        None => create_locked(path),
     }
 }

@@ -8,12 +8,12 @@
 //! when there is one, where the syncs of many rows overlap. Appending a line that is
 //! not synced yet is a copy into the page cache, made where it is asked for.
 
-use super::lock::lock_exclusive;
-use super::spare::{self, Spares};
+use super::lock::create_locked;
+use super::spare::Spares;
 use super::Header;
 use nix::fcntl::Flock;
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -146,7 +146,7 @@ fn write(path: &Path, writer: &Mutex<Writer>, line: &str, sync: bool) -> Result<
     match &mut *writer {
         Writer::Deferred { header, spares } => {
             let header = serde_json::to_string(header).map_err(|e| e.to_string())?;
-            let mut file = spare::make(path, spares.as_deref())?;
+            let mut file = open_file(path, spares.as_deref())?;
             file.write_all(format!("{header}\n{line}\n").as_bytes())
                 .map_err(failed)?;
             // Only a file whose header is written takes the next lines; one that failed
@@ -197,29 +197,13 @@ fn synced(path: &Path, writer: &mut Writer) -> Result<(), String> {
     Ok(())
 }
 
-/// Creates the journal file at `path` for a new run and locks it: an empty one left by
-/// a run that stopped before its header is taken over; one that holds a run is refused.
-pub(super) fn create_locked(path: &Path) -> Result<Flock<File>, String> {
-    let shown = path.display();
-    let mut options = OpenOptions::new();
-    options.read(true).append(true);
-    // create-new: two runs starting at once cannot both create it.
-    let file = match options.clone().create_new(true).open(path) {
-        // One that exists must be a regular file: a FIFO would take the records away.
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            crate::files::open_with(path, &mut options)
-                .map_err(|e| format!("the journal {shown} {e}"))?
-        }
-        opened => opened.map_err(|e| format!("cannot create the journal {shown}: {e}"))?,
-    };
-    let file = lock_exclusive(path, file)?;
-    // Checked under the lock: a run that held it may have written its header since.
-    if file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
-        return Err(format!(
-            "the journal {shown} already exists: resume it with `tvm resume {shown}`, or remove it to start afresh"
-        ));
+/// The journal file at `path` for a new run: a spare when there is one, else a file
+/// made for it.
+fn open_file(path: &Path, spares: Option<&Spares>) -> Result<Flock<File>, String> {
+    match spares.and_then(|s| s.take(path)) {
+        Some(file) => Ok(file),
+        None => create_locked(path),
     }
-    Ok(file)
 }
 
 /// Syncs the folder that holds a new file, so the file itself survives a power loss.

@@ -9,7 +9,7 @@
 //! A row message is `tvm.rows.BATCH`, with the message id `BATCH.ROW`, and a payload
 //! ([`RowMessage`]) naming the same batch and row, a row below the batch's count.
 
-use super::worker::store_result;
+use super::results::store_result;
 use super::{valid_batch_name, BatchRecord, RowMessage, Server};
 use crate::ledger::Shared;
 use async_nats::jetstream::{AckKind, Message};

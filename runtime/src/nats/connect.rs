@@ -146,10 +146,19 @@ fn pick(
     }
 }
 
+/// Checks that `path` is a regular file within [`files::NATS_FILE`] before the client
+/// library, which reads it whole and would wait on a FIFO, is given it.
 fn readable(path: &std::path::Path, flag: &str) -> Result<(), String> {
-    std::fs::File::open(path)
-        .map(|_| ())
-        .map_err(|e| format!("{flag} {}: {e}", path.display()))
+    let file = crate::files::open(path).map_err(|e| format!("{flag} {} {e}", path.display()))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > crate::files::NATS_FILE.max {
+        return Err(format!(
+            "{flag} {} {}",
+            path.display(),
+            crate::files::FileError::TooLarge(crate::files::NATS_FILE)
+        ));
+    }
+    Ok(())
 }
 
 /// Reads `urls` (one, or several separated by commas, as NATS clients take them): each

@@ -22,6 +22,7 @@ mod connect;
 mod lease;
 mod log;
 mod publish;
+mod results;
 pub mod shared;
 mod worker;
 

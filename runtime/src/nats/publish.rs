@@ -5,11 +5,10 @@ use super::{result_key, BatchRecord, RowMessage, Server};
 use crate::batch::{named, read_row, Lines, MAX_ROW_BYTES};
 use async_nats::jetstream::message::PublishMessage;
 use futures::stream::{FuturesUnordered, StreamExt};
-use serde_json::json;
 use std::future::IntoFuture;
 use std::io::BufRead;
 use tv_vm::bundle::Bundle;
-use tv_vm::result::{Reason, Status, TaskError, TaskResult};
+use tv_vm::result::{Reason, TaskError, TaskResult};
 
 /// Acknowledgements of rows sent awaited at once: the server takes rows as fast as
 /// they come, and one round trip per row would make a large batch slow to publish.
@@ -187,13 +186,7 @@ async fn fail_row(
     why: &str,
 ) -> Result<(), String> {
     let failed = TaskResult::failed(TaskError::failure(Reason::InputValidationFailure, why));
-    super::worker::store_result(server, batch, index, id, &failed)
+    super::results::store_result(server, batch, index, id, &failed)
         .await
         .map(|_| ())
-}
-
-/// A result line, as `tvm batch` writes it.
-pub(super) fn line(index: u64, id: &serde_json::Value, result: &TaskResult) -> String {
-    let status: Status = result.status;
-    json!({"index": index, "id": id, "status": status, "result": result}).to_string()
 }

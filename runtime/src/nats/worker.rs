@@ -12,9 +12,8 @@
 use super::admit::{admit, Admitted, Batches, Running};
 use super::lease::{Lease, TAKEN};
 use super::log::KvLog;
-use super::{
-    failed_key, patiently, publish, result_key, BatchRecord, RowMessage, Server, CONSUMER,
-};
+use super::results::store_result;
+use super::{patiently, result_key, BatchRecord, RowMessage, Server, CONSUMER};
 use crate::driver;
 use crate::host::AsyncHost;
 use crate::journal::{Journal, RemoteLog};
@@ -22,7 +21,6 @@ use crate::ledger::Shared;
 use crate::observe::say;
 use async_nats::jetstream::consumer::pull;
 use async_nats::jetstream::consumer::{AckPolicy, PullConsumer};
-use async_nats::jetstream::kv;
 use async_nats::jetstream::{AckKind, Message};
 use futures::stream::{FuturesUnordered, SelectAll, StreamExt};
 use std::collections::HashMap;
@@ -335,32 +333,6 @@ async fn finish<H>(
     } else {
         Ended::Failed
     }
-}
-
-/// Stores row `index`'s result line unless a result is stored already; `false` when
-/// one was.
-pub(super) async fn store_result(
-    server: &Server,
-    batch: &str,
-    index: u64,
-    id: &serde_json::Value,
-    result: &TaskResult,
-) -> Result<bool, String> {
-    let line: bytes::Bytes = publish::line(index, id, result).into();
-    let key = result_key(batch, index);
-    let exists = |e: &kv::CreateError| e.kind() == kv::CreateErrorKind::AlreadyExists;
-    match patiently(|| server.results.create(&key, line.clone()), exists).await {
-        Ok(_) => {}
-        Err(e) if exists(&e) => return Ok(false),
-        Err(e) => return Err(format!("cannot store the result: {e}")),
-    }
-    if result.status != Status::Complete {
-        let key = failed_key(batch, index);
-        patiently(|| server.results.put(&key, "1".into()), |_| false)
-            .await
-            .map_err(|e| format!("cannot store the result: {e}"))?;
-    }
-    Ok(true)
 }
 
 /// Tells the server every third of the lease that the row is still being worked on.

@@ -69,8 +69,19 @@ pub const PROVIDER_VARS: &[&str] = &[
     "TVM_MODEL",
 ];
 
-/// The variables that hold API keys: they never stay in `tvm`'s environment.
-pub const KEY_VARS: &[&str] = &[super::openai::KEY_VAR, super::anthropic::KEY_VAR];
+/// The variables that hold secrets `tvm` uses: the API keys and the NATS token and
+/// password. They never stay in `tvm`'s environment block (it starts itself again
+/// without them) and never reach a script's environment.
+pub const SECRET_VARS: &[&str] = &[
+    super::openai::KEY_VAR,
+    super::anthropic::KEY_VAR,
+    NATS_TOKEN,
+    NATS_PASSWORD,
+];
+
+/// What a NATS server may ask a worker or a publisher for, as the `nats` tool reads it.
+pub const NATS_TOKEN: &str = "NATS_TOKEN";
+pub const NATS_PASSWORD: &str = "NATS_PASSWORD";
 
 pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
 pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";

@@ -226,7 +226,7 @@ impl Drop for Server {
     }
 }
 
-/// Counts a request as in flight from its arrival until its reply is written (or the
+/// Counts a request as in flight from its arrival until its reply starts (or the
 /// connection is dropped), whichever way the handler exits.
 struct InFlight<'a>(&'a State);
 
@@ -259,7 +259,7 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
 
 /// Answers one request; whether the connection can carry another.
 async fn answer(stream: &mut TcpStream, state: &State, request: Request) -> bool {
-    let _counted = InFlight::enter(state);
+    let counted = InFlight::enter(state);
     let index = {
         let mut all = state.requests.lock().unwrap();
         all.push(request.clone());
@@ -299,6 +299,10 @@ async fn answer(stream: &mut TcpStream, state: &State, request: Request) -> bool
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
+    // No longer in flight once the reply starts: the client may read it, end its call
+    // and start the next before this task runs again, which must not count as one call
+    // more in flight than the client allows.
+    drop(counted);
     // The client may have given up (timeouts): a failed write is part of the test.
     stream.write_all(head.as_bytes()).await.is_ok()
         && stream.write_all(body.as_bytes()).await.is_ok()

@@ -1,8 +1,6 @@
-//! What the runtime's tests share: files and folders, a scripted HTTP server, and
-//! OpenAI's published API description.
+//! What the runtime's tests share: folders, a scripted HTTP server, and OpenAI's
+//! published API description (the command line's tests include these files by path).
 
-pub mod files;
 pub mod http;
-pub mod nats;
 pub mod openapi;
 pub mod temp;

@@ -20,7 +20,8 @@ const REQUEST: &str = "#/components/schemas/CreateChatCompletionRequest";
 /// Where the spec is: the part of it these tests read, carried in the repository
 /// (`runtime/tests/data/README.md` says where it was taken from and how to take it again).
 pub fn spec_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/openai-chat-request.json")
+    // From the runtime's folder or the command line's, which includes this file by path.
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../runtime/tests/data/openai-chat-request.json")
 }
 
 /// The compiled request schema. Panics, naming the path, if the spec cannot be read: a

@@ -1,5 +1,5 @@
-//! A temporary folder for one test, shared by the runtime's tests and the root package's
-//! (which include this file by path).
+//! A temporary folder for one test, shared by the runtime's tests and those of the
+//! command line and of the root package (which include this file by path).
 
 use std::path::{Path, PathBuf};
 

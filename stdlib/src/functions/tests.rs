@@ -1,6 +1,7 @@
 //! Each built-in: what it returns, and the error it gives for values it cannot use.
 
 use super::*;
+use crate::builtins::{self, call};
 use serde_json::json;
 
 fn ok(name: &str, args: &[Value]) -> Value {

@@ -219,7 +219,7 @@ pub(super) static COMMANDS: &[Spec] = &[
                 ..NONE },
          Operands::Code("reads an argument holding `=` as a variable, whose value can run commands")),
     // Commands that run a command: its options, then the command.
-    spec(&["env"], Opts { arg: &["-u", "--unset", "-C", "--chdir"],
+    spec(&["env"], Opts { arg: &["-u", "--unset", "-C", "--chdir", "-a", "--argv0", "-P"],
                           loads: &["-S", "--split-string"], ..NONE },
          RUNS_COMMAND),
     spec(&["sudo"],
@@ -243,11 +243,19 @@ pub(super) static COMMANDS: &[Spec] = &[
          RUNS_COMMAND),
     spec(&["strace", "ltrace"],
          Opts { arg: &["-o", "-e", "-p", "-s", "-P", "-u", "-E", "-a", "-b", "-I", "-O", "-S",
-                       "-X", "-n", "-A", "-D", "-F", "-l", "-L", "-x"], ..NONE },
+                       "-X", "-n", "-A", "-D", "-F", "-l", "-L", "-x", "-U", "-w",
+                       "--output", "--trace", "--signal", "--status", "--attach", "--trace-path",
+                       "--string-limit", "--summary-sort-by", "--summary-columns", "--user",
+                       "--env", "--columns", "--detach-on", "--trace-fds", "--inject", "--fault",
+                       "--const-print-style", "--library", "--config", "--indent"], ..NONE },
          RUNS_COMMAND),
     spec(&["timeout"], Opts { arg: &["-s", "--signal", "-k", "--kill-after"], ..NONE },
          Operands::Command { before: 1, shell: false }),
-    spec(&["chrt", "taskset"], NONE, Operands::Command { before: 1, shell: false }),
+    spec(&["chrt"],
+         Opts { arg: &["-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"],
+                ..NONE },
+         Operands::Command { before: 1, shell: false }),
+    spec(&["taskset"], NONE, Operands::Command { before: 1, shell: false }),
     spec(&["flock"],
          Opts { arg: &["-w", "--timeout", "--wait", "-E", "--conflict-exit-code"],
                 code: &["-c", "--command"], ..NONE },
@@ -256,9 +264,11 @@ pub(super) static COMMANDS: &[Spec] = &[
          Operands::Command { before: 1, shell: true }),
     Spec { feeds: true, ..spec(
         &["xargs"],
+        // `--replace[=R]`, `--eof[=E]`, `-i[R]`, `-e[E]`, `-l[N]` take an argument only
+        // joined to them: the next word is the command.
         Opts { arg: &["-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
-                      "--eof", "--replace", "--max-lines", "--max-args", "--max-procs",
-                      "--max-chars", "--process-slot-var"],
+                      "--max-lines", "--max-args", "--max-procs", "--max-chars",
+                      "--process-slot-var"],
                replace: &["-I", "-i", "--replace", "-J"], ..NONE },
         RUNS_COMMAND) },
     spec(&["find"], NONE, Operands::Find),
@@ -303,6 +313,8 @@ pub(super) static COMMANDS: &[Spec] = &[
                 arg: &["-f", "-C", "--file", "--directory", "-T", "-X"], ..NONE },
          Operands::Data),
     loads(&["zip"], &["-TT", "--unzip-command"]),
+    loads(&["man"], &["-P", "--pager", "-H", "--html"]),
+    Spec { plus: true, ..loads(&["less"], &[]) },
     loads(&["wget"], &["-e", "--execute"]),
     Spec { plus: true, ..loads(&["vim", "vi", "nvim", "ex", "view", "vimdiff", "gvim"],
                                &["-c", "--cmd", "-S", "-u", "-U"]) },
@@ -378,9 +390,17 @@ const CODE_VARS: &[&str] = &[
     "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "BROWSER",
     "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS", "SUDO_ASKPASS", "RSYNC_RSH", "MAKEFLAGS", "CC", "CXX",
     "TAR_OPTIONS", "HOME", "XDG_CONFIG_HOME", "ZDOTDIR", "RUSTC_WRAPPER", "RUSTFLAGS",
+    // Prompts bash expands (`$(cmd)` included), the shell programs run, and files or
+    // strings of code other programs load.
+    "PS0", "PS1", "PS2", "SHELL", "FPATH", "FCEDIT", "SUDO_EDITOR", "SYSTEMD_EDITOR", "MANOPT",
+    "LESS", "GCONV_PATH", "OPENSSL_CONF", "OPENSSL_ENGINES", "EXINIT", "VIMINIT", "GVIMINIT",
+    "MYVIMRC", "MAKEFILES", "AWKPATH", "AWKLIBPATH", "PERL5DB", "PYTHONBREAKPOINT",
+    "PYTHONWARNINGS", "RSYNC_CONNECT_PROG", "CVS_RSH", "SVN_SSH", "KUBECONFIG", "DOCKER_CONFIG",
+    "AWS_CONFIG_FILE", "BUNDLE_GEMFILE", "HGRCPATH", "HGEDITOR",
 ];
 
-/// Prefixes of such variables (`LD_PRELOAD`, `GIT_SSH_COMMAND`, `BASH_FUNC_f%%`).
+/// Prefixes of such variables (`LD_PRELOAD`, `GIT_SSH_COMMAND`, `BASH_FUNC_f%%`,
+/// `LUA_INIT`), matched whatever their case (npm reads `npm_config_script_shell`).
 const CODE_VAR_PREFIXES: &[&str] = &[
     "LD_",
     "DYLD_",
@@ -389,10 +409,45 @@ const CODE_VAR_PREFIXES: &[&str] = &[
     "PIP_",
     "NPM_CONFIG_",
     "CARGO_",
+    "LUA_",
 ];
 
 pub(super) fn code_var(name: &str) -> bool {
-    CODE_VARS.contains(&name) || CODE_VAR_PREFIXES.iter().any(|p| name.starts_with(p))
+    let upper = name.to_ascii_uppercase();
+    CODE_VARS.contains(&name) || CODE_VAR_PREFIXES.iter().any(|p| upper.starts_with(p))
+}
+
+/// The option of `opts` that `head` (a whole `--long` option, or a GNU abbreviation of
+/// one: `--to-com` for `--to-command`) names; where an abbreviation could stand for
+/// several, the one that reads code, as the most the command could make of it.
+pub(super) fn long_option(opts: &Opts, head: &str) -> Option<&'static str> {
+    let lists = [
+        opts.code,
+        opts.loads,
+        opts.rest,
+        opts.replace,
+        opts.two,
+        opts.arg,
+    ];
+    let exact = lists.iter().flat_map(|l| l.iter()).find(|o| **o == head);
+    if exact.is_some() || !head.starts_with("--") || head.len() < 3 {
+        return exact.copied();
+    }
+    lists
+        .iter()
+        .flat_map(|l| l.iter())
+        .find(|o| o.starts_with("--") && o.starts_with(head))
+        .copied()
+}
+
+/// The option of `opts` written as several letters after one dash (`-TT`, `-cmd`) that
+/// begins `text` with its argument joined (`-TTcmd`, `-TT=cmd`).
+pub(super) fn joined_option(opts: &Opts, text: &str) -> Option<&'static str> {
+    [opts.code, opts.loads]
+        .iter()
+        .flat_map(|l| l.iter())
+        .find(|o| !o.starts_with("--") && o.len() > 2 && text.starts_with(**o))
+        .copied()
 }
 
 /// Files that are a command's standard input.

@@ -28,7 +28,13 @@ pub(super) fn verdict(code: &str, p: usize, name: &str) -> Verdict {
              compiler reads"
         ));
     }
-    let (pieces, unquoted) = references(code, p);
+    let (pieces, unquoted, indirect) = references(code, p);
+    if indirect {
+        return Verdict::Code(format!(
+            "as `{param}` of the code `{name} -c` runs, which reads it as the name of a \
+             variable (`${{!N}}`), whose array subscript bash evaluates"
+        ));
+    }
     if pieces.iter().all(|piece| matches!(piece, Piece::Text(_))) {
         return Verdict::Data { option: false };
     }
@@ -65,11 +71,15 @@ pub(super) fn verdict(code: &str, p: usize, name: &str) -> Verdict {
     }
 }
 
-/// `code` with every reference to parameter `p` a hole (`$1`, `${1}`, and `$@`, `$*`
-/// for any but `$0`); whether one stands outside double quotes.
-fn references(code: &str, p: usize) -> (Vec<Piece<'_>>, bool) {
+/// `code` with every reference to parameter `p` a hole (`$1`, `${1}`, `${1:-x}`,
+/// `${1%.txt}`, and `$@`, `$*` for any but `$0`); whether one stands outside double
+/// quotes; whether one is indirect (`${!1}`). Code that moves its parameters (`shift`,
+/// `set`) may refer to the value by any number, so then every positional parameter but
+/// `$0` is taken for it.
+fn references(code: &str, p: usize) -> (Vec<Piece<'_>>, bool, bool) {
+    let any = p > 0 && moves_parameters(code);
     let bytes = code.as_bytes();
-    let (mut pieces, mut start, mut unquoted) = (Vec::new(), 0, false);
+    let (mut pieces, mut start, mut unquoted, mut indirect) = (Vec::new(), 0, false, false);
     let (mut single, mut double) = (false, false);
     let mut i = 0;
     while i < bytes.len() {
@@ -81,10 +91,11 @@ fn references(code: &str, p: usize) -> (Vec<Piece<'_>>, bool) {
             b'\\' => i += 1,
             b'"' => double = !double,
             b'$' => {
-                if let Some(len) = reference(&code[i - 1..], p) {
+                if let Some((len, through)) = reference(&code[i - 1..], p, any) {
                     pieces.push(Piece::Text(&code[start..i - 1]));
                     pieces.push(Piece::Hole);
                     unquoted |= !double;
+                    indirect |= through;
                     i += len - 1;
                     start = i;
                 } else if bytes.get(i) == Some(&b'$') {
@@ -95,23 +106,70 @@ fn references(code: &str, p: usize) -> (Vec<Piece<'_>>, bool) {
         }
     }
     pieces.push(Piece::Text(&code[start.min(code.len())..]));
-    (pieces, unquoted)
+    (pieces, unquoted, indirect)
 }
 
-/// The length of the reference to parameter `p` that `s` (starting at a `$`) begins.
-fn reference(s: &str, p: usize) -> Option<usize> {
+/// Whether `code` runs `shift` or `set`, which give the parameters other numbers.
+fn moves_parameters(code: &str) -> bool {
+    code.split(|c: char| c.is_ascii_whitespace() || ";|&(){}`'\"".contains(c))
+        .any(|w| w == "shift" || w == "set")
+}
+
+/// The length of the reference to parameter `p` (`any`: to any parameter but `$0`)
+/// that `s` (starting at a `$`) begins, and whether it is indirect (`${!1}`). A
+/// `${...}` reference is the whole expansion, operators and words included
+/// (`${1:-none}`, `${1%.txt}`): what it gives is made of the value; its length
+/// (`${#1}`) is a number, not a reference.
+fn reference(s: &str, p: usize, any: bool) -> Option<(usize, bool)> {
     let rest = &s[1..];
+    let is = |name: &str| match name.parse::<usize>() {
+        Ok(n) => n == p || (any && n > 0),
+        Err(_) => p > 0 && (name == "@" || name == "*"),
+    };
     let all = p > 0 && (rest.starts_with('@') || rest.starts_with('*'));
     if all {
-        return Some(2);
+        return Some((2, false));
     }
     if let Some(inner) = rest.strip_prefix('{') {
-        let end = inner.find('}')?;
-        let name = &inner[..end];
-        let hit =
-            name.parse::<usize>().is_ok_and(|n| n == p) || (p > 0 && (name == "@" || name == "*"));
-        return hit.then_some(end + 3);
+        let end = closing_brace(inner);
+        let body = &inner[..end];
+        let (indirect, body) = match body.strip_prefix('!') {
+            Some(b) => (true, b),
+            None => (false, body),
+        };
+        if body.starts_with('#') && body.len() > 1 {
+            return None;
+        }
+        let name_len = match body.as_bytes().first() {
+            Some(b'@' | b'*') => 1,
+            _ => body.bytes().take_while(u8::is_ascii_digit).count(),
+        };
+        let hit = name_len > 0 && is(&body[..name_len]);
+        // Past the end of the text when the brace is never closed: the rest is in it.
+        return hit.then_some(((end + 3).min(s.len()), indirect));
     }
-    let digit = rest.bytes().next().filter(u8::is_ascii_digit)?;
-    (usize::from(digit - b'0') == p).then_some(2)
+    rest.bytes().next().filter(u8::is_ascii_digit)?;
+    is(&rest[..1]).then_some((2, false))
+}
+
+/// Where the `}` that closes a `${` ends `inner` (the text after the `{`), counting the
+/// `${` nested in it; the length of `inner` when none does.
+fn closing_brace(inner: &str) -> usize {
+    let bytes = inner.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' if depth == 0 => return i,
+            b'}' => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    bytes.len()
 }

@@ -2,7 +2,9 @@
 //! them, up to the word in question: the verdict on a hole there, or whether the
 //! command reads code from its input.
 
-use super::commands::{code_var, lookup, Operands, Spec, DATA, STDIN_FILES};
+use super::commands::{
+    code_var, joined_option, long_option, lookup, Operands, Spec, DATA, STDIN_FILES,
+};
 use super::resolve::{
     assignment, command_position, data, decided, find, option_name, shown, Arg, Found, Verdict,
 };
@@ -209,6 +211,7 @@ fn option(spec: &Spec, st: &mut State, text: &str) -> Option<Pending> {
     };
     let named = |h: &str| o.code.contains(&h) || o.loads.contains(&h) || o.arg.contains(&h);
     if head.starts_with("--") || named(head) {
+        let head = long_option(o, head)?;
         let (code, more) = takes(head, st)?;
         return (!value).then(|| Pending {
             name: head.to_string(),
@@ -311,6 +314,20 @@ impl Reached<'_> {
             Operands::Sub(_) => Verdict::Name(format!(
                 "as the subcommand of `{name}`: the value would choose it"
             )),
+            // `x=(); declare x='($(cmd))'`: bash reads a value that begins with `(` as
+            // the elements of an array, and runs what they expand, when the variable is
+            // one; `export` and `readonly` take it as text.
+            Operands::Declare
+                if a.text.ends_with('=')
+                    && assignment(a).is_some()
+                    && matches!(name.as_str(), "declare" | "typeset" | "local") =>
+            {
+                Verdict::Code(format!(
+                    "as the start of a value `{name}` assigns, which bash evaluates as an \
+                     array's elements (running what they expand) when the variable is an \
+                     array: assign it first (`NAME={{{{...}}}}`), then `{name} NAME`"
+                ))
+            }
             Operands::Declare => match assignment(a) {
                 Some(var) if !st.options && !code_var(var) => Verdict::Data { option: false },
                 _ => Verdict::Code(format!(
@@ -332,13 +349,16 @@ impl Reached<'_> {
             ))
         };
         if text.starts_with("--") {
-            return Some(match text.split_once('=') {
-                Some((head, _)) if o.code.contains(&head) || o.loads.contains(&head) => {
+            return Some(match text.split_once('=').map(|(h, _)| long_option(o, h)) {
+                Some(Some(head)) if o.code.contains(&head) || o.loads.contains(&head) => {
                     code_of(head)
                 }
                 Some(_) => Verdict::Data { option: false },
                 None => option_name(),
             });
+        }
+        if let Some(opt) = joined_option(o, text) {
+            return Some(code_of(opt));
         }
         for c in text[1..].chars() {
             let opt = format!("-{c}");

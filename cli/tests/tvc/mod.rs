@@ -1,0 +1,6 @@
+//! `tvc` as a user runs it.
+
+mod bounds;
+mod cli;
+mod threads;
+mod watch;

@@ -1,0 +1,30 @@
+//! `tvm` as a user runs it.
+
+mod batch;
+mod batch_continue;
+mod batch_resume;
+mod batch_state;
+mod cache;
+mod cli;
+mod cli_bounds;
+mod context_secrets;
+mod cost;
+mod dotenv;
+mod each;
+mod edit_loop;
+mod file_kinds;
+mod first_run;
+mod journal;
+mod json_mode;
+mod key_handover;
+mod map_resume;
+mod planted;
+mod process_bounds;
+mod recording;
+mod require_files;
+mod script_options;
+mod secrets;
+mod test_command;
+mod workers;
+mod workers_auth;
+mod workers_untrusted;
