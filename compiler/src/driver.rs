@@ -13,8 +13,7 @@ use std::time::Instant;
 
 mod outlined;
 pub use outlined::{
-    check_paths_outlined, check_paths_to_compile, check_sources_outlined, outlines,
-    OUTLINE_BYTES,
+    check_paths_outlined, check_paths_to_compile, check_sources_outlined, outlines, OUTLINE_TAGS,
 };
 
 /// Programs with several files and at least this much text read their files on all
@@ -494,15 +493,15 @@ pub fn compile_to_bytes_in(
         .filter(|(_, m)| m.heads.is_some())
         .map(|(i, m)| (i, m.file))
         .collect();
-    crate::probe("before Windows::new");
     let (mut windows, names) = crate::lower::Windows::new(&mut c.program, symbols, sources);
-    crate::probe("Windows::new");
     let mut writer = crate::codegen::Writer::default();
     let mut branches = Vec::new();
     let mut emit = |items: Vec<ast::Item>, windows: &mut crate::lower::Windows, t: &mut Timings| {
         let mut lowered = t.time("lower to IR", || windows.lower(&items));
         drop(items);
-        t.time("generate bytecode", || writer.add(&lowered.functions, sources));
+        t.time("generate bytecode", || {
+            writer.add(&lowered.functions, sources)
+        });
         drop(std::mem::take(&mut lowered.functions));
         t.time("encode the bundle", || writer.encode());
         branches.append(&mut lowered.branches);
@@ -527,7 +526,6 @@ pub fn compile_to_bytes_in(
         }
         emit(items, &mut windows, timings);
     }
-    crate::probe("all windows");
     // Branch functions come after every item's.
     timings.time("generate bytecode", || writer.add(&branches, sources));
     drop(branches);
@@ -543,7 +541,6 @@ pub fn compile_to_bytes_in(
             function: crate::ir::id(i),
         })
         .collect();
-    crate::probe("entries");
     timings
         .time("encode the bundle", || writer.finish(&entries, sources))
         .map_err(|errors| {

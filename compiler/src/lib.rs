@@ -19,7 +19,3 @@ pub mod source;
 pub mod timings;
 pub mod xml;
 pub mod xsd;
-#[doc(hidden)]
-pub static PROBE: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
-#[doc(hidden)]
-pub fn probe(s: &str) { if let Some(f) = PROBE.get() { f(s) } }

@@ -256,10 +256,18 @@ fn a_bundle_compiled_from_outlines_is_the_bundle_made_whole() {
         // Windows of the first readings apart from those of the reading that lowers.
         for (read, lower) in [(1, 1), (5, 64), (333, 7), (TEMPLATES * 2, TEMPLATES * 2)] {
             let mut c = driver::check_paths_outlined(paths, read).expect("the program");
-            assert!(!c.diags.has_errors(), "{}", c.diags.render(&c.sources, false));
+            assert!(
+                !c.diags.has_errors(),
+                "{}",
+                c.diags.render(&c.sources, false)
+            );
             let bytes = driver::compile_to_bytes_in(&mut c, &mut Default::default(), lower)
                 .unwrap_or_else(|_| panic!("windows of {read} and {lower}: errors"));
-            assert!(bytes == whole, "windows of {read} and {lower} in {}", dir.display());
+            assert!(
+                bytes == whole,
+                "windows of {read} and {lower} in {}",
+                dir.display()
+            );
         }
     }
 }
@@ -270,6 +278,13 @@ fn a_program_smaller_than_the_outline_size_is_held_whole_for_tvc_compile() {
     let dir = program("held_whole", &[library(0, 50, &[])]);
     let c = driver::check_paths_to_compile(std::slice::from_ref(&dir)).expect("the program");
     assert!(c.program.modules.iter().all(|m| m.heads.is_none()));
-    assert!(c.program.modules.iter().map(|m| m.items.len()).sum::<usize>() >= 50);
-    assert!(!driver::outlines(driver::OUTLINE_BYTES - 1) && driver::outlines(driver::OUTLINE_BYTES));
+    assert!(
+        c.program
+            .modules
+            .iter()
+            .map(|m| m.items.len())
+            .sum::<usize>()
+            >= 50
+    );
+    assert!(!driver::outlines(driver::OUTLINE_TAGS - 1) && driver::outlines(driver::OUTLINE_TAGS));
 }

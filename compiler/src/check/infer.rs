@@ -71,7 +71,9 @@ impl Sketch {
         match body {
             Body::Task(t) => Sketch::of_task(t),
             Body::Call(c) => Sketch::Item(c.template.node.clone()),
-            Body::Cond(c) => Sketch::Join(c.cases.iter().map(|c| Sketch::of_body(&c.body)).collect()),
+            Body::Cond(c) => {
+                Sketch::Join(c.cases.iter().map(|c| Sketch::of_body(&c.body)).collect())
+            }
             Body::Missing(_) => Sketch::any(),
         }
     }

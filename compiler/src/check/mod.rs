@@ -129,11 +129,9 @@ pub fn check_outlined(
         .map(|m| m.file)
         .collect();
     let (items, sketches) = register(program, outlines, &std_files, diags);
-    crate::probe("registered");
     testcases::check_tests(program, &items, diags);
     let returns = infer::returns(&items, &sketches);
     drop(sketches);
-    crate::probe("returns");
     let (calls, word_vars) = check_bodies(bodies, &items, &returns, diags);
     graph::warn_cycles(outlines, &calls, diags);
     Symbols {

@@ -18,29 +18,36 @@ use rustc_hash::FxHashSet as HashSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// Programs with at least this much text in their own files are compiled by
-/// `tvc compile` holding a window of syntax trees at a time; smaller ones are read
-/// once and held whole, which is faster (each reading costs about a third of a
-/// compile) and, below this size, at most a few hundred megabytes.
-pub const OUTLINE_BYTES: usize = 16 << 20;
+/// Programs whose own files hold at least this many tags (`<`) are compiled by
+/// `tvc compile` holding a window of syntax trees at a time. A program's trees take
+/// about 150 bytes a tag beside its text, so these would take 150 MB and more: held
+/// whole, a library of one-line templates peaks at 19 times its text, one of
+/// templates of a screenful at 11 times. Smaller ones are read once and held whole,
+/// which is faster: each further reading costs about a sixth of a compile.
+pub const OUTLINE_TAGS: usize = 1 << 20;
 
-/// Whether `tvc compile` holds outlines of a program of `bytes` of text.
-pub fn outlines(bytes: usize) -> bool {
-    bytes >= OUTLINE_BYTES
+/// Whether `tvc compile` holds outlines of a program whose files hold `tags` tags.
+pub fn outlines(tags: usize) -> bool {
+    tags >= OUTLINE_TAGS
+}
+
+/// The tags of `text`: what its syntax trees' size goes by.
+fn tags(text: &str) -> usize {
+    text.bytes().filter(|&b| b == b'<').count()
 }
 
 /// The stage that builds the items of outlined files again, for checking and lowering.
 pub(super) const BUILD_AGAIN: &str = "read XML and build syntax trees again";
 
 /// `tvc compile`'s check: [`super::check_paths`], or, for a program of at least
-/// [`OUTLINE_BYTES`] of text, [`check_paths_outlined`] with windows of
-/// [`super::WINDOW`] items.
+/// [`OUTLINE_TAGS`] tags, [`check_paths_outlined`] with windows of [`super::WINDOW`]
+/// items.
 pub fn check_paths_to_compile(paths: &[PathBuf]) -> Result<Compilation, String> {
     let start = Instant::now();
     let files = super::collect_paths(paths)?;
     let (sources, diags, unusable) = super::load(&files);
-    let bytes: usize = sources.files().map(|(_, f)| f.text.len()).sum();
-    let window = outlines(bytes).then_some(super::WINDOW);
+    let tags: usize = sources.files().map(|(_, f)| tags(&f.text)).sum();
+    let window = outlines(tags).then_some(super::WINDOW);
     Ok(loaded(start, sources, diags, unusable, window))
 }
 
@@ -100,7 +107,8 @@ pub fn check_sources_outlined(
         let (mut xml_diags, mut tree_diags) = (Diagnostics::new(), Diagnostics::new());
         let (complete, module, outlines) = if file.std {
             let mut none = Timings::default();
-            let (complete, module) = read_file(id, file, &mut xml_diags, &mut tree_diags, &mut none);
+            let (complete, module) =
+                read_file(id, file, &mut xml_diags, &mut tree_diags, &mut none);
             (complete, module, None)
         } else {
             let (complete, module, outlines) =
@@ -116,7 +124,6 @@ pub fn check_sources_outlined(
         outlined.push(outlines);
     }
     timings.add(READ_AND_BUILD, start.elapsed());
-    crate::probe("pass 1");
     let start = Instant::now();
     let resolved = ast::resolve_types(&mut program, &mut later);
     let mut outlines: Vec<Vec<Outline>> = Vec::with_capacity(outlined.len());
@@ -129,7 +136,6 @@ pub fn check_sources_outlined(
             None => module.items.iter().map(Outline::of).collect(),
         });
     }
-    crate::probe("outlines resolved");
     let mut again = Duration::ZERO;
     let symbols = {
         let (program, sources) = (&program, &sources);
@@ -146,7 +152,6 @@ pub fn check_sources_outlined(
         };
         check::check_outlined(program, &outlines, &mut bodies, &mut later)
     };
-    crate::probe("checked");
     timings.add("check", start.elapsed().saturating_sub(again));
     timings.add(BUILD_AGAIN, again);
     // What lowering reads of the items it will build again.
@@ -187,15 +192,12 @@ fn outline_file(
     let mut outlines = Vec::new();
     let mut entries: Vec<xml::Element> = Vec::new();
     let mut outline = |entries: &mut Vec<xml::Element>| {
-        let built = crate::parallel::map_chunks(
-            entries,
-            crate::parallel::MIN_ITEMS_PER_WORKER,
-            |chunk| {
+        let built =
+            crate::parallel::map_chunks(entries, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
                 let mut built = ast::build_entries(chunk);
                 let items = std::mem::take(&mut built.items);
                 (built, items.iter().map(Outline::of).collect::<Vec<_>>())
-            },
-        );
+            });
         entries.clear();
         for (b, o) in built {
             all.extend(b);
@@ -239,15 +241,14 @@ pub(super) fn items_again(
     };
     let mut entries: Vec<xml::Element> = Vec::new();
     let build = |entries: &mut Vec<xml::Element>| {
-        let built = crate::parallel::map_chunks(
-            entries,
-            crate::parallel::MIN_ITEMS_PER_WORKER,
-            |chunk| {
+        let built =
+            crate::parallel::map_chunks(entries, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
                 let mut items = ast::build_entries(chunk).items;
-                items.iter_mut().for_each(|i| ast::apply_resolved(resolved, i));
                 items
-            },
-        );
+                    .iter_mut()
+                    .for_each(|i| ast::apply_resolved(resolved, i));
+                items
+            });
         entries.clear();
         built.into_iter().flatten().collect::<Vec<Item>>()
     };
@@ -263,7 +264,8 @@ pub(super) fn items_again(
     }
     let mut root = ast::build_module(id, file, &doc, &mut dropped).items;
     if !root.is_empty() {
-        root.iter_mut().for_each(|i| ast::apply_resolved(resolved, i));
+        root.iter_mut()
+            .for_each(|i| ast::apply_resolved(resolved, i));
         hand(root);
     }
     start.elapsed().saturating_sub(in_f)

@@ -102,19 +102,15 @@ impl<'p> Plan<'p> {
         let user = modules.clone().filter(|(_, m)| !m.std);
         for (mi, m) in user.chain(modules.filter(|(_, m)| m.std)) {
             // A module that does not hold its items has their heads.
-            let heads: Box<dyn Iterator<Item = (&ast::Ident, bool, Option<&Item>)>> =
-                match &m.heads {
-                    Some(heads) => Box::new(
-                        heads
-                            .iter()
-                            .map(|h| (&h.name, h.inherits_context, None)),
-                    ),
-                    None => Box::new(
-                        m.items
-                            .iter()
-                            .map(|i| (i.name(), i.inherits_context(), Some(i))),
-                    ),
-                };
+            let heads: Box<dyn Iterator<Item = (&ast::Ident, bool, Option<&Item>)>> = match &m.heads
+            {
+                Some(heads) => Box::new(heads.iter().map(|h| (&h.name, h.inherits_context, None))),
+                None => Box::new(
+                    m.items
+                        .iter()
+                        .map(|i| (i.name(), i.inherits_context(), Some(i))),
+                ),
+            };
             for (ii, (name, inherits, item)) in heads
                 .enumerate()
                 .filter(|(_, (name, ..))| !m.std || needed.contains(&name.node))

@@ -248,7 +248,9 @@ pub fn assemble(
         put(&entries, out)?;
         put(&files, out)
     });
-    let size = lists.iter().flat_map(|(count, pieces)| pieces.iter().chain([count]));
+    let size = lists
+        .iter()
+        .flat_map(|(count, pieces)| pieces.iter().chain([count]));
     let size = HEADER + head.len() + size.map(Vec::len).sum::<usize>() + tail.len();
     let mut out = Vec::with_capacity(size);
     out.resize(HEADER, 0);
@@ -262,7 +264,12 @@ pub fn assemble(
     out.extend_from_slice(&tail);
     let length = (out.len() - HEADER) as u32;
     let sum = crc32fast::hash(&out[HEADER..]);
-    let header = [MAGIC.as_slice(), &VERSION.to_le_bytes(), &length.to_le_bytes(), &sum.to_le_bytes()];
+    let header = [
+        MAGIC.as_slice(),
+        &VERSION.to_le_bytes(),
+        &length.to_le_bytes(),
+        &sum.to_le_bytes(),
+    ];
     out[..HEADER].copy_from_slice(&header.concat());
     out
 }
