@@ -12,9 +12,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 mod outlined;
+mod windowed;
 pub use outlined::{
     check_paths_outlined, check_paths_to_compile, check_sources_outlined, outlines, OUTLINE_TAGS,
 };
+pub use windowed::{compile_to_bytes, compile_to_bytes_in, WINDOW};
 
 /// Programs with several files and at least this much text read their files on all
 /// cores.
@@ -250,13 +252,7 @@ pub fn check_sources(
         let resolved = ast::resolve_types(&mut program, &mut later);
         (check::check_program(&program, &mut later), resolved)
     });
-    // A file the reader could not finish yields a partial tree; what seems missing from
-    // it may only be unread, so only its syntax error is shown.
-    for d in later.iter() {
-        if !broken.contains(&d.span.file) {
-            diags.push(d.clone());
-        }
-    }
+    add_shown(&mut diags, later, &broken);
     Compilation {
         sources,
         unusable,
@@ -265,6 +261,18 @@ pub fn check_sources(
         diags,
         timings,
         resolved,
+    }
+}
+
+/// Adds the diagnostics found after reading (of the syntax trees and the checks) to
+/// `diags`, but those of files in `broken`: a file the reader could not finish yields
+/// a partial tree; what seems missing from it may only be unread, so only its syntax
+/// error is shown.
+fn add_shown(diags: &mut Diagnostics, later: Diagnostics, broken: &HashSet<FileId>) {
+    for d in later.iter() {
+        if !broken.contains(&d.span.file) {
+            diags.push(d.clone());
+        }
     }
 }
 
@@ -456,98 +464,6 @@ pub fn compile_consuming(
         ir
     });
     generate(ir, &c.sources, timings)
-}
-
-/// Items lowered, generated and encoded together by [`compile_to_bytes`]: enough to
-/// keep every core busy, few enough that a window's IR is small beside the program.
-pub const WINDOW: usize = 4096;
-
-/// `tvc compile`: the bundle's bytes, the same as [`bundle_bytes`] of [`compile`]'s
-/// bundle, made [`WINDOW`] items at a time: each window is lowered, its functions
-/// generated and encoded, and its syntax trees and IR freed, so that the trees, the IR
-/// and the bundle of a large library are never all in memory. The compilation's
-/// syntax trees and symbols are used up.
-pub fn compile_to_bytes(
-    c: &mut Compilation,
-    timings: &mut Timings,
-) -> Result<Vec<u8>, Diagnostics> {
-    compile_to_bytes_in(c, timings, WINDOW)
-}
-
-/// [`compile_to_bytes`] with windows of `window` items (tests try small ones).
-pub fn compile_to_bytes_in(
-    c: &mut Compilation,
-    timings: &mut Timings,
-    window: usize,
-) -> Result<Vec<u8>, Diagnostics> {
-    if c.diags.has_errors() {
-        return Err(Diagnostics::new());
-    }
-    let (symbols, sources) = (&c.symbols, &c.sources);
-    // Modules that hold their items' heads only: their items are built again.
-    let outlined: Vec<(usize, FileId)> = c
-        .program
-        .modules
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.heads.is_some())
-        .map(|(i, m)| (i, m.file))
-        .collect();
-    let (mut windows, names) = crate::lower::Windows::new(&mut c.program, symbols, sources);
-    let mut writer = crate::codegen::Writer::default();
-    let mut branches = Vec::new();
-    let mut emit = |items: Vec<ast::Item>, windows: &mut crate::lower::Windows, t: &mut Timings| {
-        let mut lowered = t.time("lower to IR", || windows.lower(&items));
-        drop(items);
-        t.time("generate bytecode", || {
-            writer.add(&lowered.functions, sources)
-        });
-        drop(std::mem::take(&mut lowered.functions));
-        t.time("encode the bundle", || writer.encode());
-        branches.append(&mut lowered.branches);
-        t.time("encode the bundle", || writer.add_tasks(&lowered.tasks));
-    };
-    // The user's items come first in function order, the standard templates last.
-    for (module, file) in outlined {
-        let mut add = |first: usize, items: Vec<ast::Item>| {
-            let places = (first..).zip(items);
-            let items = windows.keep(module, places.collect());
-            if !items.is_empty() {
-                emit(items, &mut windows, timings);
-            }
-        };
-        let again = outlined::items_again(file, sources.get(file), &c.resolved, window, &mut add);
-        timings.add(outlined::BUILD_AGAIN, again);
-    }
-    loop {
-        let items = windows.take(window.max(1));
-        if items.is_empty() {
-            break;
-        }
-        emit(items, &mut windows, timings);
-    }
-    // Branch functions come after every item's.
-    timings.time("generate bytecode", || writer.add(&branches, sources));
-    drop(branches);
-    // Nothing more is lowered: what lowering reads is freed before the bundle's bytes
-    // are put together, while its pieces are still held.
-    drop(windows);
-    c.symbols = Symbols::default();
-    let entries: Vec<tv_vm::bundle::Entry> = names
-        .into_iter()
-        .enumerate()
-        .map(|(i, name)| tv_vm::bundle::Entry {
-            name,
-            function: crate::ir::id(i),
-        })
-        .collect();
-    timings
-        .time("encode the bundle", || writer.finish(&entries, sources))
-        .map_err(|errors| {
-            let mut diags = Diagnostics::new();
-            errors.into_iter().for_each(|d| diags.push(d));
-            diags
-        })
 }
 
 /// The bytecode of `ir`, or the errors of counts too large for their operands.

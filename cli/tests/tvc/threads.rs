@@ -288,3 +288,31 @@ fn a_program_smaller_than_the_outline_size_is_held_whole_for_tvc_compile() {
     );
     assert!(!driver::outlines(driver::OUTLINE_TAGS - 1) && driver::outlines(driver::OUTLINE_TAGS));
 }
+
+#[test]
+fn tvc_compile_of_a_program_of_a_million_tags_prints_and_writes_what_one_held_whole_would() {
+    use tv_compiler::driver;
+    // A comment full of `<` makes a program of 60 templates count as a large one.
+    let padding = format!("<!-- {} -->\n", "<".repeat(driver::OUTLINE_TAGS));
+    for (name, broken) in [("outlined_tvc", &[][..]), ("outlined_tvc_broken", &[7, 40])] {
+        let (first, rest) = (library(0, 30, broken), library(30, 30, broken));
+        let dir = program(name, &[padding.clone() + &first, rest]);
+        let (dir_arg, out) = (dir.to_string_lossy(), dir.join("out.bin"));
+        let paths = std::slice::from_ref(&dir);
+        let outlined = driver::check_paths_to_compile(paths).expect("the program");
+        assert!(outlined.program.modules.iter().any(|m| m.heads.is_some()));
+        let whole = driver::check_paths(paths).expect("the program");
+        let (code, _, stderr) = tvc(2, &["compile", &dir_arg, "-o", &out.to_string_lossy()]);
+        let (_, _, checked) = tvc(2, &["check", &dir_arg]);
+        assert_eq!(stderr, checked);
+        if broken.is_empty() {
+            assert_eq!(code, 0, "{stderr}");
+            let (_, bundle) = driver::compile(&whole).expect("it compiles");
+            assert!(std::fs::read(&out).expect("written") == driver::bundle_bytes(&bundle));
+        } else {
+            assert_eq!(code, 1);
+            assert!(stderr.contains("tvc: 6 errors"), "{stderr}");
+            assert!(!out.exists());
+        }
+    }
+}

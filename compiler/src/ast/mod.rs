@@ -7,6 +7,7 @@ mod build;
 mod dump;
 mod expr;
 mod fields;
+mod head;
 mod lists;
 mod parts;
 pub(crate) mod schema;
@@ -18,6 +19,7 @@ pub use dump::dump_program;
 pub use expr::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
 #[cfg(test)]
 pub(crate) use fields::MAX_RETRIES;
+pub use head::Head;
 pub use schema::{did_you_mean, did_you_mean_preferring};
 pub use testcase::{Check, Expect, Reply, TestArg, TestCase, TestValue, STATUSES};
 pub use types::{
@@ -67,49 +69,6 @@ impl Item {
         match self {
             Item::Template(t) => &t.name,
             Item::Task(t) => &t.name,
-        }
-    }
-
-    /// Whether its task states `inherit_context` full or subset: it takes its
-    /// caller's context as a last parameter.
-    pub fn inherits_context(&self) -> bool {
-        let task = match self {
-            Item::Template(t) => match &t.body {
-                Body::Task(task) => task,
-                _ => return false,
-            },
-            Item::Task(t) => &t.task,
-        };
-        task.context
-            .as_ref()
-            .and_then(|c| c.inherit_context.as_ref())
-            .is_some_and(|i| i.node != InheritContext::None)
-    }
-}
-
-/// What lowering reads of an item besides its own tree: its name and whether it
-/// takes its caller's context.
-#[derive(Clone, Debug)]
-pub struct Head {
-    pub name: Ident,
-    pub inherits_context: bool,
-}
-
-impl Head {
-    pub fn of(item: &Item) -> Head {
-        Head {
-            name: item.name().clone(),
-            inherits_context: item.inherits_context(),
-        }
-    }
-}
-
-impl Module {
-    /// Its items' names, in order, whether the items are held or not.
-    pub fn names(&self) -> Box<dyn Iterator<Item = &Ident> + '_> {
-        match &self.heads {
-            Some(heads) => Box::new(heads.iter().map(|h| &h.name)),
-            None => Box::new(self.items.iter().map(Item::name)),
         }
     }
 }

@@ -112,6 +112,10 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
     check_outlined(program, &outlines, &mut bodies, diags)
 }
 
+/// Hands every item of a program, in order, a window at a time, to the function it
+/// is given.
+pub type Bodies<'a> = dyn FnMut(&mut dyn FnMut(&[Item])) + 'a;
+
 /// [`check_program`] of a program that may not hold its items: `outlines` has each
 /// module's items' outlines, in order, and `bodies` hands every item, in the same
 /// order, to the function it is given, a window at a time (the window's diagnostics,
@@ -119,7 +123,7 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
 pub fn check_outlined(
     program: &Program,
     outlines: &[Vec<Outline>],
-    bodies: &mut dyn FnMut(&mut dyn FnMut(&[Item])),
+    bodies: &mut Bodies<'_>,
     diags: &mut Diagnostics,
 ) -> Symbols {
     let std_files: HashSet<_> = program
@@ -146,7 +150,7 @@ pub fn check_outlined(
 /// types are known, so a body's check reads only its own item and those tables. The
 /// call graph and the words that name variables.
 fn check_bodies(
-    bodies: &mut dyn FnMut(&mut dyn FnMut(&[Item])),
+    bodies: &mut Bodies<'_>,
     items: &Tables,
     returns: &HashMap<String, Type>,
     diags: &mut Diagnostics,

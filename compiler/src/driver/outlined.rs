@@ -96,46 +96,20 @@ pub fn check_sources_outlined(
         sources.add_std(path, text);
     }
     let window = window.max(1);
-    let mut broken = unusable.clone();
-    let mut later = Diagnostics::new();
-    let mut program = Program::default();
     let mut timings = Timings::default();
-    // Each module's outlines when it does not hold its items.
-    let mut outlined: Vec<Option<Vec<Outline>>> = Vec::new();
     let start = Instant::now();
-    for (id, file) in sources.files().filter(|(id, _)| !unusable.contains(id)) {
-        let (mut xml_diags, mut tree_diags) = (Diagnostics::new(), Diagnostics::new());
-        let (complete, module, outlines) = if file.std {
-            let mut none = Timings::default();
-            let (complete, module) =
-                read_file(id, file, &mut xml_diags, &mut tree_diags, &mut none);
-            (complete, module, None)
-        } else {
-            let (complete, module, outlines) =
-                outline_file(id, file, window, &mut xml_diags, &mut tree_diags);
-            (complete, module, Some(outlines))
-        };
-        diags.extend(xml_diags);
-        later.extend(tree_diags);
-        if !complete {
-            broken.insert(id);
-        }
-        program.modules.push(module);
-        outlined.push(outlines);
-    }
+    let first = first_reading(&sources, &unusable, window, &mut diags);
     timings.add(READ_AND_BUILD, start.elapsed());
+    let FirstReading {
+        mut program,
+        outlines,
+        mut later,
+        broken,
+    } = first;
     let start = Instant::now();
+    // Types may name declarations of any file: they are resolved once all are read.
     let resolved = ast::resolve_types(&mut program, &mut later);
-    let mut outlines: Vec<Vec<Outline>> = Vec::with_capacity(outlined.len());
-    for (module, held) in program.modules.iter().zip(&mut outlined) {
-        outlines.push(match held.take() {
-            Some(mut outlines) => {
-                outlines.iter_mut().for_each(|o| o.resolve(&resolved));
-                outlines
-            }
-            None => module.items.iter().map(Outline::of).collect(),
-        });
-    }
+    let outlines = resolve_outlines(&program, outlines, &resolved);
     let mut again = Duration::ZERO;
     let symbols = {
         let (program, sources) = (&program, &sources);
@@ -160,13 +134,7 @@ pub fn check_sources_outlined(
             module.heads = Some(outlines.into_iter().map(|o| o.head).collect());
         }
     }
-    // A file the reader could not finish yields a partial tree; what seems missing from
-    // it may only be unread, so only its syntax error is shown.
-    for d in later.iter() {
-        if !broken.contains(&d.span.file) {
-            diags.push(d.clone());
-        }
-    }
+    super::add_shown(&mut diags, later, &broken);
     Compilation {
         sources,
         unusable,
@@ -176,6 +144,75 @@ pub fn check_sources_outlined(
         timings,
         resolved,
     }
+}
+
+/// What the first reading of every file gave: the modules (the standard templates'
+/// with their items, the user files' without), each module's outlines when it does
+/// not hold its items, the diagnostics of the syntax trees, and the files whose XML
+/// could not be read to the end.
+struct FirstReading {
+    program: Program,
+    outlines: Vec<Option<Vec<Outline>>>,
+    later: Diagnostics,
+    broken: HashSet<FileId>,
+}
+
+/// Reads every usable file, building the standard templates and outlining the user's
+/// items; the XML's diagnostics go to `diags`.
+fn first_reading(
+    sources: &SourceMap,
+    unusable: &HashSet<FileId>,
+    window: usize,
+    diags: &mut Diagnostics,
+) -> FirstReading {
+    let mut read = FirstReading {
+        program: Program::default(),
+        outlines: Vec::new(),
+        later: Diagnostics::new(),
+        broken: unusable.clone(),
+    };
+    for (id, file) in sources.files().filter(|(id, _)| !unusable.contains(id)) {
+        let (mut xml_diags, mut tree_diags) = (Diagnostics::new(), Diagnostics::new());
+        let (complete, module, outlines) = if file.std {
+            let mut none = Timings::default();
+            let (complete, module) =
+                read_file(id, file, &mut xml_diags, &mut tree_diags, &mut none);
+            (complete, module, None)
+        } else {
+            let (complete, module, outlines) =
+                outline_file(id, file, window, &mut xml_diags, &mut tree_diags);
+            (complete, module, Some(outlines))
+        };
+        diags.extend(xml_diags);
+        read.later.extend(tree_diags);
+        if !complete {
+            read.broken.insert(id);
+        }
+        read.program.modules.push(module);
+        read.outlines.push(outlines);
+    }
+    read
+}
+
+/// Every module's outlines, their types resolved: those read, and those of the items
+/// held.
+fn resolve_outlines(
+    program: &Program,
+    outlined: Vec<Option<Vec<Outline>>>,
+    resolved: &ast::Resolved,
+) -> Vec<Vec<Outline>> {
+    program
+        .modules
+        .iter()
+        .zip(outlined)
+        .map(|(module, held)| match held {
+            Some(mut outlines) => {
+                outlines.iter_mut().for_each(|o| o.resolve(resolved));
+                outlines
+            }
+            None => module.items.iter().map(Outline::of).collect(),
+        })
+        .collect()
 }
 
 /// The first reading of a user file: its module without its items, their outlines

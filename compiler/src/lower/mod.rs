@@ -23,7 +23,13 @@ use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta, CONTEXT_PARAM};
 pub(crate) use windows::Windows;
 
+/// The IR of a program that holds its items (a program checked from outlines is
+/// lowered a window at a time, by `crate::driver::compile_to_bytes`).
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
+    assert!(
+        program.modules.iter().all(|m| m.heads.is_none()),
+        "a program checked from outlines is lowered by compile_to_bytes"
+    );
     let plan = Plan::new(program, symbols);
     // Chunks of items are lowered on the workers, each numbering its tasks and branch
     // functions from zero; `assemble` then moves each part's numbers past the ones
