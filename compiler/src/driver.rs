@@ -14,7 +14,8 @@ use std::time::Instant;
 mod outlined;
 mod windowed;
 pub use outlined::{
-    check_paths_outlined, check_paths_to_compile, check_sources_outlined, outlines, OUTLINE_TAGS,
+    check_paths_outlined, check_paths_to_compile, check_sources_outlined, outlines, Outlined,
+    OUTLINE_TAGS,
 };
 pub use windowed::{compile_to_bytes, compile_to_bytes_in, WINDOW};
 
@@ -41,6 +42,9 @@ pub struct Compilation {
     /// that hold their items' heads instead, see [`check_paths_outlined`]) are
     /// resolved with them.
     pub resolved: ast::Resolved,
+    /// The bundle's bytes (or the errors of counts too large for the bytecode), when
+    /// they were made as the program was checked: [`compile_to_bytes`] gives them.
+    pub bundle: Option<Result<Vec<u8>, Diagnostics>>,
 }
 
 /// Expands directories into the `*.xml` files below them, sorted, so that a program
@@ -261,6 +265,7 @@ pub fn check_sources(
         diags,
         timings,
         resolved,
+        bundle: None,
     }
 }
 

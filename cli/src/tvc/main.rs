@@ -140,7 +140,7 @@ fn build(
     // Without a stage to print, a large program's syntax trees need not be held whole:
     // its items are built again, a window at a time, to be checked and lowered.
     let checked = match emit {
-        None => driver::check_paths_to_compile(paths),
+        None => driver::check_paths_to_compile(paths, output.is_some()),
         Some(_) => driver::check_paths(paths),
     };
     let mut comp = ManuallyDrop::new(match checked {

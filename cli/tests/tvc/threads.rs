@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Templates per generated program: enough that every parallel path engages.
-const TEMPLATES: usize = 800;
+pub(super) const TEMPLATES: usize = 800;
 
 /// `n` function templates, template `i` calling `i - 1`; `broken` templates get an
 /// unknown variable, a call of a missing template and an argument of the wrong type.
-fn library(first: usize, n: usize, broken: &[usize]) -> String {
+pub(super) fn library(first: usize, n: usize, broken: &[usize]) -> String {
     let mut out = String::from("<library>\n");
     for i in first..first + n {
         let call = if i == 0 {
@@ -65,7 +65,7 @@ fn branches(i: usize) -> String {
 }
 
 /// Writes `files` into a fresh directory named after the test.
-fn program(name: &str, files: &[String]) -> PathBuf {
+pub(super) fn program(name: &str, files: &[String]) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create the program directory");
@@ -76,7 +76,7 @@ fn program(name: &str, files: &[String]) -> PathBuf {
 }
 
 /// Runs `tvc` with `threads` threads; its exit code, stdout and stderr.
-fn tvc(threads: usize, args: &[&str]) -> (i32, Vec<u8>, String) {
+pub(super) fn tvc(threads: usize, args: &[&str]) -> (i32, Vec<u8>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tvc"))
         .args(args)
         .env("TVC_THREADS", threads.to_string())
@@ -89,7 +89,8 @@ fn tvc(threads: usize, args: &[&str]) -> (i32, Vec<u8>, String) {
     )
 }
 
-fn one_file_and_many(name: &str, broken: &[usize]) -> [PathBuf; 2] {
+/// The program of `library(0, TEMPLATES, broken)`, in one file and in four.
+pub(super) fn one_file_and_many(name: &str, broken: &[usize]) -> [PathBuf; 2] {
     let whole = program(&format!("{name}_one"), &[library(0, TEMPLATES, broken)]);
     let parts: Vec<String> = (0..4)
         .map(|p| library(p * TEMPLATES / 4, TEMPLATES / 4, broken))
@@ -215,104 +216,5 @@ fn a_bundle_made_a_window_of_templates_at_a_time_is_the_bundle_made_whole() {
         assert_eq!(code, 0, "{stderr}");
         assert!(listing.len() > 100_000);
         assert!(std::fs::read(&out).expect("written") == whole);
-    }
-}
-
-#[test]
-fn a_program_checked_from_outlines_has_the_diagnostics_of_one_held_whole() {
-    use tv_compiler::driver;
-    let broken = [3, 199, 200, 201, 433, 799];
-    for dir in one_file_and_many("outlined_diagnostics", &broken) {
-        let paths = std::slice::from_ref(&dir);
-        let whole = driver::check_paths(paths).expect("the program");
-        let shown = whole.diags.render(&whole.sources, false);
-        assert_eq!(whole.diags.error_count(), 3 * broken.len(), "{shown}");
-        for window in [1, 64, 333] {
-            let c = driver::check_paths_outlined(paths, window).expect("the program");
-            // It holds no item of the user's files, only what later stages read of them.
-            for m in c.program.modules.iter().filter(|m| !m.std) {
-                assert!(m.items.is_empty() && m.heads.as_ref().is_some_and(|h| !h.is_empty()));
-            }
-            assert_eq!(
-                c.diags.render(&c.sources, false),
-                shown,
-                "windows of {window} in {}",
-                dir.display()
-            );
-        }
-    }
-}
-
-#[test]
-fn a_bundle_compiled_from_outlines_is_the_bundle_made_whole() {
-    use tv_compiler::driver;
-    for dir in one_file_and_many("outlined_bundle", &[]) {
-        let paths = std::slice::from_ref(&dir);
-        let whole = {
-            let c = driver::check_paths(paths).expect("the program");
-            let (_, bundle) = driver::compile(&c).expect("it compiles");
-            driver::bundle_bytes(&bundle)
-        };
-        // Windows of the first readings apart from those of the reading that lowers.
-        for (read, lower) in [(1, 1), (5, 64), (333, 7), (TEMPLATES * 2, TEMPLATES * 2)] {
-            let mut c = driver::check_paths_outlined(paths, read).expect("the program");
-            assert!(
-                !c.diags.has_errors(),
-                "{}",
-                c.diags.render(&c.sources, false)
-            );
-            let bytes = driver::compile_to_bytes_in(&mut c, &mut Default::default(), lower)
-                .unwrap_or_else(|_| panic!("windows of {read} and {lower}: errors"));
-            assert!(
-                bytes == whole,
-                "windows of {read} and {lower} in {}",
-                dir.display()
-            );
-        }
-    }
-}
-
-#[test]
-fn a_program_smaller_than_the_outline_size_is_held_whole_for_tvc_compile() {
-    use tv_compiler::driver;
-    let dir = program("held_whole", &[library(0, 50, &[])]);
-    let c = driver::check_paths_to_compile(std::slice::from_ref(&dir)).expect("the program");
-    assert!(c.program.modules.iter().all(|m| m.heads.is_none()));
-    assert!(
-        c.program
-            .modules
-            .iter()
-            .map(|m| m.items.len())
-            .sum::<usize>()
-            >= 50
-    );
-    assert!(!driver::outlines(driver::OUTLINE_TAGS - 1) && driver::outlines(driver::OUTLINE_TAGS));
-}
-
-#[test]
-fn tvc_compile_of_a_program_of_a_million_tags_prints_and_writes_what_one_held_whole_would() {
-    use tv_compiler::driver;
-    // A comment full of `<` makes a program of 60 templates count as a large one.
-    let padding = format!("<!-- {} -->\n", "<".repeat(driver::OUTLINE_TAGS));
-    for (name, broken) in [("outlined_tvc", &[][..]), ("outlined_tvc_broken", &[7, 40])] {
-        let (first, rest) = (library(0, 30, broken), library(30, 30, broken));
-        let dir = program(name, &[padding.clone() + &first, rest]);
-        let (dir_arg, out) = (dir.to_string_lossy(), dir.join("out.bin"));
-        let paths = std::slice::from_ref(&dir);
-        let outlined = driver::check_paths_to_compile(paths).expect("the program");
-        assert!(outlined.program.modules.iter().any(|m| m.heads.is_some()));
-        let whole = driver::check_paths(paths).expect("the program");
-        let (code, _, stderr) = tvc(2, &["compile", &dir_arg, "-o", &out.to_string_lossy()]);
-        let (_, _, checked) = tvc(2, &["check", &dir_arg]);
-        assert_eq!(stderr, checked);
-        if broken.is_empty() {
-            assert_eq!(code, 0, "{stderr}");
-            let (_, bundle) = driver::compile(&whole).expect("it compiles");
-            assert!(std::fs::read(&out).expect("written") == driver::bundle_bytes(&bundle));
-        } else {
-            assert_eq!(code, 1);
-            assert!(stderr.contains("tvc: 6 errors"), "{stderr}");
-            assert!(!out.exists());
-        }
     }
 }

@@ -47,4 +47,12 @@ impl Module {
             None => Box::new(self.items.iter().map(Item::name)),
         }
     }
+
+    /// The name of its item at `place`, whether the items are held or not.
+    pub fn name_at(&self, place: usize) -> Option<&Ident> {
+        match &self.heads {
+            Some(heads) => heads.get(place).map(|h| &h.name),
+            None => self.items.get(place).map(Item::name),
+        }
+    }
 }

@@ -1,16 +1,16 @@
 //! The call graph: recursion is allowed, but a cycle gets a warning, since only the
 //! machine's call-depth limit will stop one that never ends.
 
-use super::Outline;
+use crate::ast::Program;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-/// `outlines`: each module's items, in source order, so that the warnings come out the
-/// same every run.
-pub fn warn_cycles(outlines: &[Vec<Outline>], calls: &super::Calls, diags: &mut Diagnostics) {
+pub fn warn_cycles(program: &Program, calls: &super::Calls, diags: &mut Diagnostics) {
     let mut reported: HashSet<String> = HashSet::default();
-    let order = outlines.iter().flatten().map(|o| o.head.name.node.as_str());
+    // Items in source order, so the warnings come out the same every run.
+    let order = program.modules.iter().flat_map(|m| m.names());
+    let order = order.map(|name| name.node.as_str());
     let cyclic = on_cycles(calls);
     for start in order {
         if reported.contains(start) || !cyclic.contains(start) {

@@ -106,63 +106,54 @@ pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
         .iter()
         .map(|m| m.items.iter().map(Outline::of).collect())
         .collect();
-    let mut bodies = |check: &mut dyn FnMut(&[Item])| {
-        program.modules.iter().for_each(|m| check(&m.items));
-    };
-    check_outlined(program, &outlines, &mut bodies, diags)
-}
-
-/// Hands every item of a program, in order, a window at a time, to the function it
-/// is given.
-pub type Bodies<'a> = dyn FnMut(&mut dyn FnMut(&[Item])) + 'a;
-
-/// [`check_program`] of a program that may not hold its items: `outlines` has each
-/// module's items' outlines, in order, and `bodies` hands every item, in the same
-/// order, to the function it is given, a window at a time (the window's diagnostics,
-/// calls and words are gathered before the next is asked for).
-pub fn check_outlined(
-    program: &Program,
-    outlines: &[Vec<Outline>],
-    bodies: &mut Bodies<'_>,
-    diags: &mut Diagnostics,
-) -> Symbols {
-    let std_files: HashSet<_> = program
-        .modules
-        .iter()
-        .filter(|m| m.std)
-        .map(|m| m.file)
-        .collect();
-    let (items, sketches) = register(program, outlines, &std_files, diags);
-    testcases::check_tests(program, &items, diags);
-    let returns = infer::returns(&items, &sketches);
-    drop(sketches);
-    let (calls, word_vars) = check_bodies(bodies, &items, &returns, diags);
-    graph::warn_cycles(outlines, &calls, diags);
-    Symbols {
-        items,
-        returns,
-        word_vars,
-        calls,
+    let mut symbols = Symbols::of_outlines(program, &outlines, diags);
+    drop(outlines);
+    for module in &program.modules {
+        symbols.check_bodies(&module.items, diags);
     }
+    symbols.warn_cycles(program, diags);
+    symbols
 }
 
-/// Every item's body, checked in chunks on all cores: by now the names and return
-/// types are known, so a body's check reads only its own item and those tables. The
-/// call graph and the words that name variables.
-fn check_bodies(
-    bodies: &mut Bodies<'_>,
-    items: &Tables,
-    returns: &HashMap<String, Type>,
-    diags: &mut Diagnostics,
-) -> (Calls, HashSet<Span>) {
-    let (mut calls, mut word_vars) = (HashMap::default(), HashSet::default());
-    bodies(&mut |window| {
+/// [`check_program`] in steps, for a program that does not hold its items
+/// (`crate::driver::check_paths_outlined`): the tables from the items' outlines, then
+/// the bodies as they are built again, a window at a time, then the call graph.
+impl Symbols {
+    /// The tables every body's check reads, from each module's items' outlines, in
+    /// order: every item's signature and return type. The tests' calls are checked
+    /// against them; no body is checked yet.
+    pub fn of_outlines(
+        program: &Program,
+        outlines: &[Vec<Outline>],
+        diags: &mut Diagnostics,
+    ) -> Symbols {
+        let std_files: HashSet<_> = program
+            .modules
+            .iter()
+            .filter(|m| m.std)
+            .map(|m| m.file)
+            .collect();
+        let (items, sketches) = register(program, outlines, &std_files, diags);
+        testcases::check_tests(program, &items, diags);
+        let returns = infer::returns(&items, &sketches);
+        Symbols {
+            items,
+            returns,
+            ..Symbols::default()
+        }
+    }
+
+    /// Checks the bodies of `items`, in chunks on all cores, adding their calls and the
+    /// words that name variables: by now the names and return types are known, so a
+    /// body's check reads only its own item and those tables.
+    pub fn check_bodies(&mut self, items: &[Item], diags: &mut Diagnostics) {
+        let (tables, returns) = (&self.items, &self.returns);
         let checked =
-            crate::parallel::map_chunks(window, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
+            crate::parallel::map_chunks(items, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
                 let mut diags = Diagnostics::new();
                 let mut worker = Checker {
                     diags: &mut diags,
-                    items,
+                    items: tables,
                     returns,
                     calls: HashMap::default(),
                     item_calls: Vec::new(),
@@ -175,13 +166,17 @@ fn check_bodies(
                 let (calls, word_vars) = (worker.calls, worker.word_vars);
                 (diags, calls, word_vars)
             });
-        for (found, c, w) in checked {
+        for (found, calls, word_vars) in checked {
             diags.extend(found);
-            calls.extend(c);
-            word_vars.extend(w);
+            self.calls.extend(calls);
+            self.word_vars.extend(word_vars);
         }
-    });
-    (calls, word_vars)
+    }
+
+    /// Warns of the cycles of the call graph, once every body is checked.
+    pub fn warn_cycles(&self, program: &Program, diags: &mut Diagnostics) {
+        graph::warn_cycles(program, &self.calls, diags);
+    }
 }
 
 /// The table of every item, the standard templates' first, and their sketches; names

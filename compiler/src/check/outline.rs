@@ -2,7 +2,7 @@
 //! see, what its return type is made of, and whether it takes its caller's context.
 //! Registration and inference read only this, so that `tvc compile` of a large
 //! program can check and lower the items themselves a window at a time
-//! (`crate::driver::check_lean`), keeping no more than this of the others.
+//! (`crate::driver::check_paths_to_compile`), keeping no more than this of the others.
 
 use super::infer::Sketch;
 use super::{ItemKind, SigParam, Signature};

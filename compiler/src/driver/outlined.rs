@@ -7,9 +7,10 @@
 //! builds the same items from the same text; the diagnostics and the bundle are those
 //! of [`super::check_sources`] and [`super::compile`].
 
+use super::windowed::Lowering;
 use super::{read_file, Compilation, READ_AND_BUILD};
 use crate::ast::{self, Item, Program};
-use crate::check::{self, Outline};
+use crate::check::{Outline, Symbols};
 use crate::diag::Diagnostics;
 use crate::source::{FileId, SourceFile, SourceMap};
 use crate::timings::Timings;
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 /// about 150 bytes a tag beside its text, so these would take 150 MB and more: held
 /// whole, a library of one-line templates peaks at 19 times its text, one of
 /// templates of a screenful at 11 times. Smaller ones are read once and held whole,
-/// which is faster: each further reading costs about a sixth of a compile.
+/// which is faster: the two further readings add about a tenth to a compile's time.
 pub const OUTLINE_TAGS: usize = 1 << 20;
 
 /// Whether `tvc compile` holds outlines of a program whose files hold `tags` tags.
@@ -39,39 +40,52 @@ fn tags(text: &str) -> usize {
 /// The stage that builds the items of outlined files again, for checking and lowering.
 pub(super) const BUILD_AGAIN: &str = "read XML and build syntax trees again";
 
+/// How a program is checked from outlines.
+#[derive(Clone, Copy, Debug)]
+pub struct Outlined {
+    /// How many items are built at a time when the files are read again.
+    pub window: usize,
+    /// Whether to make the bundle as the bodies are checked (`tvc compile -o`): when
+    /// nothing was wrong, the compilation holds its bytes.
+    pub bundle: bool,
+}
+
 /// `tvc compile`'s check: [`super::check_paths`], or, for a program of at least
 /// [`OUTLINE_TAGS`] tags, [`check_paths_outlined`] with windows of [`super::WINDOW`]
-/// items.
-pub fn check_paths_to_compile(paths: &[PathBuf]) -> Result<Compilation, String> {
+/// items, making the bundle as it goes when `bundle`.
+pub fn check_paths_to_compile(paths: &[PathBuf], bundle: bool) -> Result<Compilation, String> {
     let start = Instant::now();
     let files = super::collect_paths(paths)?;
     let (sources, diags, unusable) = super::load(&files);
     let tags: usize = sources.files().map(|(_, f)| tags(&f.text)).sum();
-    let window = outlines(tags).then_some(super::WINDOW);
-    Ok(loaded(start, sources, diags, unusable, window))
+    let how = outlines(tags).then_some(Outlined {
+        window: super::WINDOW,
+        bundle,
+    });
+    Ok(loaded(start, sources, diags, unusable, how))
 }
 
 /// [`super::check_paths`] of a program whose user files are held as outlines, their
-/// items built again `window` at a time when they are checked and lowered.
-pub fn check_paths_outlined(paths: &[PathBuf], window: usize) -> Result<Compilation, String> {
+/// items built again a window at a time when they are checked and lowered.
+pub fn check_paths_outlined(paths: &[PathBuf], how: Outlined) -> Result<Compilation, String> {
     let start = Instant::now();
     let files = super::collect_paths(paths)?;
     let (sources, diags, unusable) = super::load(&files);
-    Ok(loaded(start, sources, diags, unusable, Some(window)))
+    Ok(loaded(start, sources, diags, unusable, Some(how)))
 }
 
-/// Checks loaded sources, outlined when `window` is given; the loading counts as a
+/// Checks loaded sources, from outlines when `how` is given; the loading counts as a
 /// stage of its own.
 fn loaded(
     start: Instant,
     sources: SourceMap,
     diags: Diagnostics,
     unusable: HashSet<FileId>,
-    window: Option<usize>,
+    how: Option<Outlined>,
 ) -> Compilation {
     let took = start.elapsed();
-    let mut c = match window {
-        Some(window) => check_sources_outlined(sources, diags, unusable, window),
+    let mut c = match how {
+        Some(how) => check_sources_outlined(sources, diags, unusable, how),
         None => super::check_sources(sources, diags, unusable),
     };
     let mut timings = Timings::default();
@@ -86,16 +100,18 @@ fn loaded(
 
 /// [`super::check_sources`], holding each user file's items as outlines: the
 /// compilation's modules of user files have their items' heads instead of their items.
+/// The files are read a second time, a window of items at a time, to check the
+/// bodies and, when asked and while nothing is wrong, to lower them.
 pub fn check_sources_outlined(
     mut sources: SourceMap,
     mut diags: Diagnostics,
     unusable: HashSet<FileId>,
-    window: usize,
+    how: Outlined,
 ) -> Compilation {
     for (path, text) in tv_stdlib::templates::TEMPLATES {
         sources.add_std(path, text);
     }
-    let window = window.max(1);
+    let window = how.window.max(1);
     let mut timings = Timings::default();
     let start = Instant::now();
     let first = first_reading(&sources, &unusable, window, &mut diags);
@@ -110,30 +126,29 @@ pub fn check_sources_outlined(
     // Types may name declarations of any file: they are resolved once all are read.
     let resolved = ast::resolve_types(&mut program, &mut later);
     let outlines = resolve_outlines(&program, outlines, &resolved);
-    let mut again = Duration::ZERO;
-    let symbols = {
-        let (program, sources) = (&program, &sources);
-        let mut bodies = |check: &mut dyn FnMut(&[Item])| {
-            for module in &program.modules {
-                if module.std {
-                    check(&module.items);
-                    continue;
-                }
-                let file = sources.get(module.file);
-                let mut add = |_: usize, items: Vec<Item>| check(&items);
-                again += items_again(module.file, file, &resolved, window, &mut add);
-            }
-        };
-        check::check_outlined(program, &outlines, &mut bodies, &mut later)
-    };
-    timings.add("check", start.elapsed().saturating_sub(again));
-    timings.add(BUILD_AGAIN, again);
-    // What lowering reads of the items it will build again.
+    let mut symbols = Symbols::of_outlines(&program, &outlines, &mut later);
+    // What the later stages read of the items built again.
     for (module, outlines) in program.modules.iter_mut().zip(outlines) {
         if !module.std {
             module.heads = Some(outlines.into_iter().map(|o| o.head).collect());
         }
     }
+    // The standard templates first: what they call decides the lowering's plan.
+    for module in program.modules.iter().filter(|m| m.std) {
+        symbols.check_bodies(&module.items, &mut later);
+    }
+    timings.add("check", start.elapsed());
+    let mut lowering = (how.bundle && !diags.has_errors() && !later.has_errors())
+        .then(|| Bundling::new(&program, &symbols, &sources));
+    let mut second = Second {
+        symbols: &mut symbols,
+        lowering: &mut lowering,
+        later: &mut later,
+        timings: &mut timings,
+    };
+    second.read(&program, &sources, &resolved, window);
+    symbols.warn_cycles(&program, &mut later);
+    let bundle = lowering.and_then(|l| l.finish(&mut program, &mut symbols, window, &mut timings));
     super::add_shown(&mut diags, later, &broken);
     Compilation {
         sources,
@@ -143,6 +158,93 @@ pub fn check_sources_outlined(
         diags,
         timings,
         resolved,
+        bundle,
+    }
+}
+
+/// A bundle being made as the bodies are checked, and the standard templates it was
+/// planned with.
+struct Bundling<'a> {
+    lowering: Lowering<'a>,
+    planned: HashSet<String>,
+}
+
+impl<'a> Bundling<'a> {
+    /// The items are numbered before the bodies that say which standard templates they
+    /// call are checked: the plan takes those whose name the user's files hold, and
+    /// those these call. A name written only in a comment or a prompt makes the plan
+    /// wrong, and the bundle is made again afterwards.
+    fn new(program: &Program, symbols: &Symbols, sources: &'a SourceMap) -> Self {
+        let user = program.modules.iter().filter(|m| !m.std);
+        let texts: Vec<&[u8]> = user.map(|m| sources.get(m.file).text.as_bytes()).collect();
+        let std = program.modules.iter().filter(|m| m.std);
+        let named: Vec<&str> = std
+            .flat_map(|m| m.names().map(|n| n.node.as_str()))
+            .filter(|name| {
+                let find = memchr::memmem::Finder::new(name.as_bytes());
+                texts.iter().any(|text| find.find(text).is_some())
+            })
+            .collect();
+        let mut planned = crate::lower::std_called(program, symbols, named.clone());
+        planned.extend(named.into_iter().map(String::from));
+        Bundling {
+            lowering: Lowering::new(program, &planned, sources),
+            planned,
+        }
+    }
+
+    /// The bundle, unless the plan was wrong.
+    fn finish(
+        self,
+        program: &mut Program,
+        symbols: &mut Symbols,
+        window: usize,
+        t: &mut Timings,
+    ) -> Option<Result<Vec<u8>, Diagnostics>> {
+        if crate::lower::reachable_std(program, symbols) != self.planned {
+            return None;
+        }
+        Some(self.lowering.finish(program, symbols, window, t))
+    }
+}
+
+/// The second reading: each window of items built again is checked, then lowered
+/// while nothing is wrong.
+struct Second<'s, 'a> {
+    symbols: &'s mut Symbols,
+    lowering: &'s mut Option<Bundling<'a>>,
+    later: &'s mut Diagnostics,
+    timings: &'s mut Timings,
+}
+
+impl Second<'_, '_> {
+    fn read(
+        &mut self,
+        program: &Program,
+        sources: &SourceMap,
+        resolved: &ast::Resolved,
+        window: usize,
+    ) {
+        let user = program.modules.iter().enumerate().filter(|(_, m)| !m.std);
+        for (module, m) in user {
+            let file = sources.get(m.file);
+            let mut add = |first: usize, items: Vec<Item>| self.window(module, first, items);
+            let again = items_again(m.file, file, resolved, window, &mut add);
+            self.timings.add(BUILD_AGAIN, again);
+        }
+    }
+
+    fn window(&mut self, module: usize, first: usize, items: Vec<Item>) {
+        let (symbols, later) = (&mut *self.symbols, &mut *self.later);
+        self.timings
+            .time("check", || symbols.check_bodies(&items, later));
+        if later.has_errors() {
+            *self.lowering = None;
+        }
+        if let Some(b) = self.lowering.as_mut() {
+            b.lowering
+                .again(module, first, items, self.symbols, self.timings);
+        }
     }
 }
 

@@ -30,7 +30,7 @@ pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> 
         program.modules.iter().all(|m| m.heads.is_none()),
         "a program checked from outlines is lowered by compile_to_bytes"
     );
-    let plan = Plan::new(program, symbols);
+    let plan = Plan::new(program, &reachable_std(program, symbols));
     // Chunks of items are lowered on the workers, each numbering its tasks and branch
     // functions from zero; `assemble` then moves each part's numbers past the ones
     // before it.
@@ -92,8 +92,8 @@ struct Plan<'p> {
 }
 
 impl<'p> Plan<'p> {
-    fn new(program: &'p ast::Program, symbols: &Symbols) -> Self {
-        let needed = reachable_std(program, symbols);
+    /// The plan of `program` with the standard templates `needed`.
+    fn new(program: &'p ast::Program, needed: &HashSet<String>) -> Self {
         let mut plan = Plan {
             items: Vec::new(),
             places: Vec::new(),
@@ -589,16 +589,23 @@ fn placeholder(id: u32, span: Span) -> ir::Function {
 }
 
 /// Standard templates called, directly or through each other, by the user's items.
-fn reachable_std(program: &ast::Program, symbols: &Symbols) -> HashSet<String> {
-    let names = |std: bool| {
-        program
-            .modules
-            .iter()
-            .filter(move |m| m.std == std)
-            .flat_map(|m| m.names().map(|n| n.node.as_str()))
-    };
-    let std_names: HashSet<&str> = names(true).collect();
-    let mut work: Vec<&str> = names(false).collect();
+pub(crate) fn reachable_std(program: &ast::Program, symbols: &Symbols) -> HashSet<String> {
+    let user = program.modules.iter().filter(|m| !m.std);
+    let user = user.flat_map(|m| m.names().map(|n| n.node.as_str()));
+    std_called(program, symbols, user.collect())
+}
+
+/// Standard templates called, directly or through each other, by the items named in
+/// `work`.
+pub(crate) fn std_called<'a>(
+    program: &'a ast::Program,
+    symbols: &'a Symbols,
+    mut work: Vec<&'a str>,
+) -> HashSet<String> {
+    let std = program.modules.iter().filter(|m| m.std);
+    let std_names: HashSet<&str> = std
+        .flat_map(|m| m.names().map(|n| n.node.as_str()))
+        .collect();
     let mut seen = HashSet::default();
     while let Some(name) = work.pop() {
         for (callee, _) in symbols.calls.get(name).into_iter().flatten() {
