@@ -97,7 +97,8 @@ fn a_bundle_lowered_as_it_is_checked_numbers_the_standard_templates_called_and_o
                 window,
                 bundle: true,
             };
-            let mut c = driver::check_paths_outlined(&[dir.clone()], how).expect("the program");
+            let mut c =
+                driver::check_paths_outlined(std::slice::from_ref(&dir), how).expect("the program");
             assert!(
                 !c.diags.has_errors(),
                 "{}",
