@@ -1,11 +1,14 @@
 //! `tvc compile` of a large program without holding its syntax trees: the trees of a
-//! library of one-line templates take ten times its text. Each user file is read three
-//! times, a window of items at a time: first to build each item's outline (name,
+//! library of one-line templates take ten times its text. Each user file is read
+//! twice, a window of items at a time: first to build each item's outline (name,
 //! signature, what its return type is made of, see `check::Outline`) and its
-//! diagnostics, then to check the items' bodies against the outlines of all, then,
-//! when nothing was wrong, to lower them ([`super::compile_to_bytes`]). Every reading
-//! builds the same items from the same text; the diagnostics and the bundle are those
-//! of [`super::check_sources`] and [`super::compile`].
+//! diagnostics, then to check the items' bodies against the outlines of all and, while
+//! nothing is wrong, to lower them ([`super::windowed`]). Lowering numbers the
+//! standard templates the program calls before its bodies say which those are: when
+//! the plan, made from the text, was wrong, [`super::compile_to_bytes`] reads the
+//! files a third time to lower them. Every reading builds the same items from the same
+//! text; the diagnostics and the bundle are those of [`super::check_sources`] and
+//! [`super::compile`].
 
 use super::windowed::Lowering;
 use super::{read_file, Compilation, READ_AND_BUILD};
@@ -22,9 +25,10 @@ use std::time::{Duration, Instant};
 /// Programs whose own files hold at least this many tags (`<`) are compiled by
 /// `tvc compile` holding a window of syntax trees at a time. A program's trees take
 /// about 150 bytes a tag beside its text, so these would take 150 MB and more: held
-/// whole, a library of one-line templates peaks at 19 times its text, one of
-/// templates of a screenful at 11 times. Smaller ones are read once and held whole,
-/// which is faster: the two further readings add about a tenth to a compile's time.
+/// whole, a library of one-line templates peaks at 19 times its text (one of
+/// templates of a screenful, with a sixth of the tags, at 9 times). Smaller ones are
+/// read once and held whole, which is faster: the second reading adds under a tenth
+/// to a compile's time.
 pub const OUTLINE_TAGS: usize = 1 << 20;
 
 /// Whether `tvc compile` holds outlines of a program whose files hold `tags` tags.

@@ -107,7 +107,7 @@ impl<'a> Lowering<'a> {
 
     /// Lowers the items left, which `program` holds (the standard templates, or
     /// every item of a program held whole), and puts the bundle together. `symbols`
-    /// are used up.
+    /// and the items' heads are used up.
     pub(super) fn finish(
         mut self,
         program: &mut Program,
@@ -127,6 +127,9 @@ impl<'a> Lowering<'a> {
         // bytes are put together, while its pieces are still held.
         drop(self.windows);
         *symbols = Symbols::default();
+        for heads in program.modules.iter_mut().filter_map(|m| m.heads.as_mut()) {
+            *heads = Vec::new();
+        }
         self.made.finish(self.names, self.sources, t)
     }
 }
