@@ -3,7 +3,7 @@
 //! their syntax tree in `snapshots/ast`, their warnings in `snapshots/diagnostics` and
 //! the JSON Schemas of their types in `snapshots/schemas`.
 
-use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered};
+use tv_tests::{compile, each_fixture, fixtures, in_suite, outlined, rendered};
 use tv_vm::bundle::{Bundle, BundleError, Verified};
 
 #[test]
@@ -16,7 +16,50 @@ fn every_invalid_fixture_is_rejected_with_its_snapshotted_diagnostics() {
         in_suite("diagnostics", || {
             insta::assert_snapshot!(format!("invalid__{}", f.name), rendered(&c));
         });
+        // A large program is checked holding its items' outlines, and building the
+        // items again for their bodies' checks: the same diagnostics, and no bundle.
+        for (window, bundle) in [(1, false), (3, false), (1, true), (3, true)] {
+            let again = outlined(f, window, bundle);
+            assert_eq!(
+                rendered(&again),
+                rendered(&c),
+                "{}: outlined, windows of {window}",
+                f.path.display()
+            );
+            assert!(again.bundle.is_none());
+        }
     });
+}
+
+/// A valid fixture checked from outlines has the diagnostics of `whole` and compiles to
+/// `bytes`, its items built again a window at a time: lowered after the check, or as
+/// they are checked (the bundle is then made with the check, unless the standard
+/// templates planned from the text were not those called).
+fn outlined_makes(f: &tv_tests::Fixture, whole: &tv_compiler::driver::Compilation, bytes: &[u8]) {
+    let mut texts = whole.sources.files().filter(|(_, file)| !file.std);
+    let names_std = texts.any(|(_, file)| {
+        ["repair_json", "evaluate_output"]
+            .iter()
+            .any(|name| file.text.contains(name))
+    });
+    for window in [1, 3, tv_compiler::driver::WINDOW] {
+        for bundle in [false, true] {
+            let mut again = outlined(f, window, bundle);
+            let shown = format!("{}: outlined, windows of {window}", f.path.display());
+            assert_eq!(rendered(&again), rendered(whole), "{shown}");
+            // A fixture that names a standard template may or may not call it.
+            if !(bundle && names_std) {
+                assert_eq!(again.bundle.is_some(), bundle, "{shown}");
+            }
+            let made = tv_compiler::driver::compile_to_bytes_in(
+                &mut again,
+                &mut Default::default(),
+                window,
+            )
+            .unwrap_or_else(|_| panic!("{shown}: no bytes"));
+            assert!(made == bytes, "{shown}, made with the check: {bundle}");
+        }
+    }
 }
 
 #[test]
@@ -53,6 +96,7 @@ fn every_valid_fixture_compiles_and_its_syntax_tree_is_snapshotted() {
                 f.path.display()
             );
         }
+        outlined_makes(f, &c, &bytes);
         let back = Bundle::from_bytes(&bytes)
             .unwrap_or_else(|e| panic!("{}: the bundle does not load back: {e}", f.path.display()));
         assert_eq!(

@@ -55,6 +55,15 @@ pub fn compile(f: &Fixture) -> Compilation {
     driver::check_paths(std::slice::from_ref(&f.path)).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The fixture checked as `tvc compile` checks a large program: its items held as
+/// outlines, built again `window` at a time, and lowered as they are checked when
+/// `bundle`.
+pub fn outlined(f: &Fixture, window: usize, bundle: bool) -> Compilation {
+    let how = driver::Outlined { window, bundle };
+    driver::check_paths_outlined(std::slice::from_ref(&f.path), how)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The diagnostics as `tvc check` prints them, without colour.
 pub fn rendered(c: &Compilation) -> String {
     c.diags.render(&c.sources, false)

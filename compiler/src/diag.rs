@@ -147,9 +147,18 @@ impl Diagnostics {
     /// Every diagnostic rendered with its excerpt, in source order.
     pub fn render(&self, sources: &SourceMap, color: bool) -> String {
         let mut out = Vec::new();
+        // Only the files the diagnostics point into are copied for ariadne: none at all
+        // for a clean program, whose text may be tens of megabytes.
+        let shown: rustc_hash::FxHashSet<_> = self
+            .items
+            .iter()
+            .flat_map(|d| std::iter::once(d.span).chain(d.secondary.iter().map(|s| s.0)))
+            .map(|s| s.file)
+            .collect();
         let mut cache = ariadne::sources(
             sources
                 .files()
+                .filter(|(id, _)| shown.contains(id))
                 .map(|(_, f)| (f.path.display().to_string(), f.text.clone())),
         );
         for d in self.sorted() {

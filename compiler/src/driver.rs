@@ -11,6 +11,14 @@ use rustc_hash::FxHashSet as HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod outlined;
+mod windowed;
+pub use outlined::{
+    check_paths_outlined, check_paths_to_compile, check_sources_outlined, outlines, Outlined,
+    OUTLINE_TAGS,
+};
+pub use windowed::{compile_to_bytes, compile_to_bytes_in, WINDOW};
+
 /// Programs with several files and at least this much text read their files on all
 /// cores.
 const PARALLEL_READ_BYTES: usize = 256 * 1024;
@@ -30,6 +38,13 @@ pub struct Compilation {
     pub diags: Diagnostics,
     /// How long each stage took.
     pub timings: Timings,
+    /// The types that name declared ones, resolved: items built again (the modules
+    /// that hold their items' heads instead, see [`check_paths_outlined`]) are
+    /// resolved with them.
+    pub resolved: ast::Resolved,
+    /// The bundle's bytes (or the errors of counts too large for the bytecode), when
+    /// they were made as the program was checked: [`compile_to_bytes`] gives them.
+    pub bundle: Option<Result<Vec<u8>, Diagnostics>>,
 }
 
 /// Expands directories into the `*.xml` files below them, sorted, so that a program
@@ -237,17 +252,11 @@ pub fn check_sources(
         program.modules.push(module);
     }
     // Types may name declarations of any file: they are resolved once all are built.
-    let symbols = timings.time("check", || {
-        ast::resolve_types(&mut program, &mut later);
-        check::check_program(&program, &mut later)
+    let (symbols, resolved) = timings.time("check", || {
+        let resolved = ast::resolve_types(&mut program, &mut later);
+        (check::check_program(&program, &mut later), resolved)
     });
-    // A file the reader could not finish yields a partial tree; what seems missing from
-    // it may only be unread, so only its syntax error is shown.
-    for d in later.iter() {
-        if !broken.contains(&d.span.file) {
-            diags.push(d.clone());
-        }
-    }
+    add_shown(&mut diags, later, &broken);
     Compilation {
         sources,
         unusable,
@@ -255,6 +264,20 @@ pub fn check_sources(
         symbols,
         diags,
         timings,
+        resolved,
+        bundle: None,
+    }
+}
+
+/// Adds the diagnostics found after reading (of the syntax trees and the checks) to
+/// `diags`, but those of files in `broken`: a file the reader could not finish yields
+/// a partial tree; what seems missing from it may only be unread, so only its syntax
+/// error is shown.
+fn add_shown(diags: &mut Diagnostics, later: Diagnostics, broken: &HashSet<FileId>) {
+    for d in later.iter() {
+        if !broken.contains(&d.span.file) {
+            diags.push(d.clone());
+        }
     }
 }
 
@@ -446,70 +469,6 @@ pub fn compile_consuming(
         ir
     });
     generate(ir, &c.sources, timings)
-}
-
-/// Items lowered, generated and encoded together by [`compile_to_bytes`]: enough to
-/// keep every core busy, few enough that a window's IR is small beside the program.
-pub const WINDOW: usize = 4096;
-
-/// `tvc compile`: the bundle's bytes, the same as [`bundle_bytes`] of [`compile`]'s
-/// bundle, made [`WINDOW`] items at a time: each window is lowered, its functions
-/// generated and encoded, and its syntax trees and IR freed, so that the trees, the IR
-/// and the bundle of a large library are never all in memory. The compilation's
-/// syntax trees are used up.
-pub fn compile_to_bytes(
-    c: &mut Compilation,
-    timings: &mut Timings,
-) -> Result<Vec<u8>, Diagnostics> {
-    compile_to_bytes_in(c, timings, WINDOW)
-}
-
-/// [`compile_to_bytes`] with windows of `window` items (tests try small ones).
-pub fn compile_to_bytes_in(
-    c: &mut Compilation,
-    timings: &mut Timings,
-    window: usize,
-) -> Result<Vec<u8>, Diagnostics> {
-    if c.diags.has_errors() {
-        return Err(Diagnostics::new());
-    }
-    let (symbols, sources) = (&c.symbols, &c.sources);
-    let (mut windows, names) = crate::lower::Windows::new(&mut c.program, symbols, sources);
-    let mut writer = crate::codegen::Writer::default();
-    let mut branches = Vec::new();
-    loop {
-        let items = windows.take(window.max(1));
-        if items.is_empty() {
-            break;
-        }
-        let mut lowered = timings.time("lower to IR", || windows.lower(&items));
-        drop(items);
-        timings.time("generate bytecode", || {
-            writer.add(&lowered.functions, sources)
-        });
-        drop(std::mem::take(&mut lowered.functions));
-        timings.time("encode the bundle", || writer.encode());
-        branches.append(&mut lowered.branches);
-        timings.time("encode the bundle", || writer.add_tasks(&lowered.tasks));
-    }
-    // Branch functions come after every item's.
-    timings.time("generate bytecode", || writer.add(&branches, sources));
-    drop(branches);
-    let entries: Vec<tv_vm::bundle::Entry> = names
-        .into_iter()
-        .enumerate()
-        .map(|(i, name)| tv_vm::bundle::Entry {
-            name,
-            function: crate::ir::id(i),
-        })
-        .collect();
-    timings
-        .time("encode the bundle", || writer.finish(&entries, sources))
-        .map_err(|errors| {
-            let mut diags = Diagnostics::new();
-            errors.into_iter().for_each(|d| diags.push(d));
-            diags
-        })
 }
 
 /// The bytecode of `ir`, or the errors of counts too large for their operands.

@@ -248,6 +248,19 @@ pub fn read(path: &Path, bound: Bound) -> Result<Vec<u8>, FileError> {
     read_open(&open(path)?, bound)
 }
 
+/// Syncs the folder that holds a new file, so the file's name survives a power loss
+/// with its content.
+pub(crate) fn sync_parent(path: &Path) {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(dir) = File::open(parent) {
+        // Some file systems cannot sync a folder; the file's own sync still holds.
+        let _ = dir.sync_all();
+    }
+}
+
 /// The text of the file at `path`, within `bound`; an error is `PATH: why`.
 pub fn read_text(path: &Path, bound: Bound) -> Result<String, String> {
     let shown = path.display();

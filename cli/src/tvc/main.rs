@@ -137,7 +137,13 @@ fn build(
     // The process exits right after: freeing a large program node by node would only
     // delay the exit (tens of milliseconds for ten thousand templates), so it is not
     // freed; the system takes the memory back at once.
-    let mut comp = ManuallyDrop::new(match driver::check_paths(paths) {
+    // Without a stage to print, a large program's syntax trees need not be held whole:
+    // its items are built again, a window at a time, to be checked and lowered.
+    let checked = match emit {
+        None => driver::check_paths_to_compile(paths, output.is_some()),
+        Some(_) => driver::check_paths(paths),
+    };
+    let mut comp = ManuallyDrop::new(match checked {
         Ok(c) => c,
         Err(e) => {
             say(&format!("tvc: error: {e}\n"));

@@ -36,3 +36,31 @@ pub fn run_tvm(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// How long a run that must not wait on a file may take before it is taken to wait.
+const DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Runs `cmd`, killing it at the deadline (and failing the test, naming `what`): its
+/// exit code and what it wrote, stdout then stderr. For runs that must end at once
+/// rather than wait on a FIFO, a device or a lock.
+pub fn within_deadline(mut cmd: std::process::Command, what: &str) -> (i32, String) {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tvm starts");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: tvm was still running after {DEADLINE:?}, blocked on the file");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().expect("output");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}

@@ -7,6 +7,6 @@ pub use tv_test_support::{http, nats, openapi, temp};
 
 /// The bundles, programs, folders and waits the tests that run `tvm` use, with running it.
 pub mod files {
-    pub use super::bin::{run_tvm, tvm};
+    pub use super::bin::{run_tvm, tvm, within_deadline};
     pub use tv_test_support::files::*;
 }

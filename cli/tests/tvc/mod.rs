@@ -2,5 +2,6 @@
 
 mod bounds;
 mod cli;
+mod outlines;
 mod threads;
 mod watch;

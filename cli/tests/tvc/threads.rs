@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Templates per generated program: enough that every parallel path engages.
-const TEMPLATES: usize = 800;
+pub(super) const TEMPLATES: usize = 800;
 
 /// `n` function templates, template `i` calling `i - 1`; `broken` templates get an
 /// unknown variable, a call of a missing template and an argument of the wrong type.
-fn library(first: usize, n: usize, broken: &[usize]) -> String {
+pub(super) fn library(first: usize, n: usize, broken: &[usize]) -> String {
     let mut out = String::from("<library>\n");
     for i in first..first + n {
         let call = if i == 0 {
@@ -65,7 +65,7 @@ fn branches(i: usize) -> String {
 }
 
 /// Writes `files` into a fresh directory named after the test.
-fn program(name: &str, files: &[String]) -> PathBuf {
+pub(super) fn program(name: &str, files: &[String]) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create the program directory");
@@ -76,7 +76,7 @@ fn program(name: &str, files: &[String]) -> PathBuf {
 }
 
 /// Runs `tvc` with `threads` threads; its exit code, stdout and stderr.
-fn tvc(threads: usize, args: &[&str]) -> (i32, Vec<u8>, String) {
+pub(super) fn tvc(threads: usize, args: &[&str]) -> (i32, Vec<u8>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tvc"))
         .args(args)
         .env("TVC_THREADS", threads.to_string())
@@ -89,7 +89,8 @@ fn tvc(threads: usize, args: &[&str]) -> (i32, Vec<u8>, String) {
     )
 }
 
-fn one_file_and_many(name: &str, broken: &[usize]) -> [PathBuf; 2] {
+/// The program of `library(0, TEMPLATES, broken)`, in one file and in four.
+pub(super) fn one_file_and_many(name: &str, broken: &[usize]) -> [PathBuf; 2] {
     let whole = program(&format!("{name}_one"), &[library(0, TEMPLATES, broken)]);
     let parts: Vec<String> = (0..4)
         .map(|p| library(p * TEMPLATES / 4, TEMPLATES / 4, broken))

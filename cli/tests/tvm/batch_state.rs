@@ -10,7 +10,6 @@ use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 /// `tvm batch` of [`PROGRAM`] over `rows` rows written in `dir`, with `flags`; its
 /// arguments and its results file.
@@ -250,22 +249,8 @@ fn a_results_file_that_is_a_fifo_is_refused_at_once() {
     let dir = scratch("batch-state", "fifo");
     let (args, out) = batch_args(&dir, 1, &["--provider", "echo"]);
     nix::unistd::mkfifo(&out, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
-    let mut child = files::tvm(&strs(&args))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tvm");
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("tvm waited on the FIFO");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let ended = child.wait_with_output().expect("wait");
-    let stderr = String::from_utf8_lossy(&ended.stderr);
-    assert_eq!(ended.status.code(), Some(2), "{stderr}");
+    let (code, stderr) = files::within_deadline(files::tvm(&strs(&args)), "the batch");
+    assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("is a FIFO, not a regular file"), "{stderr}");
     assert!(!dir.join("results.jsonl.state").exists());
 }

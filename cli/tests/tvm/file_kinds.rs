@@ -4,15 +4,10 @@
 //! `/dev/zero` where the file should be, and must refuse it, naming what it is, well
 //! within a deadline the test enforces by killing it.
 
-use crate::support::files::{self, golden, TempDir};
+use crate::support::files::{self, golden, within_deadline, TempDir};
 use crate::support::http::{Reply, Server};
 use nix::sys::stat::Mode;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// How long a refusal may take; a process still running then is hung on the file.
-const DEADLINE: Duration = Duration::from_secs(20);
 
 /// One kind of file: where the odd file is put (relative to the scenario's folder), the
 /// command that reads it (`{f}` is that path, `{b}` the bundle), the exit code, and what
@@ -297,28 +292,6 @@ const TESTS: &str = r#"<library>
   </test>
 </library>
 "#;
-
-/// Runs `cmd`, killing it at the deadline: its exit code and what it wrote.
-fn within_deadline(mut cmd: Command, what: &str) -> (i32, String) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tvm starts");
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: tvm was still running after {DEADLINE:?}, blocked on the file");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().expect("output");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code().unwrap_or(-1), text)
-}
 
 /// The scenario's folder: the test library, rows for a batch, and the odd file at `at`.
 fn scenario(kind: &Kind, fifo: bool) -> TempDir {

@@ -82,32 +82,12 @@ fn a_snapshots_folder_that_is_a_link_is_not_written_into() {
     assert!(written.is_empty(), "{written:?}");
 }
 
-/// `tvm` with `args` in `dir`, ended within 20 s (else killed, and the test fails
-/// saying it waited); its exit code and stderr.
+/// `tvm` with `args` in `dir`, ended within the deadline (else killed, and the test
+/// fails saying it waited); its exit code and what it wrote.
 fn run_without_waiting(dir: &Path, args: &[&str]) -> (i32, String) {
-    use std::io::Read;
-    use std::time::{Duration, Instant};
-    let mut child = files::tvm(args)
-        .current_dir(dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start tvm");
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("tvm {args:?} waited on a FIFO");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut stderr = String::new();
-    let _ = child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr);
-    (child.wait().expect("ended").code().unwrap_or(-1), stderr)
+    let mut cmd = files::tvm(args);
+    cmd.current_dir(dir);
+    files::within_deadline(cmd, &format!("tvm {args:?}"))
 }
 
 #[test]

@@ -73,6 +73,7 @@ pub fn build_module_with(
         file,
         std: source.std,
         items,
+        heads: None,
         types: b.types,
         tests: b.tests,
     }

@@ -7,6 +7,7 @@ mod build;
 mod dump;
 mod expr;
 mod fields;
+mod head;
 mod lists;
 mod parts;
 pub(crate) mod schema;
@@ -18,9 +19,13 @@ pub use dump::dump_program;
 pub use expr::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
 #[cfg(test)]
 pub(crate) use fields::MAX_RETRIES;
+pub use head::Head;
 pub use schema::{did_you_mean, did_you_mean_preferring};
 pub use testcase::{Check, Expect, Reply, TestArg, TestCase, TestValue, STATUSES};
-pub use types::{resolve as resolve_types, split_top_level, Declared, TypeDecl, EVALUATION_RESULT};
+pub use types::{
+    apply_resolved, resolve as resolve_types, split_top_level, Declared, Resolved, TypeDecl,
+    EVALUATION_RESULT,
+};
 
 use crate::source::{FileId, Span, Spanned};
 use tv_stdlib::types::Type;
@@ -41,6 +46,10 @@ pub struct Module {
     /// A standard template file.
     pub std: bool,
     pub items: Vec<Item>,
+    /// When its items are not held (`tvc compile` of a large program builds them
+    /// again from the file a window at a time, `crate::driver`): what the later
+    /// stages read of each item, in order.
+    pub heads: Option<Vec<Head>>,
     /// Its `<type>` declarations and the types that name one, until they are resolved.
     pub types: Declared,
     /// Its `<test>` elements, which `tvm test` runs; they are not part of the bundle.

@@ -72,9 +72,9 @@ impl std::fmt::Display for Want<'_> {
     }
 }
 
-impl<'p> Checker<'p, '_, '_> {
+impl Checker<'_, '_> {
     /// A `<call template>` element.
-    pub(super) fn check_call_element(&mut self, call: &'p Call, scope: &Scope) {
+    pub(super) fn check_call_element(&mut self, call: &Call, scope: &Scope) {
         let infos = call
             .args
             .iter()
@@ -117,7 +117,7 @@ impl<'p> Checker<'p, '_, '_> {
         // The tables are borrowed apart from the checker: diagnostics can be pushed
         // while a signature is held.
         let items = self.items;
-        let Some((sig, _)) = items.get(&r.node) else {
+        let Some(sig) = items.get(&r.node) else {
             self.unknown(r, false);
             return;
         };
@@ -201,7 +201,7 @@ impl<'p> Checker<'p, '_, '_> {
 
     pub(super) fn check_call(&mut self, name: &Ident, args: Vec<ArgInfo>, span: Span) -> Type {
         let items = self.items;
-        if let Some((sig, _)) = items.get(&name.node) {
+        if let Some(sig) = items.get(&name.node) {
             self.edge(name);
             let params: Vec<Slot> = sig
                 .params

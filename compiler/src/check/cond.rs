@@ -10,8 +10,8 @@ use crate::ast::{BinOp, CmpOp, Cond, Expr, ExprKind, Literal, Segment};
 use crate::diag::Diagnostic;
 use tv_stdlib::types::Type;
 
-impl<'p> Checker<'p, '_, '_> {
-    pub(super) fn check_cond(&mut self, cond: &'p Cond, scope: &Scope) {
+impl Checker<'_, '_> {
+    pub(super) fn check_cond(&mut self, cond: &Cond, scope: &Scope) {
         // What earlier cases took as null is not null in the later ones.
         let mut later = scope.clone();
         for case in &cond.cases {

@@ -8,7 +8,7 @@ use crate::diag::Diagnostic;
 use crate::source::Span;
 use tv_stdlib::types::Type;
 
-impl<'p> Checker<'p, '_, '_> {
+impl Checker<'_, '_> {
     pub(super) fn check_text(&mut self, t: &TextTemplate, scope: &Scope) {
         for e in t.exprs() {
             self.check_expr(e, scope);

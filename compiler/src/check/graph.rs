@@ -9,11 +9,8 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 pub fn warn_cycles(program: &Program, calls: &super::Calls, diags: &mut Diagnostics) {
     let mut reported: HashSet<String> = HashSet::default();
     // Items in source order, so the warnings come out the same every run.
-    let order: Vec<&str> = program
-        .modules
-        .iter()
-        .flat_map(|m| m.items.iter().map(|i| i.name().node.as_str()))
-        .collect();
+    let order = program.modules.iter().flat_map(|m| m.names());
+    let order = order.map(|name| name.node.as_str());
     let cyclic = on_cycles(calls);
     for start in order {
         if reported.contains(start) || !cyclic.contains(start) {

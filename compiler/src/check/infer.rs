@@ -1,13 +1,13 @@
 //! The type of the value a body produces, from its structure alone.
 
-use super::{Checker, Tables};
+use super::{Checker, Sketches, Tables};
 use crate::ast::{Body, Item, OutputKind, Task, TaskType};
 use crate::source::Span;
 use rustc_hash::FxHashMap as HashMap;
 use tv_stdlib::types::Type;
 
 /// Where a body's type looks up the return type of an item it calls.
-pub(super) trait ItemTypes {
+trait ItemTypes {
     fn item_type(&mut self, name: &str) -> Type;
 }
 
@@ -38,14 +38,104 @@ impl ItemTypes for Needs<'_> {
     }
 }
 
-/// An item's type from the types of the items its body reads.
-fn item_type(item: &Item, items: &mut impl ItemTypes) -> Type {
-    match item {
-        Item::Template(t) => match &t.returns {
-            Some(r) => r.node.clone(),
-            None => body_type(&t.body, items),
-        },
-        Item::Task(t) => task_type(&t.task, items),
+/// What an item's return type is made of, the rest of its body left out: inference
+/// reads only this, so that it needs no item's syntax tree (`tvc compile` of a large
+/// program holds a window of them at a time).
+#[derive(Clone, Debug)]
+pub enum Sketch {
+    /// A type the item writes (`returns`, an output format's schema, a text
+    /// output), with where it is written: a type naming a declared one is
+    /// replaced there once the declarations are resolved.
+    Written(Type, Option<Span>),
+    /// The return type of the item of this name.
+    Item(String),
+    /// The cases of a cond: their types joined, in order (`any` for none).
+    Join(Vec<Sketch>),
+    /// A map's: a list of its body's type.
+    List(Box<Sketch>),
+}
+
+impl Sketch {
+    /// An item's: its declared `returns`, else what its body produces.
+    pub fn of_item(item: &Item) -> Sketch {
+        match item {
+            Item::Template(t) => match &t.returns {
+                Some(r) => Sketch::Written(r.node.clone(), Some(r.span)),
+                None => Sketch::of_body(&t.body),
+            },
+            Item::Task(t) => Sketch::of_task(&t.task),
+        }
+    }
+
+    fn of_body(body: &Body) -> Sketch {
+        match body {
+            Body::Task(t) => Sketch::of_task(t),
+            Body::Call(c) => Sketch::Item(c.template.node.clone()),
+            Body::Cond(c) => {
+                Sketch::Join(c.cases.iter().map(|c| Sketch::of_body(&c.body)).collect())
+            }
+            Body::Missing(_) => Sketch::any(),
+        }
+    }
+
+    fn of_task(task: &Task) -> Sketch {
+        if let Some(r) = &task.reference {
+            return Sketch::Item(r.node.clone());
+        }
+        let slot = |b: Option<&Body>| b.map_or(Sketch::any(), Sketch::of_body);
+        match task.kind.node {
+            // A script's stdout, read as its `output_format` says.
+            TaskType::Atomic | TaskType::Script => match &task.output_format {
+                Some(f) if f.kind.node == OutputKind::Json => match &f.schema {
+                    Some(s) => Sketch::Written(s.node.clone(), Some(s.span)),
+                    None => Sketch::any(),
+                },
+                _ => Sketch::Written(Type::String, None),
+            },
+            TaskType::Sequential => slot(task.steps.as_ref().and_then(|s| s.node.last())),
+            TaskType::Reduce => slot(task.reduction_task.as_deref()),
+            // A loop returns its last director result.
+            TaskType::DirectorEvaluatorLoop => slot(task.director.as_deref()),
+            TaskType::Map => Sketch::List(Box::new(slot(task.map_body.as_deref()))),
+        }
+    }
+
+    fn any() -> Sketch {
+        Sketch::Written(Type::Any, None)
+    }
+
+    /// Calls `f` on every written type, with where it is written.
+    pub fn types_mut(&mut self, f: &mut dyn FnMut(&mut Type, Span)) {
+        match self {
+            Sketch::Written(t, Some(span)) => f(t, *span),
+            Sketch::Written(_, None) | Sketch::Item(_) => {}
+            Sketch::Join(cases) => cases.iter_mut().for_each(|c| c.types_mut(f)),
+            Sketch::List(body) => body.types_mut(f),
+        }
+    }
+
+    /// The type, with the types of the items it reads from `items`, in order.
+    fn of(&self, items: &mut impl ItemTypes) -> Type {
+        match self {
+            Sketch::Written(t, _) => t.clone(),
+            Sketch::Item(name) => items.item_type(name),
+            Sketch::Join(cases) => {
+                let mut types = cases.iter().map(|c| c.of(items));
+                let first = types.next().unwrap_or(Type::Any);
+                types.fold(first, |acc, t| acc.join(&t))
+            }
+            Sketch::List(body) => {
+                let item = body.of(items);
+                // Maps of maps through calls nest a type once per call: past what a
+                // type may nest, the items are `any`, as a bundle stores no deeper type.
+                let item = if item.depth() >= tv_stdlib::types::MAX_NESTING {
+                    Type::Any
+                } else {
+                    item
+                };
+                Type::Array(Box::new(item))
+            }
+        }
     }
 }
 
@@ -56,7 +146,7 @@ fn item_type(item: &Item, items: &mut impl ItemTypes) -> Type {
 /// type is being worked out is `any`. The walk keeps its own stack, so a chain of
 /// tens of thousands of templates, each calling the next, cannot overflow the
 /// thread's.
-pub(super) fn returns(items: &Tables) -> HashMap<String, Type> {
+pub(super) fn returns(items: &Tables, sketches: &Sketches) -> HashMap<String, Type> {
     let mut returns: HashMap<String, Type> = HashMap::default();
     returns.reserve(items.len());
     // The items being worked out (the path), and the work: (name, whether what it
@@ -67,12 +157,12 @@ pub(super) fn returns(items: &Tables) -> HashMap<String, Type> {
     for root in items.keys() {
         work.push((root, false));
         while let Some((name, expanded)) = work.pop() {
-            let Some((key, (_, item))) = items.get_key_value(name) else {
+            let (Some((key, _)), Some(sketch)) = (items.get_key_value(name), sketches.get(name))
+            else {
                 continue;
             };
-            let item: &Item = item;
             if expanded {
-                let ty = item_type(item, &mut Known(&returns));
+                let ty = sketch.of(&mut Known(&returns));
                 visiting.remove(name);
                 returns.insert(key.clone(), ty);
                 continue;
@@ -82,9 +172,7 @@ pub(super) fn returns(items: &Tables) -> HashMap<String, Type> {
             }
             work.push((key, true));
             needs.clear();
-            if !matches!(item, Item::Template(t) if t.returns.is_some()) {
-                item_type(item, &mut Needs(&mut needs));
-            }
+            sketch.of(&mut Needs(&mut needs));
             // Reversed, so that the first item read is worked out first.
             for need in needs.iter().rev() {
                 if let Some((k, _)) = items.get_key_value(need.as_str()) {
@@ -96,61 +184,10 @@ pub(super) fn returns(items: &Tables) -> HashMap<String, Type> {
     returns
 }
 
-impl Checker<'_, '_, '_> {
+impl Checker<'_, '_> {
     pub(super) fn infer_body(&self, body: &Body) -> Type {
         let mut returns = self.returns;
-        body_type(body, &mut returns)
-    }
-}
-
-fn body_type(body: &Body, items: &mut impl ItemTypes) -> Type {
-    match body {
-        Body::Task(t) => task_type(t, items),
-        Body::Call(c) => items.item_type(&c.template.node),
-        Body::Cond(c) => {
-            let mut types = c.cases.iter().map(|case| body_type(&case.body, items));
-            let first = types.next().unwrap_or(Type::Any);
-            types.fold(first, |acc, t| acc.join(&t))
-        }
-        Body::Missing(_) => Type::Any,
-    }
-}
-
-fn task_type(task: &Task, items: &mut impl ItemTypes) -> Type {
-    if let Some(r) = &task.reference {
-        return items.item_type(&r.node);
-    }
-    match task.kind.node {
-        TaskType::Atomic => output_type(task),
-        TaskType::Sequential => match task.steps.as_ref().and_then(|s| s.node.last()) {
-            Some(last) => body_type(last, items),
-            None => Type::Any,
-        },
-        TaskType::Reduce => match &task.reduction_task {
-            Some(b) => body_type(b, items),
-            None => Type::Any,
-        },
-        // A script's stdout, read as its `output_format` says.
-        TaskType::Script => output_type(task),
-        // A loop returns its last director result.
-        TaskType::DirectorEvaluatorLoop => match &task.director {
-            Some(b) => body_type(b, items),
-            None => Type::Any,
-        },
-        TaskType::Map => {
-            let item = task
-                .map_body
-                .as_ref()
-                .map_or(Type::Any, |b| body_type(b, items));
-            // Maps of maps through calls nest a type once per call: past what a type
-            // may nest, the items are `any`, as a bundle stores no deeper type.
-            let item = if item.depth() >= tv_stdlib::types::MAX_NESTING {
-                Type::Any
-            } else {
-                item
-            };
-            Type::Array(Box::new(item))
-        }
+        Sketch::of_body(body).of(&mut returns)
     }
 }
 

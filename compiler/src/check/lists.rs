@@ -7,8 +7,8 @@ use crate::ast::{Expr, Task, DEFAULT_ITEM};
 use crate::diag::Diagnostic;
 use tv_stdlib::types::Type;
 
-impl<'p> Checker<'p, '_, '_> {
-    pub(super) fn check_reduce(&mut self, task: &'p Task, scope: &Scope) {
+impl Checker<'_, '_> {
+    pub(super) fn check_reduce(&mut self, task: &Task, scope: &Scope) {
         if let Some(t) = &task.initial_value {
             self.check_text(t, scope);
         }
@@ -61,7 +61,7 @@ impl<'p> Checker<'p, '_, '_> {
         }
     }
 
-    pub(super) fn check_map(&mut self, task: &'p Task, scope: &Scope) {
+    pub(super) fn check_map(&mut self, task: &Task, scope: &Scope) {
         let item = match &task.over {
             Some(over) => self.check_over(over, scope),
             None => {

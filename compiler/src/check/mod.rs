@@ -12,6 +12,7 @@ mod lists;
 mod model;
 mod nulls;
 mod operators;
+mod outline;
 mod records;
 mod scope;
 pub mod shell;
@@ -20,7 +21,8 @@ mod shell_tests;
 mod task;
 mod testcases;
 
-pub use infer::output_type as infer_output_type;
+pub use infer::{output_type as infer_output_type, Sketch};
+pub use outline::Outline;
 
 use crate::ast::{Item, Program, Template};
 use crate::diag::{Diagnostic, Diagnostics};
@@ -77,13 +79,16 @@ pub struct Symbols {
 pub type Calls = HashMap<String, Vec<(String, Span)>>;
 
 /// Every item by name, with its signature; made by registration, then read by every
-/// body's check.
-type Tables<'p> = HashMap<String, (Signature, &'p Item)>;
+/// body's check, and kept as [`Symbols::items`].
+type Tables = HashMap<String, Signature>;
+
+/// What each item's return type is made of, by name: what inference reads.
+type Sketches<'o> = HashMap<&'o str, &'o Sketch>;
 
 /// Checks one body at a time against the tables, which every worker borrows.
-pub struct Checker<'p, 't, 'd> {
+pub struct Checker<'t, 'd> {
     diags: &'d mut Diagnostics,
-    items: &'t Tables<'p>,
+    items: &'t Tables,
     returns: &'t HashMap<String, Type>,
     /// Calls made by each item: the call graph, for the cycle warning.
     calls: Calls,
@@ -96,83 +101,103 @@ pub struct Checker<'p, 't, 'd> {
 }
 
 pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
-    let std_files: HashSet<_> = program
+    let outlines: Vec<Vec<Outline>> = program
         .modules
         .iter()
-        .filter(|m| m.std)
-        .map(|m| m.file)
+        .map(|m| m.items.iter().map(Outline::of).collect())
         .collect();
-    let items = register(program, &std_files, diags);
-    testcases::check_tests(program, &items, diags);
-    let returns = infer::returns(&items);
-    let (calls, word_vars) = check_bodies(program, &items, &returns, diags);
-    // Cycles are looked for while the signature table is made.
-    let big = items.len() >= 2 * crate::parallel::MIN_ITEMS_PER_WORKER;
-    let (_, items) = crate::parallel::join(
-        big,
-        || graph::warn_cycles(program, &calls, diags),
-        || items.into_iter().map(|(k, (s, _))| (k, s)).collect(),
-    );
-    Symbols {
-        items,
-        returns,
-        word_vars,
-        calls,
+    let mut symbols = Symbols::of_outlines(program, &outlines, diags);
+    drop(outlines);
+    for module in &program.modules {
+        symbols.check_bodies(&module.items, diags);
+    }
+    symbols.warn_cycles(program, diags);
+    symbols
+}
+
+/// [`check_program`] in steps, for a program that does not hold its items
+/// (`crate::driver::check_paths_outlined`): the tables from the items' outlines, then
+/// the bodies as they are built again, a window at a time, then the call graph.
+impl Symbols {
+    /// The tables every body's check reads, from each module's items' outlines, in
+    /// order: every item's signature and return type. The tests' calls are checked
+    /// against them; no body is checked yet.
+    pub fn of_outlines(
+        program: &Program,
+        outlines: &[Vec<Outline>],
+        diags: &mut Diagnostics,
+    ) -> Symbols {
+        let std_files: HashSet<_> = program
+            .modules
+            .iter()
+            .filter(|m| m.std)
+            .map(|m| m.file)
+            .collect();
+        let (items, sketches) = register(program, outlines, &std_files, diags);
+        testcases::check_tests(program, &items, diags);
+        let returns = infer::returns(&items, &sketches);
+        Symbols {
+            items,
+            returns,
+            ..Symbols::default()
+        }
+    }
+
+    /// Checks the bodies of `items`, in chunks on all cores, adding their calls and the
+    /// words that name variables: by now the names and return types are known, so a
+    /// body's check reads only its own item and those tables.
+    pub fn check_bodies(&mut self, items: &[Item], diags: &mut Diagnostics) {
+        let (tables, returns) = (&self.items, &self.returns);
+        let checked =
+            crate::parallel::map_chunks(items, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
+                let mut diags = Diagnostics::new();
+                let mut worker = Checker {
+                    diags: &mut diags,
+                    items: tables,
+                    returns,
+                    calls: HashMap::default(),
+                    item_calls: Vec::new(),
+                    word_vars: HashSet::default(),
+                    step: None,
+                };
+                for item in chunk {
+                    worker.check_item(item);
+                }
+                let (calls, word_vars) = (worker.calls, worker.word_vars);
+                (diags, calls, word_vars)
+            });
+        for (found, calls, word_vars) in checked {
+            diags.extend(found);
+            self.calls.extend(calls);
+            self.word_vars.extend(word_vars);
+        }
+    }
+
+    /// Warns of the cycles of the call graph, once every body is checked.
+    pub fn warn_cycles(&self, program: &Program, diags: &mut Diagnostics) {
+        graph::warn_cycles(program, &self.calls, diags);
     }
 }
 
-/// Every item's body, checked in chunks on all cores: by now the names and return
-/// types are known, so a body's check reads only its own item and those tables. The
-/// call graph and the words that name variables.
-fn check_bodies(
+/// The table of every item, the standard templates' first, and their sketches; names
+/// given twice, or taken from a built-in or a standard template, are reported.
+fn register<'o>(
     program: &Program,
-    items: &Tables,
-    returns: &HashMap<String, Type>,
-    diags: &mut Diagnostics,
-) -> (Calls, HashSet<Span>) {
-    let all: Vec<&Item> = program.modules.iter().flat_map(|m| &m.items).collect();
-    let checked =
-        crate::parallel::map_chunks(&all, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
-            let mut diags = Diagnostics::new();
-            let mut worker = Checker {
-                diags: &mut diags,
-                items,
-                returns,
-                calls: HashMap::default(),
-                item_calls: Vec::new(),
-                word_vars: HashSet::default(),
-                step: None,
-            };
-            for item in chunk {
-                worker.check_item(item);
-            }
-            let (calls, word_vars) = (worker.calls, worker.word_vars);
-            (diags, calls, word_vars)
-        });
-    let (mut calls, mut word_vars) = (HashMap::default(), HashSet::default());
-    for (found, c, w) in checked {
-        diags.extend(found);
-        calls.extend(c);
-        word_vars.extend(w);
-    }
-    (calls, word_vars)
-}
-
-/// The table of every item, the standard templates' first; names given twice, or
-/// taken from a built-in or a standard template, are reported.
-fn register<'p>(
-    program: &'p Program,
+    outlines: &'o [Vec<Outline>],
     std_files: &HashSet<crate::source::FileId>,
     diags: &mut Diagnostics,
-) -> Tables<'p> {
+) -> (Tables, Sketches<'o>) {
     let mut items = Tables::default();
-    items.reserve(program.modules.iter().map(|m| m.items.len()).sum());
+    let mut sketches = Sketches::default();
+    let count = outlines.iter().map(Vec::len).sum();
+    items.reserve(count);
+    sketches.reserve(count);
     // Standard templates first, so a user template of the same name is the clash.
-    let modules = program.modules.iter().filter(|m| m.std);
-    let modules = modules.chain(program.modules.iter().filter(|m| !m.std));
-    for module in modules {
-        for item in &module.items {
-            let name = item.name();
+    let modules = program.modules.iter().zip(outlines);
+    let std = modules.clone().filter(|(m, _)| m.std);
+    for (_, module) in std.chain(modules.filter(|(m, _)| !m.std)) {
+        for outline in module {
+            let name = &outline.head.name;
             if name.node.is_empty() {
                 continue;
             }
@@ -186,7 +211,7 @@ fn register<'p>(
                 );
                 continue;
             }
-            if let Some((prev, _)) = items.get(&name.node) {
+            if let Some(prev) = items.get(&name.node) {
                 if std_files.contains(&prev.def_span.file) {
                     diags.push(
                             Diagnostic::error(name.span, format!("`{}` is the name of a standard template", name.node))
@@ -203,21 +228,21 @@ fn register<'p>(
                 );
                 continue;
             }
-            let sig = signature(item);
-            items.insert(name.node.clone(), (sig, item));
+            items.insert(name.node.clone(), outline.signature());
+            sketches.insert(&name.node, &outline.sketch);
         }
     }
-    items
+    (items, sketches)
 }
 
-impl<'p> Checker<'p, '_, '_> {
-    fn check_item(&mut self, item: &'p Item) {
+impl Checker<'_, '_> {
+    fn check_item(&mut self, item: &Item) {
         let name = &item.name().node;
         // A duplicate was reported at registration; checking it too would repeat errors.
         if self
             .items
             .get(name)
-            .is_some_and(|(s, _)| s.def_span != item.name().span)
+            .is_some_and(|s| s.def_span != item.name().span)
         {
             return;
         }
@@ -234,7 +259,7 @@ impl<'p> Checker<'p, '_, '_> {
         }
     }
 
-    fn check_template(&mut self, t: &'p Template) {
+    fn check_template(&mut self, t: &Template) {
         let mut scope = Scope::new(Owner::Template(t.name.node.clone()));
         for p in &t.params {
             let ty = p.ty.as_ref().map_or(Type::Any, |t| t.node.clone());
@@ -272,41 +297,5 @@ impl<'p> Checker<'p, '_, '_> {
             }
             self.diags.push(d);
         }
-    }
-}
-
-fn signature(item: &Item) -> Signature {
-    match item {
-        Item::Template(t) => Signature {
-            name: t.name.node.clone(),
-            params: t
-                .params
-                .iter()
-                .map(|p| SigParam {
-                    name: p.name.node.clone(),
-                    ty: p.ty.as_ref().map(|t| t.node.clone()),
-                    span: p.name.span,
-                })
-                .collect(),
-            def_span: t.name.span,
-            kind: ItemKind::Template,
-        },
-        Item::Task(t) => Signature {
-            name: t.name.node.clone(),
-            params: t
-                .task
-                .inputs
-                .iter()
-                // A reduce's listed inputs are the values it reduces, not parameters.
-                .filter(|i| crate::ast::is_parameter(i) && !t.task.reduces_inputs())
-                .map(|i| SigParam {
-                    name: i.name.node.clone(),
-                    ty: i.ty.as_ref().map(|t| t.node.clone()),
-                    span: i.name.span,
-                })
-                .collect(),
-            def_span: t.name.span,
-            kind: ItemKind::Task,
-        },
     }
 }

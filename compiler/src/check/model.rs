@@ -8,7 +8,7 @@ use crate::diag::Diagnostic;
 use crate::source::Span;
 use tv_stdlib::models::{left_out, parse_model, Provider, Setting};
 
-impl Checker<'_, '_, '_> {
+impl Checker<'_, '_> {
     /// A warning at each setting of the task's `<model>` that its model does not take.
     /// Only a model named in the same task is judged: the run's model is not known here,
     /// and the runtime says the same in `notes.warnings` for whatever model answers.

@@ -13,7 +13,7 @@ use crate::ast::{Expr, ExprKind, Segment, TextTemplate};
 use crate::diag::Diagnostic;
 use tv_stdlib::types::Type;
 
-impl Checker<'_, '_, '_> {
+impl Checker<'_, '_> {
     pub(super) fn warn_null_holes(&mut self, text: &TextTemplate, scope: &Scope) {
         for e in text.exprs() {
             let Some(why) = null_reason(e, scope) else {

@@ -20,8 +20,8 @@ const LOOP_VARS: &[&str] = &[
     "script_output",
 ];
 
-impl<'p> Checker<'p, '_, '_> {
-    pub(super) fn check_steps(&mut self, task: &'p Task, scope: &Scope) {
+impl Checker<'_, '_> {
+    pub(super) fn check_steps(&mut self, task: &Task, scope: &Scope) {
         let steps = match &task.steps {
             Some(s) if !s.node.is_empty() => s,
             Some(s) => {
@@ -161,7 +161,7 @@ impl<'p> Checker<'p, '_, '_> {
         }
     }
 
-    pub(super) fn check_script(&mut self, task: &'p Task, scope: &Scope, required: bool) {
+    pub(super) fn check_script(&mut self, task: &Task, scope: &Scope, required: bool) {
         let Some(script) = &task.script else {
             if required {
                 self.diags.push(
@@ -336,7 +336,7 @@ impl<'p> Checker<'p, '_, '_> {
         );
     }
 
-    pub(super) fn check_loop(&mut self, task: &'p Task, scope: &Scope) {
+    pub(super) fn check_loop(&mut self, task: &Task, scope: &Scope) {
         let mut s = scope.clone();
         s.bind_context(LOOP_VARS);
         // The machine reads every evaluation as an EvaluationResult (DESIGN §13).

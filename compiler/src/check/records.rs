@@ -29,7 +29,7 @@ pub(super) fn field_list(r: &Record) -> String {
         .join(", ")
 }
 
-impl Checker<'_, '_, '_> {
+impl Checker<'_, '_> {
     /// `output.severity == "medium"` where `severity` is `"low"|"high"` is never true
     /// (or, with `!=`, always): most likely a misspelt string.
     pub(super) fn check_literal_comparison(
@@ -88,7 +88,7 @@ impl Checker<'_, '_, '_> {
     }
 }
 
-impl<'p> Checker<'p, '_, '_> {
+impl Checker<'_, '_> {
     /// An evaluator's reply is read as an `EvaluationResult`: a schema it states must
     /// be one (a wider record is one too).
     pub(super) fn check_evaluator(&mut self, evaluator: &crate::ast::Body) {

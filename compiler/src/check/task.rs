@@ -11,8 +11,8 @@ use crate::diag::Diagnostic;
 use crate::source::Span;
 use tv_stdlib::types::Type;
 
-impl<'p> Checker<'p, '_, '_> {
-    pub(super) fn check_body(&mut self, body: &'p Body, scope: &Scope, decl: bool) {
+impl Checker<'_, '_> {
+    pub(super) fn check_body(&mut self, body: &Body, scope: &Scope, decl: bool) {
         match body {
             Body::Task(t) => self.check_task(t, scope, decl),
             Body::Call(c) => self.check_call_element(c, scope),
@@ -22,7 +22,7 @@ impl<'p> Checker<'p, '_, '_> {
     }
 
     /// `decl`: this task is an item's own task, so its `<inputs>` declare what callers pass.
-    pub(super) fn check_task(&mut self, task: &'p Task, outer: &Scope, decl: bool) {
+    pub(super) fn check_task(&mut self, task: &Task, outer: &Scope, decl: bool) {
         let is_step = self.step.take() == Some(task.span);
         if !is_step {
             self.check_slots_unused(task);
@@ -77,7 +77,7 @@ impl<'p> Checker<'p, '_, '_> {
 
     pub(super) fn bind_inputs(
         &mut self,
-        inputs: &'p [Input],
+        inputs: &[Input],
         outer: &Scope,
         scope: &mut Scope,
         decl: bool,
@@ -148,7 +148,7 @@ impl<'p> Checker<'p, '_, '_> {
         }
     }
 
-    fn check_files(&mut self, task: &'p Task) {
+    fn check_files(&mut self, task: &Task) {
         if let Some(fp) = &task.file_paths {
             match &fp.node {
                 FilePaths::Literal(paths) => paths
@@ -451,7 +451,7 @@ impl<'p> Checker<'p, '_, '_> {
     }
 }
 
-impl Checker<'_, '_, '_> {
+impl Checker<'_, '_> {
     /// Refuses every `{{...}}` in `text`, the `<element>` of a `<file_paths>`. The
     /// bundle holds file paths as plain strings that the machine uses as they are, so a
     /// hole would reach the file system or the shell as the characters `{{module}}`.

@@ -26,7 +26,7 @@ pub(super) fn check_tests(program: &Program, items: &Tables, diags: &mut Diagnos
             seen.insert(&test.name.node, test.name.span);
         }
         match items.get(&test.entry.node) {
-            Some((sig, _)) => check_args(test, sig, diags),
+            Some(sig) => check_args(test, sig, diags),
             None => {
                 let names: Vec<&str> = items.keys().map(String::as_str).collect();
                 let mut d = Diagnostic::error(

@@ -106,8 +106,8 @@ impl Writer {
         Ok(tv_vm::bundle::assemble(
             &super::compiler_version(),
             &self.pool.items,
-            (self.functions, &self.pieces),
-            (self.task_count, &self.tasks),
+            (self.functions, self.pieces),
+            (self.task_count, self.tasks),
             entries,
             &super::file_names(sources),
         ))

@@ -260,4 +260,5 @@ impl Expr {
     }
 }
 mod dump;
+pub(crate) mod visit;
 pub use dump::dump;

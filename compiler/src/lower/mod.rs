@@ -7,6 +7,7 @@ mod context;
 mod docs;
 mod expr;
 mod lists;
+mod plan;
 mod prune;
 mod shift;
 mod task;
@@ -16,6 +17,8 @@ use crate::ast::{self, Item};
 use crate::check::Symbols;
 use crate::ir::{self, Local};
 use crate::source::{SourceMap, Span};
+use plan::Plan;
+pub(crate) use plan::{reachable_std, std_called};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use shift::Shift;
 use std::sync::Arc;
@@ -23,8 +26,14 @@ use tv_stdlib::types::Type;
 use tv_vm::bundle::{Loc, MatchInfo, TaskMeta, CONTEXT_PARAM};
 pub(crate) use windows::Windows;
 
+/// The IR of a program that holds its items (a program checked from outlines is
+/// lowered a window at a time, by `crate::driver::compile_to_bytes`).
 pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
-    let plan = Plan::new(program, symbols);
+    assert!(
+        program.modules.iter().all(|m| m.heads.is_none()),
+        "a program checked from outlines is lowered by compile_to_bytes"
+    );
+    let plan = Plan::new(program, &reachable_std(program, symbols));
     // Chunks of items are lowered on the workers, each numbering its tasks and branch
     // functions from zero; `assemble` then moves each part's numbers past the ones
     // before it.
@@ -70,99 +79,6 @@ impl Numbers {
             functions,
             branches: l.branches,
             tasks: l.tasks,
-        }
-    }
-}
-
-/// What is lowered, in function order: user items (the entry points), then the
-/// standard templates they reach.
-struct Plan<'p> {
-    items: Vec<&'p Item>,
-    /// Where each item is: its module and its place in the module.
-    places: Vec<(usize, usize)>,
-    numbers: Numbers,
-    user_items: usize,
-}
-
-impl<'p> Plan<'p> {
-    fn new(program: &'p ast::Program, symbols: &Symbols) -> Self {
-        let needed = reachable_std(program, symbols);
-        let mut plan = Plan {
-            items: Vec::new(),
-            places: Vec::new(),
-            numbers: Numbers {
-                ids: HashMap::default(),
-                takes_context: HashSet::default(),
-                total: 0,
-            },
-            user_items: 0,
-        };
-        let modules = program.modules.iter().enumerate();
-        let user = modules.clone().filter(|(_, m)| !m.std);
-        for (mi, m) in user.chain(modules.filter(|(_, m)| m.std)) {
-            for (ii, item) in m
-                .items
-                .iter()
-                .enumerate()
-                .filter(|(_, i)| !m.std || needed.contains(&i.name().node))
-            {
-                let name = item.name().node.clone();
-                if inherits_context(item) {
-                    plan.numbers.takes_context.insert(name.clone());
-                }
-                if let std::collections::hash_map::Entry::Vacant(slot) =
-                    plan.numbers.ids.entry(name)
-                {
-                    slot.insert(ir::id(plan.items.len()));
-                    plan.items.push(item);
-                    plan.places.push((mi, ii));
-                    plan.user_items += usize::from(!m.std);
-                }
-            }
-        }
-        plan.numbers.total = ir::id(plan.items.len());
-        plan
-    }
-
-    /// The parts end to end: every part's items, then every part's branch functions.
-    fn assemble(self, mut parts: Vec<Part>) -> ir::Program {
-        let items = ir::id(self.items.len());
-        let (mut tasks_before, mut branches_before) = (0, 0);
-        let mut shifted: Vec<(Shift, &mut Part)> = Vec::with_capacity(parts.len());
-        for part in &mut parts {
-            let shift = Shift {
-                items,
-                tasks: tasks_before,
-                branches: branches_before,
-            };
-            tasks_before = ir::id(part.tasks.len()).saturating_add(tasks_before);
-            branches_before = ir::id(part.branches.len()).saturating_add(branches_before);
-            shifted.push((shift, part));
-        }
-        crate::parallel::each_mut(&mut shifted, |(shift, part)| {
-            if shift.tasks > 0 || shift.branches > 0 {
-                for f in part.functions.iter_mut().chain(&mut part.branches) {
-                    shift.node(&mut f.body);
-                }
-            }
-        });
-        let mut functions = Vec::with_capacity(self.items.len());
-        let (mut branches, mut tasks) = (Vec::new(), Vec::new());
-        for mut part in parts {
-            functions.append(&mut part.functions);
-            branches.append(&mut part.branches);
-            tasks.append(&mut part.tasks);
-        }
-        functions.append(&mut branches);
-        let entries = functions[..self.user_items]
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.name.clone(), ir::id(i)))
-            .collect();
-        ir::Program {
-            functions,
-            tasks,
-            entries,
         }
     }
 }
@@ -519,21 +435,6 @@ impl Lowerer<'_> {
 /// A captured local of a branch (`None`: the context), and the expression passing it.
 type Captured = (Option<Local>, ir::Expr);
 
-/// An item whose task states that it inherits its caller's context.
-fn inherits_context(item: &Item) -> bool {
-    let task = match item {
-        Item::Template(t) => match &t.body {
-            ast::Body::Task(task) => task,
-            _ => return false,
-        },
-        Item::Task(t) => &t.task,
-    };
-    task.context
-        .as_ref()
-        .and_then(|c| c.inherit_context.as_ref())
-        .is_some_and(|i| i.node != ast::InheritContext::None)
-}
-
 /// Atomic templates are what subtask requests can select, by their description and
 /// criteria.
 fn matchable(t: &ast::Task) -> Option<MatchInfo> {
@@ -586,26 +487,4 @@ fn placeholder(id: u32, span: Span) -> ir::Function {
         docs: Vec::new(),
         summary: String::new(),
     }
-}
-
-/// Standard templates called, directly or through each other, by the user's items.
-fn reachable_std(program: &ast::Program, symbols: &Symbols) -> HashSet<String> {
-    let names = |std: bool| {
-        program
-            .modules
-            .iter()
-            .filter(move |m| m.std == std)
-            .flat_map(|m| m.items.iter().map(|i| i.name().node.as_str()))
-    };
-    let std_names: HashSet<&str> = names(true).collect();
-    let mut work: Vec<&str> = names(false).collect();
-    let mut seen = HashSet::default();
-    while let Some(name) = work.pop() {
-        for (callee, _) in symbols.calls.get(name).into_iter().flatten() {
-            if std_names.contains(callee.as_str()) && seen.insert(callee.clone()) {
-                work.push(callee);
-            }
-        }
-    }
-    seen
 }

@@ -10,20 +10,21 @@ use crate::ast::{self, Item};
 use crate::check::Symbols;
 use crate::ir;
 use crate::source::SourceMap;
+use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
 use tv_vm::bundle::TaskMeta;
 
 /// The items still to lower, and the numbering so far.
 pub(crate) struct Windows<'a> {
     numbers: Numbers,
-    symbols: &'a Symbols,
     sources: &'a SourceMap,
     tasks_before: u32,
     branches_before: u32,
     /// Where each item still to lower is, in function order: module, place.
     places: std::vec::IntoIter<(usize, usize)>,
-    /// Each module's items, as they are taken, and the place of the next one.
-    modules: Vec<(usize, std::vec::IntoIter<Item>)>,
+    /// Each module's items, taken out of the program at its first window, and the
+    /// place of the next one.
+    modules: Vec<Option<(usize, std::vec::IntoIter<Item>)>>,
 }
 
 /// A window lowered: its items' functions, the branch functions they made, their tasks.
@@ -35,44 +36,42 @@ pub(crate) struct Lowered {
 }
 
 impl<'a> Windows<'a> {
-    /// Takes the items of `program` (the standard templates nothing reaches are
-    /// dropped as they are passed); also the names of the entry points, in order.
+    /// The numbering of `program`'s items, with the standard templates `needed`
+    /// (those of [`super::reachable_std`]; the others are dropped as they are
+    /// passed); also the names of the entry points, in order.
     pub(crate) fn new(
-        program: &mut ast::Program,
-        symbols: &'a Symbols,
+        program: &ast::Program,
+        needed: &HashSet<String>,
         sources: &'a SourceMap,
     ) -> (Self, Vec<String>) {
-        let plan = Plan::new(program, symbols);
-        let entries = plan.items[..plan.user_items]
+        let plan = Plan::new(program, needed);
+        let (places, numbers, users) = (plan.places, plan.numbers, plan.user_items);
+        let entries = places[..users]
             .iter()
-            .map(|i| i.name().node.clone())
-            .collect();
-        let (places, numbers) = (plan.places, plan.numbers);
-        let modules = program
-            .modules
-            .iter_mut()
-            .map(|m| (0, std::mem::take(&mut m.items).into_iter()))
+            .filter_map(|&(m, i)| Some(program.modules[m].name_at(i)?.node.clone()))
             .collect();
         let windows = Windows {
             numbers,
-            symbols,
             sources,
             tasks_before: 0,
             branches_before: 0,
             places: places.into_iter(),
-            modules,
+            modules: program.modules.iter().map(|_| None).collect(),
         };
         (windows, entries)
     }
 
-    /// The next `n` items in function order (fewer at the end, none when all are
-    /// taken).
-    pub(crate) fn take(&mut self, n: usize) -> Vec<Item> {
+    /// The next `n` items in function order that `program` holds (fewer at the end,
+    /// none when all are taken).
+    pub(crate) fn take(&mut self, program: &mut ast::Program, n: usize) -> Vec<Item> {
         let mut out = Vec::with_capacity(n.min(self.places.len()));
         for (m, i) in self.places.by_ref().take(n) {
-            let Some((next, items)) = self.modules.get_mut(m) else {
+            let (Some(slot), Some(module)) = (self.modules.get_mut(m), program.modules.get_mut(m))
+            else {
                 continue;
             };
+            let (next, items) =
+                slot.get_or_insert_with(|| (0, std::mem::take(&mut module.items).into_iter()));
             // Places in a module only grow: skip (and free) the items between.
             let skipped = i.saturating_sub(*next);
             *next = i + 1;
@@ -83,9 +82,23 @@ impl<'a> Windows<'a> {
         out
     }
 
+    /// Of the items of module `module` that it does not hold, built again and given
+    /// with their places in it, those next in function order (the others are
+    /// dropped, as [`Windows::take`] skips them).
+    pub(crate) fn keep(&mut self, module: usize, items: Vec<(usize, Item)>) -> Vec<Item> {
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items {
+            if self.places.as_slice().first() == Some(&(module, i)) {
+                self.places.next();
+                out.push(item);
+            }
+        }
+        out
+    }
+
     /// The IR of `items`, the next window, numbered after the windows before it.
-    pub(crate) fn lower(&mut self, items: &[Item]) -> Lowered {
-        let (numbers, symbols, sources) = (&self.numbers, self.symbols, self.sources);
+    pub(crate) fn lower(&mut self, items: &[Item], symbols: &Symbols) -> Lowered {
+        let (numbers, sources) = (&self.numbers, self.sources);
         let mut parts: Vec<(Shift, Part)> =
             crate::parallel::map_chunks(items, crate::parallel::MIN_ITEMS_PER_WORKER, |chunk| {
                 numbers.part(chunk.iter(), symbols, sources)

@@ -147,7 +147,7 @@ pub(super) fn without(out: &Path, rows: &HashSet<u64>) -> Result<File, String> {
         let _ = std::fs::remove_file(&temp);
         return Err(format!("cannot write the results {shown} again: {e}"));
     }
-    sync_parent(&real);
+    crate::files::sync_parent(&real);
     Ok(new)
 }
 
@@ -202,7 +202,7 @@ pub(super) fn move_aside(out: &Path) -> Result<PathBuf, String> {
                 kept.display()
             )
         })?;
-    sync_parent(out);
+    crate::files::sync_parent(out);
     Ok(kept)
 }
 
@@ -212,16 +212,6 @@ fn beside(path: &Path, what: &str) -> PathBuf {
         .file_name()
         .map_or_else(|| "results".into(), |n| n.to_string_lossy().into_owned());
     path.with_file_name(format!(".{name}.{what}-{}", std::process::id()))
-}
-
-fn sync_parent(path: &Path) {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if let Ok(dir) = File::open(parent) {
-        let _ = dir.sync_all();
-    }
 }
 
 #[cfg(test)]

@@ -191,7 +191,7 @@ fn synced(path: &Path, writer: &mut Writer) -> Result<(), String> {
         *unsynced = false;
     }
     if *unnamed {
-        sync_parent(path);
+        crate::files::sync_parent(path);
         *unnamed = false;
     }
     Ok(())
@@ -203,17 +203,5 @@ fn open_file(path: &Path, spares: Option<&Spares>) -> Result<Flock<File>, String
     match spares.and_then(|s| s.take(path)) {
         Some(file) => Ok(file),
         None => create_locked(path),
-    }
-}
-
-/// Syncs the folder that holds a new file, so the file itself survives a power loss.
-fn sync_parent(path: &Path) {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if let Ok(dir) = File::open(parent) {
-        // Some file systems cannot sync a folder; the file's own sync still holds.
-        let _ = dir.sync_all();
     }
 }

@@ -209,7 +209,7 @@ fn payload_of(bytes: &[u8]) -> Result<&[u8], BundleError> {
 
 /// A list given encoded: how many items, and their encodings one after the other,
 /// in pieces (as [`Bundle::encode_functions`] and [`encode_tasks`] make them).
-pub type Encoded<'a> = (u64, &'a [Vec<u8>]);
+pub type Encoded = (u64, Vec<Vec<u8>>);
 
 /// The encoded tasks of `tasks`, one after the other, without the length of the list.
 pub fn encode_tasks(tasks: &[Arc<TaskMeta>]) -> Vec<u8> {
@@ -223,37 +223,56 @@ pub fn encode_tasks(tasks: &[Arc<TaskMeta>]) -> Vec<u8> {
 
 /// A bundle file from its parts, its functions and tasks given encoded: what
 /// [`Bundle::to_bytes`] writes, for a writer that never holds every function and
-/// task decoded at once.
+/// task decoded at once. The payload is written after room for the header, which is
+/// filled in at the end, and each piece is freed once copied: a large bundle is in
+/// memory about once, not three times.
 pub fn assemble(
     compiler_version: &String,
     constants: &[Const],
-    functions: Encoded<'_>,
-    tasks: Encoded<'_>,
+    functions: Encoded,
+    tasks: Encoded,
     entries: &[Entry],
     files: &[String],
 ) -> Vec<u8> {
-    let size = |e: &Encoded| e.1.iter().map(Vec::len).sum::<usize>();
-    let mut payload = Vec::with_capacity(size(&functions) + size(&tasks) + 1024);
     // Encoding into memory cannot fail (see `put`).
-    let _ = (|| -> Result<(), EncodeError> {
-        put(compiler_version, &mut payload)?;
-        put(&constants, &mut payload)?;
-        for (count, pieces) in [functions, tasks] {
-            // A list's length is a u64, as for every list.
-            put(&count, &mut payload)?;
-            for piece in pieces {
-                payload.extend_from_slice(piece);
-            }
+    let encode = |put_all: &dyn Fn(&mut Vec<u8>) -> Result<(), EncodeError>| {
+        let mut out = Vec::new();
+        let _ = put_all(&mut out);
+        out
+    };
+    let head = encode(&|out| {
+        put(compiler_version, out)?;
+        put(&constants, out)
+    });
+    // A list's length is a u64, as for every list.
+    let lists = [functions, tasks].map(|(count, pieces)| (encode(&|out| put(&count, out)), pieces));
+    let tail = encode(&|out| {
+        put(&entries, out)?;
+        put(&files, out)
+    });
+    let size = lists
+        .iter()
+        .flat_map(|(count, pieces)| pieces.iter().chain([count]));
+    let size = HEADER + head.len() + size.map(Vec::len).sum::<usize>() + tail.len();
+    let mut out = Vec::with_capacity(size);
+    out.resize(HEADER, 0);
+    out.extend_from_slice(&head);
+    for (count, pieces) in lists {
+        out.extend_from_slice(&count);
+        for piece in pieces {
+            out.extend_from_slice(&piece);
         }
-        put(&entries, &mut payload)?;
-        put(&files, &mut payload)
-    })();
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
+    }
+    out.extend_from_slice(&tail);
+    let length = (out.len() - HEADER) as u32;
+    let sum = crc32fast::hash(&out[HEADER..]);
+    let header = [
+        MAGIC.as_slice(),
+        &VERSION.to_le_bytes(),
+        &length.to_le_bytes(),
+        &sum.to_le_bytes(),
+    ];
+    out[..HEADER].copy_from_slice(&header.concat());
     out
 }
 
@@ -278,12 +297,12 @@ impl Bundle {
             files,
         } = self;
         let encoded = encode(functions);
-        let tasks_encoded = [encode_tasks(tasks)];
+        let tasks_encoded = vec![encode_tasks(tasks)];
         assemble(
             compiler_version,
             constants,
-            (functions.len() as u64, &encoded),
-            (tasks.len() as u64, &tasks_encoded),
+            (functions.len() as u64, encoded),
+            (tasks.len() as u64, tasks_encoded),
             entries,
             files,
         )

@@ -21,7 +21,7 @@ use tv_stdlib::types::{parse_with, Type, TypeError, SCALAR_NAMES, TYPE_NAMES};
 
 mod resolve;
 
-pub use resolve::resolve;
+pub use resolve::{apply as apply_resolved, resolve, Resolved};
 
 /// The predeclared record every evaluator's reply is read as (DESIGN §13).
 pub const EVALUATION_RESULT: &str = "EvaluationResult";

@@ -9,9 +9,13 @@ use crate::source::{Span, Spanned};
 use rustc_hash::FxHashMap as HashMap;
 use tv_stdlib::types::{is_scalar_name, parse_with, Type};
 
+/// The types set aside while building, resolved: by where each is written.
+pub type Resolved = HashMap<Span, Type>;
+
 /// Resolves every declaration and every type set aside while building, writes the
-/// types into the tree and lists the declared types in `program.types`.
-pub fn resolve(program: &mut Program, diags: &mut Diagnostics) {
+/// types into the tree and lists the declared types in `program.types`. Returns the
+/// resolved types, for items built again later (`tvc compile` of a large program).
+pub fn resolve(program: &mut Program, diags: &mut Diagnostics) -> Resolved {
     let decls: Vec<TypeDecl> = program
         .modules
         .iter_mut()
@@ -23,7 +27,7 @@ pub fn resolve(program: &mut Program, diags: &mut Diagnostics) {
         .flat_map(|m| std::mem::take(&mut m.types.pending))
         .collect();
     if decls.is_empty() && pending.is_empty() {
-        return;
+        return Resolved::default();
     }
     let declared = declare(&decls, diags);
     let resolved = |name: &str| -> Option<Type> {
@@ -35,7 +39,7 @@ pub fn resolve(program: &mut Program, diags: &mut Diagnostics) {
     let mut known: Vec<&str> = declared.keys().map(String::as_str).collect();
     known.push(EVALUATION_RESULT);
     known.sort_unstable();
-    let mut found: HashMap<Span, Type> = HashMap::default();
+    let mut found = Resolved::default();
     for p in &pending {
         let ty = match parse_with(p.written.as_str(), &resolved) {
             Ok(t) => t,
@@ -46,15 +50,9 @@ pub fn resolve(program: &mut Program, diags: &mut Diagnostics) {
         };
         found.insert(p.written.span(), ty);
     }
-    if !found.is_empty() {
-        for module in &mut program.modules {
-            for item in &mut module.items {
-                item_types(item, &mut |t| {
-                    if let Some(ty) = found.get(&t.span) {
-                        t.node = ty.clone();
-                    }
-                });
-            }
+    for module in &mut program.modules {
+        for item in &mut module.items {
+            apply(&found, item);
         }
     }
     program.types = decls
@@ -64,6 +62,18 @@ pub fn resolve(program: &mut Program, diags: &mut Diagnostics) {
             (*span == d.name.span).then(|| (d.name.clone(), ty.clone()))
         })
         .collect();
+    found
+}
+
+/// Writes the resolved types into an item.
+pub fn apply(found: &Resolved, item: &mut Item) {
+    if !found.is_empty() {
+        item_types(item, &mut |t| {
+            if let Some(ty) = found.get(&t.span) {
+                t.node = ty.clone();
+            }
+        });
+    }
 }
 
 /// Each declaration by name: where it is declared and its type (`any` when it could
