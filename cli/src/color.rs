@@ -15,7 +15,7 @@ pub enum Color {
 pub fn stderr_color(choice: Color) -> bool {
     use_color(
         choice,
-        std::env::var_os("NO_COLOR").as_deref(),
+        crate::env::no_color().as_deref(),
         std::io::stderr().is_terminal(),
     )
 }

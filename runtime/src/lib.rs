@@ -11,6 +11,7 @@ pub mod backoff;
 pub mod batch;
 pub mod cache;
 pub mod cassette;
+pub mod config;
 pub mod context;
 pub mod digest;
 pub mod driver;

@@ -79,7 +79,7 @@ impl ScriptRunner {
         // script's: a script printing its environment (`env`, a stack trace) would put
         // them into the journal, the trace and the next prompt, and a row's script on a
         // worker is the publisher's code.
-        for name in crate::providers::vars::SECRET_VARS {
+        for name in crate::config::env::SECRET_VARS {
             cmd.env_remove(name);
         }
         cmd.envs(inputs.env.iter().map(|(k, v)| (k, v)));

@@ -1,7 +1,7 @@
 //! `tvm batch`: the entry point once per row of a JSON-lines file (DESIGN §16).
 
-use super::options::{host, HostArgs, LimitArgs};
-use super::{entry_name, load, output, pick_entry, priced, provider_choice};
+use super::options::{concurrency, header, host, limits, run_config, HostArgs, LimitArgs};
+use super::{entry_name, load, output, pick_entry, priced};
 use clap::Args;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -91,31 +91,26 @@ fn distinct(inputs: &Path, out: &Path) -> Result<(), String> {
     }
 }
 
-pub fn batch(mut args: BatchArgs) -> Result<ExitCode, String> {
-    args.host.settle_bounds()?;
+pub fn batch(args: BatchArgs) -> Result<ExitCode, String> {
     if args.nats.nats.is_some() {
         return super::nats::batch(args);
     }
+    let config = run_config(&args.host, Some(&args.limits))?;
     let bundle_path = needed(&args.bundle, "a bundle")?.clone();
     let inputs_path = needed(&args.inputs, "--inputs FILE")?.clone();
     let out_path = needed(&args.out, "--out FILE")?.clone();
     let (bundle, hash) = load(&bundle_path)?;
-    args.host.resolve_allow_read()?;
-    let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let inputs = open_inputs(&inputs_path)?;
     distinct(&inputs_path, &out_path)?;
-    let mut host = host(choice, &args.host)?;
+    let mut host = host(&config, &args.host)?;
     priced(&host, &bundle)?;
     // Rows run as many at once as the provider takes calls; a map inside a row runs
     // its bodies within the same cap.
-    let concurrency = args.host.calls().0;
-    let mut limits = args.limits.limits();
-    limits.concurrency = concurrency;
+    let concurrency = concurrency(&config);
+    let limits = limits(&config);
     let name = entry_name(&bundle, entry);
-    let header = args
-        .host
-        .header(&bundle_path, hash, &name, choice, &limits)?;
+    let header = header(&bundle_path, hash, &name, &config);
     let dir = args.state.clone().unwrap_or_else(|| {
         let mut d = out_path.clone().into_os_string();
         d.push(".state");

@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
-use tv_runtime::providers::vars::SECRET_VARS;
+use tv_runtime::config::env::SECRET_VARS;
 
 /// The variable naming the descriptor the keys come on; set by `tvm` for itself only.
 const FD_VAR: &str = "TVM_KEYS_FD";

@@ -10,7 +10,6 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 mod batch;
-mod dotenv;
 mod info;
 mod interrupt;
 mod keys;
@@ -20,9 +19,10 @@ mod snapshots;
 mod source;
 mod testing;
 
-use tv_cli::output;
+use tv_cli::{env, output};
+use tv_runtime::config::{Purpose, RunConfig};
 use tv_runtime::files;
-use tv_runtime::host::{Choice, RunHost};
+use tv_runtime::host::RunHost;
 use tv_runtime::journal::Journal;
 use tv_runtime::Run;
 use tv_vm::args;
@@ -124,7 +124,7 @@ fn main() -> ExitCode {
         }
     };
     protect_keys();
-    match dotenv::start(Path::new(".env"), keys) {
+    match env::start(Path::new(".env"), keys) {
         Ok(warnings) => {
             for w in warnings {
                 output::say(&format!("tvm: warning: {w}\n"));
@@ -188,28 +188,22 @@ fn entry_name(bundle: &Bundle, entry: u32) -> String {
         .map_or(String::new(), |f| f.name.clone())
 }
 
-fn run(mut args: RunArgs) -> Result<ExitCode, String> {
+fn run(args: RunArgs) -> Result<ExitCode, String> {
     let (bundle, hash) = load(&args.bundle)?;
-    args.host.resolve_allow_read()?;
-    args.host.settle_bounds()?;
-    let choice = provider_choice(args.host.provider.as_deref())?;
+    let config = options::run_config(&args.host, Some(&args.limits))?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
-    let mut host = host(choice, &args.host)?;
+    let mut host = host(&config, &args.host)?;
     host.context.own_files.extend(args.journal.clone());
     priced(&host, &bundle)?;
-    let mut limits = args.limits.limits();
-    // A map runs as many bodies at once as the provider takes calls, unless it says.
-    limits.concurrency = args.host.calls().0;
+    let limits = options::limits(&config);
     let journal = match &args.journal {
         Some(path) => {
             let f = bundle
                 .functions
                 .get(entry as usize)
                 .ok_or("the entry point has no function")?;
-            let mut header = args
-                .host
-                .header(&args.bundle, hash, &f.name, choice, &limits)?;
+            let mut header = options::header(&args.bundle, hash, &f.name, &config);
             header.args = f
                 .params
                 .iter()
@@ -232,27 +226,13 @@ fn run(mut args: RunArgs) -> Result<ExitCode, String> {
     print_result(ran, args.output)
 }
 
-/// `--provider`, else `TVM_PROVIDER`, else the provider whose key is set. Resolved now,
-/// needed only at the first LLM call: a run of scripts needs none.
-fn provider_choice(given: Option<&str>) -> Result<Option<Choice>, String> {
-    let provider = given
-        .map(str::to_string)
-        .or_else(|| dotenv::vars().value("TVM_PROVIDER").map(str::to_string));
-    match provider.as_deref() {
-        Some(p) => Choice::parse(p).map(Some).ok_or_else(|| {
-            format!("unknown provider `{p}` (known: openai, anthropic, replay, echo)")
-        }),
-        None => Ok(RunHost::default_from_keys(dotenv::vars())),
-    }
-}
-
 /// The first 16 characters of a hash, for messages; a journal's is untrusted text, so
 /// the cut is by characters, never inside one.
 fn short(hash: &str) -> String {
     hash.chars().take(16).collect()
 }
 
-fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
+fn resume(args: ResumeArgs) -> Result<ExitCode, String> {
     let (header, journal) = Journal::open(&args.journal)?;
     let path = args.bundle.clone().unwrap_or_else(|| header.bundle.clone());
     let (bundle, hash) = load(&path)?;
@@ -285,39 +265,22 @@ fn resume(mut args: ResumeArgs) -> Result<ExitCode, String> {
                 header.entry
             )
         })?;
-    let provider = args.host.provider.take().unwrap_or(header.provider.clone());
-    let choice = match provider.as_str() {
-        "" => None,
-        p => Some(Choice::parse(p).ok_or_else(|| format!("unknown provider `{p}`"))?),
-    };
-    args.host.model = args.host.model.take().or(header.model);
-    args.host.cassette = args.host.cassette.take().or(header.cassette);
-    args.host.workspace = args.host.workspace.take().or(header.workspace);
-    args.host.resolve_allow_read()?;
-    if args.host.allow_read.is_empty() {
-        args.host.allow_read = header.allow_read;
+    // The run's settings, as its journal keeps them, over what the environment gives
+    // (a setting the run left unset); the flags given now over both.
+    let env = env::environment();
+    let mut config = RunConfig::defaults()
+        .overlay(env.layer(Purpose::Resume)?)
+        .overlay(header.config.clone())
+        .overlay(args.host.layer()?);
+    if config.provider.choice.is_none() {
+        config.provider.choice = RunHost::default_from_keys(env.vars());
     }
-    args.host.concurrency = args.host.concurrency.or(header.concurrency);
-    args.host.retries = args.host.retries.or(header.retries);
-    args.host.request_timeout = args.host.request_timeout.or(header.request_timeout);
-    args.host.max_reply_bytes = args.host.max_reply_bytes.or(header.max_reply_bytes);
-    args.host.rate_wait = args.host.rate_wait.or(header.rate_wait);
-    let sampling = header.sampling.unwrap_or_default();
-    args.host.temperature = args.host.temperature.or(sampling.temperature);
-    args.host.max_output_tokens = args.host.max_output_tokens.or(sampling.max_tokens);
-    args.host.seed = args.host.seed.or(sampling.seed);
-    args.host.force_model = args.host.force_model.take().or(header.force_model);
-    args.host.json_mode = args.host.json_mode.take().or(header.json_mode);
-    args.host.max_cost = args.host.max_cost.or(header.max_cost);
-    args.host.require_files |= header.require_files;
-    args.host.prices = args.host.prices.take().or(header.prices);
-    if !args.host.no_cache {
-        args.host.cache = args.host.cache.take().or(header.cache);
-    }
-    let mut host = host(choice, &args.host)?;
+    // The limits are always the run's, its map concurrency among them.
+    let limits = options::limits(&header.config);
+    let mut host = host(&config, &args.host)?;
     host.context.own_files.push(args.journal.clone());
     priced(&host, &bundle)?;
-    let ran = execute(&bundle, entry, values, header.limits, &host, Some(&journal))?;
+    let ran = execute(&bundle, entry, values, limits, &host, Some(&journal))?;
     let code = print_result(ran, Output::Json)?;
     let (replayed, made) = journal.counts();
     let bodies = match journal.bodies_replayed() {

@@ -2,16 +2,17 @@
 //! spread over many machines through NATS JetStream (DESIGN §16).
 
 use super::batch::{needed, survey, BatchArgs};
-use super::options::{host, HostArgs};
-use super::{entry_name, load_with_bytes, output, pick_entry, priced, provider_choice};
+use super::options::{concurrency, header, host, run_config, HostArgs};
+use super::{entry_name, load_with_bytes, output, pick_entry, priced};
 use clap::Args;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use tv_runtime::config::env as vars;
+use tv_runtime::config::RunConfig;
 use tv_runtime::nats::{self, BatchRecord, Connect, Server, WorkerOptions};
-use tv_runtime::providers::vars;
 
 #[derive(Args)]
 pub struct NatsArgs {
@@ -89,7 +90,7 @@ impl ConnectArgs {
 /// over at start with the API keys, so that no script finds it in its environment).
 fn secret(flag: &Option<String>, name: &str) -> Option<String> {
     flag.clone().or_else(|| {
-        let var = super::dotenv::vars().from(name, vars::Source::Environment)?;
+        let var = tv_cli::env::vars().from(name, vars::Source::Environment)?;
         Some(var.value.clone())
     })
 }
@@ -160,7 +161,8 @@ async fn only_batch(server: &Server) -> Result<String, String> {
     }
 }
 
-async fn publish(server: &Server, url: &str, mut args: BatchArgs) -> Result<ExitCode, String> {
+async fn publish(server: &Server, url: &str, args: BatchArgs) -> Result<ExitCode, String> {
+    let config = run_config(&args.host, Some(&args.limits))?;
     let bundle_path = needed(&args.bundle, "a bundle")?.clone();
     let inputs_path = needed(&args.inputs, "--inputs FILE")?.clone();
     if args.out.is_some() {
@@ -170,27 +172,17 @@ async fn publish(server: &Server, url: &str, mut args: BatchArgs) -> Result<Exit
         );
     }
     let (bundle, sha, bytes) = load_with_bytes(&bundle_path)?;
-    args.host.resolve_allow_read()?;
-    let choice = provider_choice(args.host.provider.as_deref())?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     // Checked here with this machine's prices: a batch that cannot be kept within its
     // budget is refused before any worker spends on it.
-    priced(&host(choice, &args.host)?, &bundle)?;
-    let calls = args.host.calls().0;
-    let mut limits = args.limits.limits();
-    limits.concurrency = calls;
+    priced(&host(&config, &args.host)?, &bundle)?;
+    let calls = concurrency(&config);
     let name = entry_name(&bundle, entry);
-    let mut header = args
-        .host
-        .header(&bundle_path, sha.clone(), &name, choice, &limits)?;
-    // What a worker's own settings decide is not the batch's.
+    let mut header = header(&bundle_path, sha.clone(), &name, &config);
     header.bundle = PathBuf::from(format!("nats:tvm_bundles/{sha}"));
-    header.provider = String::new();
-    header.cassette = None;
-    header.workspace = None;
-    header.allow_read = Vec::new();
-    header.prices = None;
-    header.cache = None;
+    // What a worker's own settings decide is not the batch's; its budget is.
+    header.config = config.result_shaping();
+    header.config.cost.max_cost = config.cost.max_cost;
     let (rows, rows_sha256) = survey(&inputs_path)?;
     let mut record = BatchRecord {
         batch: String::new(),
@@ -277,12 +269,10 @@ async fn collect(server: &Server, name: &str, args: &BatchArgs) -> Result<ExitCo
 }
 
 pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
-    args.host.resolve_allow_read()?;
-    args.host.settle_bounds()?;
-    let choice = provider_choice(args.host.provider.as_deref())?;
-    let concurrency = args.host.calls().0;
+    let config = run_config(&args.host, None)?;
+    let concurrency = concurrency(&config);
     // Settings are checked now, not when the first row comes.
-    host(choice, &args.host)?;
+    host(&config, &args.host)?;
     // That made the cassette; each batch's host adds to it.
     if args.host.record.is_some() {
         args.host.record_mode = Some(super::options::Recording::Append);
@@ -292,12 +282,12 @@ pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
         lease: Duration::from_secs(args.lease),
         idle_exit: args.idle_exit.map(Duration::from_secs),
         verbose: args.verbose,
-        provider: choice.map_or("", |c| c.name()).to_string(),
+        provider: config.provider.choice,
     };
     let make_host = |record: &BatchRecord, shared| {
-        let mut a = batch_settings(&args.host, record);
+        let mut a = args.host.clone();
         a.shared = Some(shared);
-        let mut h = host(choice, &a)?;
+        let mut h = host(&batch_settings(&config, concurrency, record), &a)?;
         h.progress = None;
         Ok(h)
     };
@@ -325,30 +315,80 @@ pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
 }
 
 /// The worker's settings with the batch's over them: the model, sampling and output
-/// settings shape every row's result, so they are the batch's; the provider, keys,
-/// cassette, workspace, prices, cache and retries are the worker's. The budget is the
-/// batch's, kept in the server.
-fn batch_settings(worker: &HostArgs, record: &BatchRecord) -> HostArgs {
-    let mut a = worker.clone();
-    let h = &record.header;
-    if h.model.is_some() {
-        a.model = h.model.clone();
+/// settings shape every row's result, so they are the batch's
+/// ([`RunConfig::result_shaping`]); the provider, keys, cassette, workspace, prices,
+/// cache and retries are the worker's. The budget is the batch's, kept in the server,
+/// and the calls in flight the fewer of the worker's and the batch's.
+fn batch_settings(worker: &RunConfig, concurrency: usize, record: &BatchRecord) -> RunConfig {
+    let mut c = worker
+        .clone()
+        .overlay(record.header.config.result_shaping());
+    c.cost.max_cost = None;
+    c.calls.concurrency = Some(concurrency.min(record.calls.max(1)).max(1));
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tv_runtime::config::{CacheChoice, Calls, Cost, Models, ProviderPart};
+    use tv_runtime::host::Choice;
+    use tv_runtime::journal::{Header, FORMAT};
+
+    #[test]
+    fn a_workers_rows_take_the_batchs_result_settings_and_the_workers_own_provider_and_cache() {
+        let worker = RunConfig {
+            provider: ProviderPart {
+                choice: Some(Choice::Echo),
+                cassette: None,
+            },
+            models: Models {
+                default: Some("worker-model".into()),
+                force: Some("openai:worker".into()),
+            },
+            calls: Calls {
+                concurrency: Some(8),
+                retries: Some(9),
+                ..Calls::default()
+            },
+            cost: Cost {
+                max_cost: Some(5),
+                cache: Some(CacheChoice::Dir("/worker/cache".into())),
+                ..Cost::default()
+            },
+            ..RunConfig::defaults()
+        };
+        let mut published = RunConfig::defaults();
+        published.models.default = Some("batch-model".into());
+        published.calls.retries = Some(0);
+        published.cost.max_cost = Some(1);
+        let record = BatchRecord {
+            batch: "b".into(),
+            rows: 1,
+            rows_sha256: String::new(),
+            header: Header {
+                journal: FORMAT,
+                bundle: PathBuf::new(),
+                bundle_sha256: String::new(),
+                entry: "main".into(),
+                args: serde_json::Map::new(),
+                config: published,
+            },
+            calls: 3,
+            max_deliveries: 3,
+        };
+        let c = batch_settings(&worker, 8, &record);
+        assert_eq!(c.models.default.as_deref(), Some("batch-model"));
+        // The batch named no forced model: the worker's stays.
+        assert_eq!(c.models.force.as_deref(), Some("openai:worker"));
+        assert_eq!(c.provider.choice, Some(Choice::Echo));
+        assert_eq!(c.calls.retries, Some(9), "retries are the worker's");
+        assert_eq!(c.calls.concurrency, Some(3), "the fewer calls in flight");
+        assert_eq!(c.cost.max_cost, None, "the budget is kept in the server");
+        assert_eq!(c.cost.cache, worker.cost.cache);
+        assert_eq!(
+            batch_settings(&worker, 2, &record).calls.concurrency,
+            Some(2)
+        );
     }
-    if let Some(s) = &h.sampling {
-        a.temperature = s.temperature.or(a.temperature);
-        a.max_output_tokens = s.max_tokens.or(a.max_output_tokens);
-        a.seed = s.seed.or(a.seed);
-    }
-    if h.force_model.is_some() {
-        a.force_model = h.force_model.clone();
-    }
-    if h.json_mode.is_some() {
-        a.json_mode = h.json_mode.clone();
-    }
-    if h.max_reply_bytes.is_some() {
-        a.max_reply_bytes = h.max_reply_bytes;
-    }
-    a.max_cost = None;
-    a.concurrency = Some(a.calls().0.min(record.calls.max(1)).max(1));
-    a
 }

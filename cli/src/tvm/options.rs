@@ -1,21 +1,25 @@
 //! The options `tvm run` and `tvm resume` share: who answers host calls, what is
 //! written down about them, the bounds they run within, and the host they make.
 
-use crate::{dotenv, output};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use tv_cli::{env, output};
 use tv_runtime::cache::ReplyCache;
 use tv_runtime::cassette::{Cassette, RecordMode, Recorder};
+use tv_runtime::config::env::unknown_provider;
+use tv_runtime::config::{
+    at_least_one, CacheChoice, Calls, ContextPart, Cost, LimitsPart, Models, ProviderPart, Purpose,
+    RunConfig, Sampling,
+};
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::journal::{self, Header};
 use tv_runtime::ledger::{CostBudget, Ledger, Shared};
 use tv_runtime::observe::{Progress, Trace};
 use tv_runtime::prices::{self, Prices};
-use tv_runtime::providers::{self, JsonMode, Settings, Source, Vars};
+use tv_runtime::providers::{self, JsonMode, Settings};
 use tv_runtime::script::ScriptRunner;
-use tv_vm::bundle::ModelSettings;
 use tv_vm::limits::Limits;
 
 /// Who answers host calls, and what is written down about them.
@@ -136,15 +140,6 @@ impl From<Recording> for RecordMode {
     }
 }
 
-/// A count of 1 or more: with 0 nothing could run (no call in flight, no frame, ...),
-/// so 0 is a usage error rather than a run that fails or hangs.
-fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("`{s}` is not a whole number of 1 or more")),
-    }
-}
-
 fn temperature(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
@@ -153,199 +148,127 @@ fn temperature(s: &str) -> Result<f64, String> {
 }
 
 impl HostArgs {
-    /// The run's default sampling settings.
-    pub fn sampling(&self) -> ModelSettings {
-        ModelSettings {
-            temperature: self.temperature,
-            max_tokens: self.max_output_tokens,
-            seed: self.seed,
-            ..ModelSettings::default()
-        }
-    }
-
-    /// Resolves every `--allow-read` path (links, `..`, the current directory), so that
+    /// The command line's layer of the run's config: what the flags give, nothing else.
+    /// `--allow-read` paths are resolved (links, `..`, the current directory), so that
     /// the journal keeps what was meant whatever folder a resume starts from.
-    pub fn resolve_allow_read(&mut self) -> Result<(), String> {
-        for p in &mut self.allow_read {
-            *p = std::fs::canonicalize(&*p)
-                .map_err(|e| format!("--allow-read {}: {e}", p.display()))?;
+    pub fn layer(&self) -> Result<RunConfig, String> {
+        let mut allow_read = Vec::new();
+        for p in &self.allow_read {
+            allow_read.push(
+                std::fs::canonicalize(p)
+                    .map_err(|e| format!("--allow-read {}: {e}", p.display()))?,
+            );
         }
-        Ok(())
-    }
-
-    /// `--max-reply-bytes`, else the default; more than the address space means no cap.
-    pub fn max_reply_bytes(&self) -> usize {
-        self.max_reply_bytes
-            .map_or(providers::DEFAULT_MAX_REPLY_BYTES, |n| {
-                usize::try_from(n).unwrap_or(usize::MAX)
-            })
-    }
-
-    /// `--json-mode`, else `TVM_JSON_MODE`, else native.
-    pub fn json_mode(&self) -> Result<JsonMode, String> {
-        if let Some(m) = &self.json_mode {
-            return JsonMode::parse(m).ok_or_else(|| format!("unknown --json-mode `{m}`"));
-        }
-        match dotenv::vars().get("TVM_JSON_MODE") {
-            // The value is not quoted: a `.env`'s values are never printed.
-            Some(m) => JsonMode::parse(m.value.trim())
-                .ok_or_else(|| format!("TVM_JSON_MODE (in {}) must be native or prompt", m.source)),
-            None => Ok(JsonMode::Native),
-        }
-    }
-
-    /// `--cache`, else `TVM_CACHE`, unless `--no-cache`.
-    pub fn cache_dir(&self) -> Option<PathBuf> {
-        if self.no_cache {
-            return None;
-        }
-        self.cache
-            .clone()
-            .or_else(|| dotenv::vars().value("TVM_CACHE").map(PathBuf::from))
-    }
-
-    /// Prices, the budget and the cache the run's calls are counted against.
-    pub fn ledger(&self) -> Result<Ledger, String> {
-        let mut prices = Prices::builtin();
-        if let Some(path) = &self.prices {
-            prices.extend_from_file(path)?;
-        }
-        let cache = self
-            .cache_dir()
-            .map(|dir| ReplyCache::open(&dir))
-            .transpose()?;
-        Ok(Ledger {
-            prices,
-            budget: self.max_cost.map(CostBudget::new),
-            cache,
-            shared: self.shared.clone(),
-        })
-    }
-
-    /// A journal's header for a run of `entry` of the bundle at `bundle` (its bytes
-    /// hashing to `hash`) with these options; no arguments yet.
-    pub fn header(
-        &self,
-        bundle: &Path,
-        hash: String,
-        entry: &str,
-        choice: Option<Choice>,
-        limits: &Limits,
-    ) -> Result<Header, String> {
-        let (concurrency, retries, request_timeout) = self.calls();
-        Ok(Header {
-            journal: journal::FORMAT,
-            bundle: std::fs::canonicalize(bundle).unwrap_or(bundle.to_path_buf()),
-            bundle_sha256: hash,
-            entry: entry.to_string(),
-            args: serde_json::Map::new(),
-            provider: choice.map_or("", Choice::name).to_string(),
-            model: self.model.clone(),
-            cassette: self.cassette.clone(),
-            workspace: self.workspace.clone(),
-            allow_read: self.allow_read.clone(),
-            limits: limits.clone(),
-            concurrency: Some(concurrency),
-            retries: Some(retries),
-            request_timeout: Some(request_timeout),
-            rate_wait: self.rate_wait,
-            max_reply_bytes: self.max_reply_bytes,
-            sampling: Some(self.sampling()),
-            force_model: self.force_model.clone(),
-            json_mode: Some(self.json_mode()?.as_str().to_string()),
-            max_cost: self.max_cost,
-            prices: self.prices.clone(),
-            cache: self.cache_dir(),
-            require_files: self.require_files,
-        })
-    }
-
-    /// `--max-cost` and `--concurrency` where the command line gives none: from
-    /// `TVM_MAX_COST` and `TVM_CONCURRENCY`, read as the flags are. A `.env` may lower
-    /// either, never raise it (a warning says when it tried to, or lowered a value given
-    /// on the command line or in the environment). Not for `tvm resume`, which keeps
-    /// the run's.
-    pub fn settle_bounds(&mut self) -> Result<(), String> {
-        let vars = dotenv::vars();
-        let cost = Bound {
-            name: "TVM_MAX_COST",
-            flag: "--max-cost",
-            default: None,
+        let choice = match &self.provider {
+            Some(p) => Some(Choice::parse(p).ok_or_else(|| unknown_provider(p))?),
+            None => None,
         };
-        self.max_cost = cost.settle(self.max_cost, vars, prices::parse_usd)?;
-        let calls = Bound {
-            name: "TVM_CONCURRENCY",
-            flag: "--concurrency",
-            default: Some(providers::DEFAULT_CONCURRENCY),
+        let json_mode = match &self.json_mode {
+            Some(m) => {
+                Some(JsonMode::parse(m).ok_or_else(|| format!("unknown --json-mode `{m}`"))?)
+            }
+            None => None,
         };
-        self.concurrency = calls.settle(self.concurrency, vars, |s| at_least_one(s.trim()))?;
-        Ok(())
-    }
-
-    /// The LLM call settings: those given, else the defaults.
-    pub fn calls(&self) -> (usize, u32, u64) {
-        (
-            self.concurrency.unwrap_or(providers::DEFAULT_CONCURRENCY),
-            self.retries.unwrap_or(providers::DEFAULT_RETRIES),
-            self.request_timeout
-                .unwrap_or(providers::DEFAULT_REQUEST_TIMEOUT_SECS),
-        )
+        let cache = match (&self.cache, self.no_cache) {
+            (_, true) => Some(CacheChoice::Off),
+            (Some(dir), false) => Some(CacheChoice::Dir(dir.clone())),
+            (None, false) => None,
+        };
+        Ok(RunConfig {
+            provider: ProviderPart {
+                choice,
+                cassette: self.cassette.clone(),
+            },
+            models: Models {
+                default: self.model.clone(),
+                force: self.force_model.clone(),
+            },
+            sampling: Sampling {
+                temperature: self.temperature,
+                max_tokens: self.max_output_tokens,
+                seed: self.seed,
+            },
+            json_mode,
+            calls: Calls {
+                concurrency: self.concurrency,
+                retries: self.retries,
+                request_timeout_secs: self.request_timeout,
+                rate_wait_secs: self.rate_wait,
+                max_reply_bytes: self.max_reply_bytes,
+            },
+            context: ContextPart {
+                workspace: self.workspace.clone(),
+                allow_read: Some(allow_read).filter(|a| !a.is_empty()),
+                require_files: self.require_files.then_some(true),
+            },
+            cost: Cost {
+                max_cost: self.max_cost,
+                prices: self.prices.clone(),
+                cache,
+            },
+            limits: LimitsPart::default(),
+        })
     }
 }
 
-/// A setting that bounds a run, given by a flag or a `TVM_*` variable.
-struct Bound<T> {
-    name: &'static str,
-    flag: &'static str,
-    /// What is in force when neither gives one (`None`: no bound).
-    default: Option<T>,
+/// The config of a run, a batch or a worker: the defaults, the environment's settings,
+/// then the flags (and `limits`), with the `.env`'s bounds lowering what is in force
+/// (its warnings said); the provider, where none is named, is the one whose key is set.
+pub fn run_config(a: &HostArgs, limits: Option<&LimitArgs>) -> Result<RunConfig, String> {
+    let env = env::environment();
+    let mut flags = a.layer()?;
+    if let Some(l) = limits {
+        flags.limits = l.layer();
+    }
+    let environment = env.layer(Purpose::Run)?;
+    let bounds = env.bounds()?;
+    let stack = RunConfig::defaults()
+        .overlay(environment.clone())
+        .overlay(flags.clone());
+    let (mut config, warnings) = stack.clamp(&bounds, &env.bounds_layer()?, &flags);
+    for w in warnings {
+        output::say(&format!("tvm: warning: {w}\n"));
+    }
+    if config.provider.choice.is_none() {
+        config.provider.choice = RunHost::default_from_keys(env.vars());
+    }
+    Ok(config)
 }
 
-impl<T: PartialOrd + Copy> Bound<T> {
-    /// The flag's value, else the environment's; lowered to the `.env`'s when that is
-    /// lower (no bound at all counts as the highest).
-    fn settle(
-        &self,
-        flag: Option<T>,
-        vars: &Vars,
-        parse: impl Fn(&str) -> Result<T, String>,
-    ) -> Result<Option<T>, String> {
-        let (name, flag_name) = (self.name, self.flag);
-        let env = vars
-            .from(name, Source::Environment)
-            .map(|v| parse(&v.value).map_err(|e| format!("{name} in the environment: {e}")))
-            .transpose()?;
-        let given = flag.or(env);
-        let Some(var) = vars.from(name, Source::DotEnv { line: 0 }) else {
-            return Ok(given);
-        };
-        // The value is not quoted: a `.env`'s values are never printed.
-        let lower = parse(&var.value)
-            .map_err(|_| format!("{name} in {} is not a value {flag_name} takes", var.source))?;
-        let from = match (flag, env) {
-            (Some(_), _) => flag_name,
-            (None, Some(_)) => "the environment",
-            (None, None) => "the default",
-        };
-        match given.or(self.default) {
-            Some(in_force) if lower > in_force => {
-                output::say(&format!(
-                    "tvm: warning: {}: {name} is above the value in force (from {from}), and a \
-                     .env may only lower it; it is not taken\n",
-                    var.source
-                ));
-                Ok(given)
-            }
-            _ => {
-                if given.is_some_and(|g| lower < g) {
-                    output::say(&format!(
-                        "tvm: warning: {}: {name} lowers the value of {from}; the lower applies\n",
-                        var.source
-                    ));
-                }
-                Ok(Some(lower))
-            }
-        }
+/// What a journal keeps of a run's config: all of it, but a cache turned off, which a
+/// resume leaves to its own flags and environment as it does a cache never named.
+pub fn journaled(config: &RunConfig) -> RunConfig {
+    let mut kept = config.clone();
+    if kept.cost.cache == Some(CacheChoice::Off) {
+        kept.cost.cache = None;
+    }
+    kept
+}
+
+/// The run's calls in flight (and bodies of a map at once).
+pub fn concurrency(config: &RunConfig) -> usize {
+    config
+        .calls
+        .concurrency
+        .unwrap_or(providers::DEFAULT_CONCURRENCY)
+}
+
+/// The machine's limits of `config`: a map runs as many bodies at once as the provider
+/// takes calls, unless it says.
+pub fn limits(config: &RunConfig) -> Limits {
+    config.limits.limits(concurrency(config))
+}
+
+/// A journal's header for a run of `entry` of the bundle at `bundle` (its bytes
+/// hashing to `hash`) with `config`; no arguments yet.
+pub fn header(bundle: &Path, hash: String, entry: &str, config: &RunConfig) -> Header {
+    Header {
+        journal: journal::FORMAT,
+        bundle: std::fs::canonicalize(bundle).unwrap_or(bundle.to_path_buf()),
+        bundle_sha256: hash,
+        entry: entry.to_string(),
+        args: serde_json::Map::new(),
+        config: journaled(config),
     }
 }
 
@@ -399,34 +322,51 @@ fn size(s: &str) -> Result<u64, String> {
 }
 
 impl LimitArgs {
-    pub fn limits(&self) -> Limits {
-        Limits {
-            call_depth: self.max_call_depth,
-            subtask_depth: self.max_subtask_depth,
-            loop_iterations: self.max_iterations,
-            turns: self.max_turns,
-            tokens: self.max_tokens,
-            wall_time: Duration::from_secs(self.timeout),
-            instructions: self.max_instructions,
-            memory: self.max_memory,
-            ..Limits::default()
+    /// The limits as a layer of the run's config (clap gives each its default).
+    pub fn layer(&self) -> LimitsPart {
+        LimitsPart {
+            call_depth: Some(self.max_call_depth),
+            subtask_depth: Some(self.max_subtask_depth),
+            loop_iterations: Some(self.max_iterations),
+            turns: Some(self.max_turns),
+            tokens: Some(self.max_tokens),
+            instructions: Some(self.max_instructions),
+            memory: Some(self.max_memory),
+            wall_time_secs: Some(self.timeout),
         }
     }
 }
 
-/// The host for a run: provider adapters, cassette, recorder, trace, workspace.
-pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
-    if let Some(w) = &a.workspace {
+/// The host for a run of `config`: provider adapters, cassette, recorder, trace,
+/// workspace; `a` gives where the run writes about itself and what a worker's calls
+/// share.
+pub fn host(config: &RunConfig, a: &HostArgs) -> Result<RunHost, String> {
+    let choice = config.provider.choice;
+    let workspace = config.context.workspace.clone();
+    if let Some(w) = &workspace {
         if !w.is_dir() {
             return Err(format!("--workspace {}: no such directory", w.display()));
         }
     }
-    let model = a.model.clone();
-    let (concurrency, retries, timeout) = a.calls();
+    let model = config.models.default.clone();
+    let concurrency = concurrency(config);
+    let c = &config.calls;
+    let retries = c.retries.unwrap_or(providers::DEFAULT_RETRIES);
+    let timeout = c
+        .request_timeout_secs
+        .unwrap_or(providers::DEFAULT_REQUEST_TIMEOUT_SECS);
     let timeout = Duration::from_secs(timeout.max(1));
-    let rate_wait = Duration::from_secs(a.rate_wait.unwrap_or(providers::DEFAULT_RATE_WAIT_SECS));
-    let max_reply_bytes = a.max_reply_bytes();
-    let json_mode = a.json_mode()?;
+    let rate_wait = Duration::from_secs(
+        c.rate_wait_secs
+            .unwrap_or(providers::DEFAULT_RATE_WAIT_SECS),
+    );
+    // More than the address space means no cap.
+    let max_reply_bytes = c
+        .max_reply_bytes
+        .map_or(providers::DEFAULT_MAX_REPLY_BYTES, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
+    let json_mode = config.json_mode.unwrap_or_default();
     let tune = move |s: &mut Settings| {
         s.json_mode = json_mode;
         if let Some(m) = &model {
@@ -438,20 +378,27 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
         s.max_rate_wait = rate_wait;
         s.max_reply_bytes = max_reply_bytes;
     };
-    let ledger = Some(Arc::new(a.ledger()?));
-    let vars = dotenv::vars();
-    let mut host = RunHost::new(choice, vars, tune, ScriptRunner::default(), ledger)?;
-    host.defaults = a.sampling();
-    host.model = a.model.clone().or_else(|| {
-        let from_env = std::env::var("TVM_MODEL").ok()?;
-        Some(from_env.trim().to_string()).filter(|m| !m.is_empty())
-    });
-    if let Some(m) = &a.force_model {
+    let cache = config
+        .cost
+        .cache
+        .as_ref()
+        .and_then(CacheChoice::dir)
+        .cloned();
+    let ledger = Some(Arc::new(ledger(
+        config,
+        cache.as_deref(),
+        a.shared.clone(),
+    )?));
+    let mut host = RunHost::new(choice, env::vars(), tune, ScriptRunner::default(), ledger)?;
+    host.defaults = config.model_settings();
+    host.model = config.models.default.clone();
+    if let Some(m) = &config.models.force {
         tv_stdlib::models::parse_model(m)
             .map_err(|e| format!("--force-model `{m}` is not a model identifier: {e}"))?;
         host.force_model = Some(m.clone());
     }
-    match (&a.cassette, choice) {
+    let cassette = &config.provider.cassette;
+    match (cassette, choice) {
         (Some(path), Some(Choice::Replay)) => {
             host.cassette = Some(Cassette::load(path)?.with_max_reply_bytes(max_reply_bytes))
         }
@@ -469,11 +416,29 @@ pub fn host(choice: Option<Choice>, a: &HostArgs) -> Result<RunHost, String> {
         host.trace = Some(Trace::create(path)?);
     }
     host.progress = Some(Progress::new());
-    host.context.workspace = a.workspace.clone();
-    host.context.allow_read = a.allow_read.clone();
+    host.context.workspace = workspace;
+    host.context.allow_read = config.context.allow_read.clone().unwrap_or_default();
     // What the run reads and writes about itself is never context (callers add theirs).
-    let own = [&a.cassette, &a.record, &a.trace, &a.prices, &a.cache_dir()];
+    let own = [cassette, &a.record, &a.trace, &config.cost.prices, &cache];
     host.context.own_files = own.into_iter().flatten().cloned().collect();
-    host.context.require_files = a.require_files;
+    host.context.require_files = config.context.require_files.unwrap_or(false);
     Ok(host)
+}
+
+/// Prices, the budget and the cache the run's calls are counted against.
+fn ledger(
+    config: &RunConfig,
+    cache: Option<&Path>,
+    shared: Option<Arc<dyn Shared>>,
+) -> Result<Ledger, String> {
+    let mut prices = Prices::builtin();
+    if let Some(path) = &config.cost.prices {
+        prices.extend_from_file(path)?;
+    }
+    Ok(Ledger {
+        prices,
+        budget: config.cost.max_cost.map(CostBudget::new),
+        cache: cache.map(ReplyCache::open).transpose()?,
+        shared,
+    })
 }

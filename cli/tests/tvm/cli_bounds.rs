@@ -73,7 +73,7 @@ fn an_endless_reply_fails_the_run_at_max_reply_bytes_and_a_resume_keeps_the_cap(
             .expect("header"),
     )
     .expect("JSON");
-    assert_eq!(header["max_reply_bytes"], 4096);
+    assert_eq!(header["config"]["calls"]["max_reply_bytes"], 4096);
 
     let (code, out, err) = finish(&mut tvm(&["resume", path], &server));
     assert_eq!(code, 1, "{err}");
@@ -120,7 +120,10 @@ fn allow_read_names_a_path_that_must_exist_and_the_journal_keeps_it_resolved() {
     )
     .expect("JSON");
     let kept = allowed.canonicalize().expect("resolved");
-    assert_eq!(header["allow_read"][0], kept.to_str().expect("path"));
+    assert_eq!(
+        header["config"]["context"]["allow_read"][0],
+        kept.to_str().expect("path")
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

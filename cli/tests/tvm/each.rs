@@ -239,24 +239,7 @@ fn header() -> Header {
         bundle_sha256: "00".repeat(32),
         entry: "main".into(),
         args: Map::new(),
-        provider: String::new(),
-        model: None,
-        cassette: None,
-        workspace: None,
-        allow_read: Vec::new(),
-        limits: Limits::default(),
-        concurrency: None,
-        retries: None,
-        request_timeout: None,
-        rate_wait: None,
-        max_reply_bytes: None,
-        sampling: None,
-        force_model: None,
-        json_mode: None,
-        max_cost: None,
-        prices: None,
-        cache: None,
-        require_files: false,
+        config: tv_runtime::config::RunConfig::default(),
     }
 }
 
@@ -332,7 +315,7 @@ fn tvm_run_concurrency_sets_the_maps_default_and_a_resume_takes_completed_bodies
     assert_eq!(r["parsedContent"], json!(["a\n", "b\n"]));
     let text = std::fs::read_to_string(journal).expect("the journal");
     let header: Header = serde_json::from_str(text.lines().next().unwrap_or("")).expect("header");
-    assert_eq!(header.limits.concurrency, 3);
+    assert_eq!(header.config.calls.concurrency, Some(3));
     let (code, again, err) = files::run_tvm(&["resume", journal], &[]);
     assert_eq!((code, again), (0, out));
     assert!(

@@ -362,9 +362,9 @@ fn a_resumed_run_makes_its_calls_as_the_run_did_unless_told_otherwise() {
     let header = lines(&journal).remove(0);
     assert_eq!(
         (
-            &header["concurrency"],
-            &header["retries"],
-            &header["request_timeout"]
+            &header["config"]["calls"]["concurrency"],
+            &header["config"]["calls"]["retries"],
+            &header["config"]["calls"]["request_timeout_secs"]
         ),
         (&json!(1), &json!(0), &json!(30)),
         "{header}"
@@ -421,5 +421,29 @@ fn a_journal_whose_bundle_hash_holds_multibyte_characters_is_refused_with_a_mess
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A journal as a tvm of journal format 1 wrote it (tests/fixtures/journals): refused
+/// with what to do, before anything is loaded, and left as it was.
+#[test]
+fn a_journal_of_the_format_before_is_refused_with_what_to_do_and_left_as_it_was() {
+    let dir = scratch("journal", "format-1");
+    let journal = dir.join("old.jsonl");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/journals/format-1.jsonl");
+    std::fs::copy(&fixture, &journal).expect("copied");
+    let path = journal.to_str().expect("path");
+    let (code, out, err) = finish(&mut files::tvm(&["resume", path]));
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "tvm: error: {path} was written by an older tvm (journal format 1); this tvm \
+             reads format 2: finish the run with the tvm that started it, or run it again\n"
+        )
+    );
+    let kept = std::fs::read(&journal).expect("the journal");
+    assert_eq!(kept, std::fs::read(&fixture).expect("the fixture"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,12 +3,12 @@
 //! real processes.
 
 use crate::cassette::{Cassette, Recorder};
+use crate::config::env::{ANTHROPIC_BASE_URL, OPENAI_BASE_URL};
 use crate::context::Assembler;
 use crate::host::AsyncHost;
 use crate::ledger::Ledger;
 use crate::observe::{Progress, Trace};
 use crate::offline::Offline;
-use crate::providers::vars::{ANTHROPIC_BASE_URL, OPENAI_BASE_URL};
 use crate::providers::{anthropic, openai, Anthropic, OpenAi, Settings, Vars};
 use crate::script::ScriptRunner;
 use std::collections::HashSet;

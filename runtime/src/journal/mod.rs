@@ -34,6 +34,7 @@ use remote::Sink;
 pub use spare::Spares;
 use writer::Output;
 
+use crate::config::RunConfig;
 use crate::digest::sha256_hex;
 use crate::files;
 use crate::host::AsyncHost;
@@ -49,14 +50,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tv_vm::host::{HostError, HostReply, HostRequest, LlmReply, ScriptReply};
-use tv_vm::limits::{Limits, Spending};
+use tv_vm::limits::Spending;
 use tv_vm::result::{Reason, TaskResult};
 
-/// The header's `provider` when the echo provider answers the run's LLM calls.
-const ECHO: &str = "echo";
-
-/// The journal format; a reader refuses any other.
-pub const FORMAT: u32 = 1;
+/// The journal format; a reader refuses any other. Format 2 keeps the run's settings
+/// as one [`RunConfig`]; format 1 kept them field by field.
+pub const FORMAT: u32 = 2;
 
 /// The first line: what was run, and how.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -68,46 +67,36 @@ pub struct Header {
     pub entry: String,
     /// The entry's arguments by parameter name.
     pub args: Map<String, Value>,
-    /// The run's settings that shape its replies. Keys stay in the environment.
-    pub provider: String,
-    pub model: Option<String>,
-    pub cassette: Option<PathBuf>,
-    pub workspace: Option<PathBuf>,
-    /// `--allow-read` paths, resolved.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub allow_read: Vec<PathBuf>,
-    pub limits: Limits,
-    /// How the run made its LLM calls; absent (read as `None`) from journals written
-    /// before they were kept, whose resumes use the defaults.
-    pub concurrency: Option<usize>,
-    pub retries: Option<u32>,
-    /// Seconds one attempt of an LLM call may take.
-    pub request_timeout: Option<u64>,
-    /// `--rate-wait` in seconds, when it was given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_wait: Option<u64>,
-    /// `--max-reply-bytes`, when it was given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_reply_bytes: Option<u64>,
-    /// The run's default sampling settings (`--temperature`, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sampling: Option<tv_vm::bundle::ModelSettings>,
-    /// `--force-model`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub force_model: Option<String>,
-    /// `--json-mode` (or `TVM_JSON_MODE`) as the run resolved it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub json_mode: Option<String>,
-    /// `--max-cost`, in picodollars.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prices: Option<PathBuf>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache: Option<PathBuf>,
-    /// `--require-files`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub require_files: bool,
+    /// The run's settings, as the run settled them. Keys stay in the environment.
+    pub config: RunConfig,
+}
+
+impl Header {
+    /// Reads a header from its JSON, refusing another format than this tvm's first,
+    /// with what to do about it; `shown` names where it was read.
+    pub fn read(value: Value, shown: &str) -> Result<Header, String> {
+        let format = value.get("journal").and_then(Value::as_u64);
+        match format {
+            Some(1) => {
+                return Err(format!(
+                    "{shown} was written by an older tvm (journal format 1); this tvm reads \
+                     format {FORMAT}: finish the run with the tvm that started it, or run it again"
+                ))
+            }
+            Some(f) if f != u64::from(FORMAT) => {
+                return Err(format!(
+                    "{shown}: journal format {f} is not the format {FORMAT} this tvm reads"
+                ))
+            }
+            _ => {}
+        }
+        serde_json::from_value(value).map_err(|e| format!("{shown}:1: not a journal header: {e}"))
+    }
+
+    /// Whether the echo provider answers the run's LLM calls.
+    fn echo(&self) -> bool {
+        self.config.provider.choice == Some(crate::host::Choice::Echo)
+    }
 }
 
 /// One event of the run.
@@ -206,12 +195,7 @@ impl Journal {
         let line = serde_json::to_string(header).map_err(|e| e.to_string())?;
         out.write(&line, true)?;
         let out = Sink::File(out);
-        Ok(Journal::over(
-            out,
-            header.provider == ECHO,
-            false,
-            Held::default(),
-        ))
+        Ok(Journal::over(out, header.echo(), false, Held::default()))
     }
 
     /// A journal for a new run whose file is made, as [`Journal::create`] makes it (or
@@ -221,7 +205,7 @@ impl Journal {
     /// that a run's last records hold up nothing: whoever takes the run's result makes
     /// it durable (a batch syncs its results file before the row's journal goes).
     pub fn deferred(path: &Path, header: Header, spares: Option<Arc<Spares>>) -> Journal {
-        let echo = header.provider == ECHO;
+        let echo = header.echo();
         let out = Sink::File(Output::deferred(path, header, spares));
         Journal::over(out, echo, true, Held::default())
     }
@@ -236,12 +220,7 @@ impl Journal {
     ) -> Result<Journal, String> {
         let shown = log.name();
         let held = Held::read(lines.lines().enumerate().skip(1), &shown)?;
-        Ok(Journal::over(
-            Sink::Remote(log),
-            header.provider == ECHO,
-            false,
-            held,
-        ))
+        Ok(Journal::over(Sink::Remote(log), header.echo(), false, held))
     }
 
     /// Where the journal is, for messages: its file, or the log's name.
@@ -292,20 +271,17 @@ impl Journal {
             .map_err(|_| format!("the journal {shown} is damaged: it is not UTF-8"))?;
         let mut lines = lines.lines().enumerate();
         let header: Header = match lines.next() {
-            Some((_, l)) => serde_json::from_str(l)
-                .map_err(|e| format!("{shown}:1: not a journal header: {e}"))?,
+            Some((_, l)) => {
+                let value: Value = serde_json::from_str(l)
+                    .map_err(|e| format!("{shown}:1: not a journal header: {e}"))?;
+                Header::read(value, &shown.to_string())?
+            }
             None => {
                 return Err(format!(
                     "the journal {shown} is empty: the run stopped before it began"
                 ))
             }
         };
-        if header.journal != FORMAT {
-            return Err(format!(
-                "{shown}: journal format {} is not the format {FORMAT} this tvm reads",
-                header.journal
-            ));
-        }
         let held = Held::read(lines, &shown)?;
         // Drop a torn last line, so new events start on a line of their own; appends
         // then go to the new end.
@@ -313,7 +289,7 @@ impl Journal {
             .and_then(|()| file.seek(SeekFrom::End(0)).map(|_| ()))
             .map_err(|e| format!("cannot write the journal {shown}: {e}"))?;
         let out = Sink::File(Output::open(path, file, false));
-        let journal = Journal::over(out, header.provider == ECHO, false, held);
+        let journal = Journal::over(out, header.echo(), false, held);
         Ok((header, journal))
     }
 

@@ -1,33 +1,46 @@
 use super::*;
 
 fn header() -> Header {
+    use crate::config::{Calls, ContextPart, Models, RunConfig, Sampling};
+    let config = RunConfig {
+        models: Models {
+            force: Some("openai:local".into()),
+            ..Models::default()
+        },
+        sampling: Sampling {
+            temperature: Some(0.5),
+            ..Sampling::default()
+        },
+        json_mode: Some(crate::providers::JsonMode::Prompt),
+        calls: Calls {
+            concurrency: Some(4),
+            retries: Some(0),
+            request_timeout_secs: Some(30),
+            max_reply_bytes: Some(1 << 20),
+            ..Calls::default()
+        },
+        context: ContextPart {
+            allow_read: Some(vec![PathBuf::from("/srv/notes")]),
+            require_files: Some(true),
+            ..ContextPart::default()
+        },
+        ..RunConfig::defaults()
+    };
     Header {
         journal: FORMAT,
         bundle: PathBuf::from("digest.bin"),
         bundle_sha256: "ab".repeat(32),
         entry: "digest".into(),
         args: Map::new(),
-        provider: "openai".into(),
-        model: None,
-        cassette: None,
-        workspace: None,
-        allow_read: vec![PathBuf::from("/srv/notes")],
-        limits: Limits::default(),
-        concurrency: Some(4),
-        retries: Some(0),
-        request_timeout: Some(30),
-        rate_wait: None,
-        max_reply_bytes: Some(1 << 20),
-        sampling: Some(tv_vm::bundle::ModelSettings {
-            temperature: Some(0.5),
-            ..Default::default()
-        }),
-        force_model: Some("openai:local".into()),
-        json_mode: Some("prompt".into()),
-        max_cost: None,
-        prices: None,
-        cache: None,
-        require_files: true,
+        config: RunConfig {
+            provider: crate::config::ProviderPart {
+                choice: Some(crate::host::Choice::Remote(
+                    tv_stdlib::models::Provider::OpenAi,
+                )),
+                cassette: None,
+            },
+            ..config
+        },
     }
 }
 
@@ -80,16 +93,51 @@ fn a_body_record_reads_back_with_its_result_as_it_was() {
     assert_eq!(spent.by_model[0].0, "gpt-4o-mini");
 }
 
+/// A header as tvm wrote it before journal format 2.
+const FORMAT_1: &str = r#"{"journal":1,"bundle":"/w/digest.tvb","bundle_sha256":"abab","entry":"digest","args":{},"provider":"openai","model":null,"cassette":null,"workspace":null,"limits":{"call_depth":64,"subtask_depth":5,"loop_iterations":100,"turns":200,"tokens":1000000,"wall_time":{"secs":1800,"nanos":0},"instructions":10000000,"memory":536870912,"concurrency":16},"concurrency":16,"retries":4,"request_timeout":120,"json_mode":"native"}"#;
+
 #[test]
-fn a_header_from_before_the_call_settings_were_kept_reads_with_none_of_them() {
-    let mut old = serde_json::to_value(header()).expect("written");
-    for key in ["concurrency", "retries", "request_timeout"] {
-        old.as_object_mut().expect("an object").remove(key);
-    }
-    let back: Header = serde_json::from_value(old).expect("read");
+fn a_journal_of_format_1_is_refused_with_what_to_do() {
+    let dir = folder("format-1");
+    let path = dir.join("old.journal");
+    std::fs::write(&path, format!("{FORMAT_1}\n")).unwrap();
+    let Err(e) = Journal::open(&path) else {
+        panic!("a format-1 journal was opened");
+    };
     assert_eq!(
-        (back.concurrency, back.retries, back.request_timeout),
-        (None, None, None)
+        e,
+        format!(
+            "{} was written by an older tvm (journal format 1); this tvm reads format 2: \
+             finish the run with the tvm that started it, or run it again",
+            path.display()
+        )
+    );
+    let future = FORMAT_1.replace(r#""journal":1"#, r#""journal":3"#);
+    std::fs::write(&path, format!("{future}\n")).unwrap();
+    let Err(e) = Journal::open(&path) else {
+        panic!("a format-3 journal was opened");
+    };
+    assert!(
+        e.ends_with(": journal format 3 is not the format 2 this tvm reads"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_header_keeps_no_setting_outside_its_config() {
+    let text = serde_json::to_value(header()).unwrap();
+    let keys: Vec<&String> = text.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "journal",
+            "bundle",
+            "bundle_sha256",
+            "entry",
+            "args",
+            "config"
+        ]
     );
 }
 
@@ -161,10 +209,8 @@ fn the_echo_providers_calls_are_made_again_rather_than_journaled() {
     let dir = folder("echo");
     let path = dir.join("0.journal");
     let host = Counting(AtomicUsize::new(0));
-    let dry = Header {
-        provider: "echo".into(),
-        ..header()
-    };
+    let mut dry = header();
+    dry.config.provider.choice = Some(crate::host::Choice::Echo);
     let journal = Journal::deferred(&path, dry, None);
     runtime().block_on(journal.call(&host, "1", &llm("first")));
     assert!(

@@ -56,7 +56,7 @@ pub(super) async fn admit<H, F>(
     server: &Server,
     batches: &mut Batches<H>,
     message: &Message,
-    provider: &str,
+    provider: Option<crate::host::Choice>,
     make_host: &F,
 ) -> Admitted<H>
 where
@@ -148,7 +148,7 @@ async fn load<H, F>(
     server: &Server,
     batches: &mut Batches<H>,
     name: &str,
-    provider: &str,
+    provider: Option<crate::host::Choice>,
     make_host: &F,
 ) -> Loaded<H>
 where
@@ -169,7 +169,7 @@ where
         }
         Err(e) => return Loaded::Stop(e),
     };
-    record.header.provider = provider.to_string();
+    record.header.config.provider.choice = provider;
     let bytes = match fetch_bundle(server, name, &record.header.bundle_sha256).await {
         Ok(bytes) => bytes,
         Err(Fetched::Refused(why)) => return Loaded::Refused(why),
@@ -195,7 +195,7 @@ where
     let shared: Arc<dyn Shared> = Arc::new(super::shared::NatsShared::new(
         server,
         name,
-        record.header.max_cost,
+        record.header.config.cost.max_cost,
         record.calls,
     ));
     let host = match make_host(&record, shared) {

@@ -65,14 +65,36 @@ pub struct BatchRecord {
     /// The rows published (lines of the inputs that are not blank), and a hash of them.
     pub rows: u64,
     pub rows_sha256: String,
-    /// The bundle's entry point and the settings every row runs with: the limits, the
-    /// model and sampling, `--max-cost` (the whole batch's). Its provider, keys,
-    /// cassette, workspace, cache and retries are each worker's own.
+    /// The bundle's entry point and the settings every row runs with: the part of the
+    /// publisher's config that shapes results ([`crate::config::RunConfig::result_shaping`]: the
+    /// limits, the models, sampling, JSON mode and reply cap) and `--max-cost` (the
+    /// whole batch's). Its provider, keys, cassette, workspace, cache and retries are
+    /// each worker's own.
     pub header: Header,
     /// At most this many LLM calls of the batch in flight, over all workers.
     pub calls: usize,
     /// A row handed out this many times without a result ends as a failed row.
     pub max_deliveries: u64,
+}
+
+impl BatchRecord {
+    /// A record from its JSON: one published by a tvm of another journal format is
+    /// refused as [`Header::read`] refuses its journal.
+    fn read(mut value: serde_json::Value, name: &str) -> Result<BatchRecord, String> {
+        let header = value
+            .get_mut("header")
+            .map(serde_json::Value::take)
+            .unwrap_or_default();
+        let header = Header::read(header, &format!("batch {name} in the server"))?;
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert(
+                "header".into(),
+                serde_json::to_value(&header).unwrap_or_default(),
+            );
+        }
+        serde_json::from_value(value)
+            .map_err(|e| format!("the record of batch {name} in the server is damaged: {e}"))
+    }
 }
 
 /// One row as it waits in the queue.
@@ -180,8 +202,9 @@ impl Server {
         let Some(bytes) = got.map_err(|e| format!("cannot read batch {name}: {e}"))? else {
             return Ok(None);
         };
-        let record = serde_json::from_slice::<BatchRecord>(&bytes)
+        let record = serde_json::from_slice::<serde_json::Value>(&bytes)
             .map_err(|e| format!("the record of batch {name} in the server is damaged: {e}"))
+            .and_then(|r| BatchRecord::read(r, name))
             .and_then(|r| {
                 if r.batch == name {
                     Ok(r)

@@ -42,7 +42,7 @@ pub struct WorkerOptions {
     /// Say on stderr how each row ended.
     pub verbose: bool,
     /// The provider that answers this worker's LLM calls, as the rows' journals name it.
-    pub provider: String,
+    pub provider: Option<crate::host::Choice>,
 }
 
 /// What a worker did, for its last line.
@@ -115,7 +115,7 @@ where
                         *n = n.saturating_sub(1);
                     }
                     last_busy = Instant::now();
-                    match admit(server, &mut batches, &message, &options.provider, &make_host).await {
+                    match admit(server, &mut batches, &message, options.provider, &make_host).await {
                         Admitted::Run(run, row_message) => {
                             running.push(row(server, run, row_message, message, options));
                         }
@@ -273,7 +273,7 @@ async fn run_row<H: AsyncHost>(
             return Ok((TaskResult::failed(e), log));
         }
     };
-    let limits = run.record.header.limits.clone();
+    let limits = run.record.header.config.limits.limits(run.record.calls);
     let journal = Some(&journal);
     let ran = Run {
         journal,

@@ -11,7 +11,7 @@ use tv_stdlib::models::Provider;
 use tv_vm::host::{HostError, LlmReply, LlmRequest, Role};
 
 /// Where the key comes from, named when a server refuses it.
-pub const KEY_VAR: &str = "ANTHROPIC_API_KEY";
+pub const KEY_VAR: &str = crate::config::env::ANTHROPIC_API_KEY;
 
 /// The API version the request and reply shapes below follow.
 pub const API_VERSION: &str = "2023-06-01";

@@ -13,12 +13,12 @@ mod rate;
 mod retry;
 pub mod structured;
 mod transport;
-pub mod vars;
 
+use crate::config::env as vars;
+pub use crate::config::env::{Source, Var, Vars};
 pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 pub use structured::JsonMode;
-pub use vars::{Source, Var, Vars};
 
 pub use body::{too_large, DEFAULT_MAX_REPLY_BYTES};
 use serde_json::{json, Value};
@@ -34,7 +34,7 @@ use tv_vm::host::{HostError, LlmRequest};
 pub const SPAWN_SUBTASK: &str = "spawn_subtask";
 
 /// How one provider is reached. Every field is public so that a caller (or a test) can
-/// start from [`Settings::new`] or the `*_from_env` constructors and adjust.
+/// start from [`Settings::new`] or the `*_from_vars` constructors and adjust.
 #[derive(Clone)]
 pub struct Settings {
     /// Without a trailing slash, e.g. `https://api.openai.com/v1`.
@@ -89,23 +89,13 @@ impl Settings {
         }
     }
 
-    /// `OPENAI_BASE_URL`, `OPENAI_API_KEY` and `TVM_MODEL` from the environment.
-    pub fn openai_from_env() -> Settings {
-        Settings::openai_from_vars(|k| std::env::var(k).ok())
-    }
-
-    /// `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY` and `TVM_MODEL` from the environment.
-    pub fn anthropic_from_env() -> Settings {
-        Settings::anthropic_from_vars(|k| std::env::var(k).ok())
-    }
-
-    /// [`Settings::openai_from_env`] reading variables through `var` (tests avoid
-    /// mutating the process environment, which other threads may be reading).
+    /// OpenAI's settings from the variables `var` gives, as if set in the environment
+    /// (`OPENAI_BASE_URL`, `OPENAI_API_KEY` and `TVM_MODEL`).
     pub fn openai_from_vars(var: impl Fn(&str) -> Option<String>) -> Settings {
         OPENAI.settings(&Vars::read(var, vars::PROVIDER_VARS, Source::Environment))
     }
 
-    /// [`Settings::anthropic_from_env`] reading variables through `var`.
+    /// Anthropic's settings from the variables `var` gives, as [`Settings::openai_from_vars`].
     pub fn anthropic_from_vars(var: impl Fn(&str) -> Option<String>) -> Settings {
         ANTHROPIC.settings(&Vars::read(var, vars::PROVIDER_VARS, Source::Environment))
     }

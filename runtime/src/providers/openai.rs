@@ -10,7 +10,7 @@ use tv_vm::host::{HostError, LlmReply, LlmRequest, Role};
 use tv_vm::result::Reason;
 
 /// Where the key comes from, named when a server refuses it.
-pub const KEY_VAR: &str = "OPENAI_API_KEY";
+pub const KEY_VAR: &str = crate::config::env::OPENAI_API_KEY;
 
 #[derive(Debug)]
 pub struct OpenAi {

@@ -1,8 +1,8 @@
-//! The variables the providers are set up from, each with where it was found (DESIGN
-//! §18): the environment `tvm` started in, or the `.env` in its working directory. The
-//! place matters because an API key is sent only to a server named in the same place as
-//! the key, or to its provider's own: a `.env` that came with a checkout must not send
-//! the key of the user's shell to a server of its choosing.
+//! A run's variables, each with where it was found (DESIGN §18): the environment
+//! `tvm` started in, or the `.env` in its working directory. The place matters because
+//! an API key is sent only to a server named in the same place as the key, or to its
+//! provider's own: a `.env` that came with a checkout must not send the key of the
+//! user's shell to a server of its choosing.
 
 use std::fmt;
 
@@ -60,38 +60,7 @@ pub struct Vars {
     vars: Vec<(String, Var)>,
 }
 
-/// The variables the provider adapters read.
-pub const PROVIDER_VARS: &[&str] = &[
-    super::openai::KEY_VAR,
-    OPENAI_BASE_URL,
-    super::anthropic::KEY_VAR,
-    ANTHROPIC_BASE_URL,
-    "TVM_MODEL",
-];
-
-/// The variables that hold secrets `tvm` uses: the API keys and the NATS token and
-/// password. They never stay in `tvm`'s environment block (it starts itself again
-/// without them) and never reach a script's environment.
-pub const SECRET_VARS: &[&str] = &[
-    super::openai::KEY_VAR,
-    super::anthropic::KEY_VAR,
-    NATS_TOKEN,
-    NATS_PASSWORD,
-];
-
-/// What a NATS server may ask a worker or a publisher for, as the `nats` tool reads it.
-pub const NATS_TOKEN: &str = "NATS_TOKEN";
-pub const NATS_PASSWORD: &str = "NATS_PASSWORD";
-
-pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
-pub const ANTHROPIC_BASE_URL: &str = "ANTHROPIC_BASE_URL";
-
 impl Vars {
-    /// The variables among `names` that the process environment sets.
-    pub fn from_env(names: &[&str]) -> Vars {
-        Vars::read(|k| std::env::var(k).ok(), names, Source::Environment)
-    }
-
     /// The variables among `names` that `var` gives, all from `source`.
     pub fn read(var: impl Fn(&str) -> Option<String>, names: &[&str], source: Source) -> Vars {
         let mut vars = Vars::default();
