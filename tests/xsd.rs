@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use tv_compiler::xsd::TEMPLATE_XSD;
 use tv_test_support::temp::TempDir;
+use tv_tests::in_suite;
 
 /// Invalid fixtures that the schema rejects, one a line: the fixture, then what
 /// `xmllint` must say about it (the fault the fixture is about, not another one).
@@ -43,6 +44,11 @@ const STRUCTURAL: &[(&str, &str)] = &[
     ("retries_out_of_range.xml", "The value '11' is greater than the maximum value allowed ('10')"),
     ("model_settings_out_of_range.xml", "The value '2.5' is greater than the maximum value allowed ('2')"),
 ];
+
+#[test]
+fn the_schema_tvc_schema_prints_is_its_snapshot() {
+    in_suite("schema", || insta::assert_snapshot!("tv.xsd", TEMPLATE_XSD));
+}
 
 /// `xmllint`'s exit status when a document is well-formed but does not validate.
 const INVALID: i32 = 3;
