@@ -22,13 +22,15 @@
 //! and of `<context_relevance>`, `<description>` of a task and of `<file_paths>`, `<task>`
 //! in a body and in a `<library>` (where it needs a name).
 
-mod ids;
 mod table;
 mod values;
 mod words;
 mod xsd;
 
-pub use ids::{element, ElementId, ELEMENTS};
+#[cfg(test)]
+mod tests;
+
+use table::{parts, tasks};
 pub use table::{BODY, SLOT_ATTRS, TASK_CONTENT};
 pub use values::{Count, Number, CONCURRENCY, POSITIVE, RETRIES, TEMPERATURE, TOP_P};
 pub use words::{
@@ -36,6 +38,95 @@ pub use words::{
     Status, TaskType, Words, BOOLEAN, INHERIT_CONTEXT, PROVIDER,
 };
 pub use xsd::xsd;
+
+// Every element by its `ElementId`: one line per meaning, pairing the id with its
+// entry, so that neither can be added without the other.
+macro_rules! elements {
+    ($($(#[$meta:meta])* $id:ident => $entry:path,)*) => {
+        /// One meaning of an element name, the key of its [`Element`] entry.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ElementId { $($(#[$meta])* $id),* }
+
+        /// Every element, in the order of [`ElementId`].
+        pub static ELEMENTS: &[Element] = &[$($entry),*];
+    };
+}
+
+elements! {
+    /// A root `<task>`, or one in a body (a step, a template's body, ...).
+    Task => tasks::TASK,
+    Template => tasks::TEMPLATE,
+    Library => tasks::LIBRARY,
+    /// A `<task>` of a `<library>`: named.
+    LibraryTask => tasks::LIBRARY_TASK,
+    TypeDecl => table::TYPE_DECL,
+    Test => table::TEST,
+    Description => parts::DESCRIPTION,
+    Instructions => parts::INSTRUCTIONS,
+    System => parts::SYSTEM,
+    Model => parts::MODEL,
+    Provider => parts::PROVIDER,
+    Criteria => parts::CRITERIA,
+    OutputSlot => parts::OUTPUT_SLOT,
+    InputSource => parts::INPUT_SOURCE,
+    OutputFormat => parts::OUTPUT_FORMAT,
+    ContextManagement => parts::CONTEXT_MANAGEMENT,
+    FilePaths => parts::FILE_PATHS,
+    Steps => tasks::STEPS,
+    /// A task's `<inputs>`.
+    Inputs => parts::INPUTS,
+    ContextRelevance => parts::CONTEXT_RELEVANCE,
+    ContextAssembly => parts::CONTEXT_ASSEMBLY,
+    ManualXml => parts::MANUAL_XML,
+    DisableReparsing => parts::DISABLE_REPARSING,
+    MaxIterations => parts::MAX_ITERATIONS,
+    OnMaxIterations => parts::ON_MAX_ITERATIONS,
+    Subtasks => parts::SUBTASKS,
+    Director => tasks::DIRECTOR,
+    Evaluator => tasks::EVALUATOR,
+    ScriptExecution => parts::SCRIPT_EXECUTION,
+    TerminationCondition => parts::TERMINATION_CONDITION,
+    InitialValue => parts::INITIAL_VALUE,
+    InnerTask => tasks::INNER_TASK,
+    ReductionTask => tasks::REDUCTION_TASK,
+    Call => tasks::CALL,
+    Cond => tasks::COND,
+    /// An `<arg>` of a `<call>`.
+    CallArg => tasks::CALL_ARG,
+    Case => tasks::CASE,
+    InheritContext => parts::INHERIT_CONTEXT,
+    AccumulateData => parts::ACCUMULATE_DATA,
+    AccumulationFormat => parts::ACCUMULATION_FORMAT,
+    FreshContext => parts::FRESH_CONTEXT,
+    Path => parts::PATH,
+    /// The `<command>` of `<file_paths>`.
+    FilePathsCommand => parts::FILE_PATHS_COMMAND,
+    /// The `<description>` of `<file_paths>`.
+    FilePathsDescription => parts::FILE_PATHS_DESCRIPTION,
+    /// An `<input>` of `<inputs>`.
+    Input => parts::INPUT,
+    /// An `<input>` of `<context_relevance>`.
+    RelevanceInput => parts::RELEVANCE_INPUT,
+    PrimaryElements => parts::PRIMARY_ELEMENTS,
+    SecondaryElements => parts::SECONDARY_ELEMENTS,
+    ExcludedElements => parts::EXCLUDED_ELEMENTS,
+    /// The `<command>` of `<script_execution>`.
+    Command => parts::COMMAND,
+    Timeout => parts::TIMEOUT,
+    /// The `<inputs>` of `<script_execution>`.
+    ScriptInputs => parts::SCRIPT_INPUTS,
+    Condition => parts::CONDITION,
+    /// An `<arg>` of a `<test>`.
+    TestArg => table::TEST_ARG,
+    Reply => table::REPLY,
+    Cassette => table::CASSETTE,
+    Expect => table::EXPECT,
+}
+
+/// The entry of `id`.
+pub fn element(id: ElementId) -> &'static Element {
+    &ELEMENTS[id as usize]
+}
 
 /// One meaning of an element name: where it may stand is given by the entries that list
 /// it among their children ([`Element::children`]); the roots are [`ROOTS`].
