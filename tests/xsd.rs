@@ -64,7 +64,7 @@ const INVALID: i32 = 3;
 /// The schema in a file of its own, as a user writes it with `tvc schema > tv.xsd`.
 fn schema_file() -> (TempDir, PathBuf) {
     let dir = TempDir::new("xsd");
-    dir.write("tv.xsd", &xsd());
+    dir.write("tv.xsd", xsd());
     let path = dir.path().join("tv.xsd");
     (dir, path)
 }
