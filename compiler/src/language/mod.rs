@@ -16,6 +16,10 @@
 //! let kind = language::element(ElementId::InheritContext).text();
 //! let Some(ValueKind::Words(list)) = kind else { panic!() };
 //! assert_eq!(list.names().collect::<Vec<_>>(), ["full", "none", "subset"]);
+//! let ty = language::element(ElementId::Task).attr("type").unwrap();
+//! let Some(ValueKind::Words(types)) = Some(ty.value) else { panic!() };
+//! assert_eq!(types.words[0].doc, Some("One LLM call."));
+//! assert_eq!(language::named("input").count(), 2);
 //! ```
 //!
 //! One name may have several meanings, each an entry of its own: `<input>` of `<inputs>`
@@ -23,7 +27,6 @@
 //! in a body and in a `<library>` (where it needs a name).
 
 mod table;
-mod values;
 mod words;
 mod xsd;
 
@@ -32,11 +35,11 @@ mod tests;
 
 use table::{parts, tasks};
 pub use table::{BODY, SLOT_ATTRS, TASK_CONTENT};
-pub use values::{Count, Number, CONCURRENCY, POSITIVE, RETRIES, TEMPERATURE, TOP_P};
 pub use words::{
     AccumulationFormat, FilePathsSource, FreshContext, OnMaxIterations, Otherwise, OutputKind,
     Status, TaskType, Words, BOOLEAN, INHERIT_CONTEXT, PROVIDER,
 };
+pub use words::{Count, Number, CONCURRENCY, MAX_RETRIES, POSITIVE, RETRIES, TEMPERATURE, TOP_P};
 pub use xsd::xsd;
 
 // Every element by its `ElementId`: one line per meaning, pairing the id with its
@@ -339,8 +342,14 @@ impl Element {
 /// The elements a file's root may be.
 pub const ROOTS: &[ElementId] = &[ElementId::Task, ElementId::Template, ElementId::Library];
 
+/// Every meaning of an element name (`input`: of `<inputs>` and of
+/// `<context_relevance>`); where one stands, [`Element::child`] of its parent tells.
+pub fn named(name: &str) -> impl Iterator<Item = &'static Element> + '_ {
+    ELEMENTS.iter().filter(move |e| e.name == name)
+}
+
 /// Whether `name` is an element of the language anywhere: a tag of another name inside
 /// text may be text that a `<` made a tag of.
 pub fn is_element(name: &str) -> bool {
-    ELEMENTS.iter().any(|e| e.name == name)
+    named(name).next().is_some()
 }

@@ -8,11 +8,12 @@
 
 use super::words::{
     AccumulationFormat, FilePathsSource, FreshContext, OnMaxIterations, Otherwise, OutputKind,
-    Status, TaskType, Words, BOOLEAN, INHERIT_CONTEXT, PROVIDER,
+    Status, TaskType, Words, BOOLEAN, CONCURRENCY, INHERIT_CONTEXT, PROVIDER, RETRIES, TEMPERATURE,
+    TOP_P,
 };
 use super::{
-    element, values, Attr, Children, Content, Element, ElementId as E, Group, Occurs, ValueKind,
-    Word, BODY, ROOTS, SLOT_ATTRS, TASK_CONTENT,
+    element, Attr, Children, Content, Element, ElementId as E, Group, Occurs, ValueKind, Word,
+    BODY, ROOTS, SLOT_ATTRS, TASK_CONTENT,
 };
 use std::fmt::Write;
 
@@ -63,14 +64,14 @@ pub static LAYOUT: &[Def] = &[
     Def::Simple(ValueKind::Identifier),
     Def::Simple(ValueKind::Words(BOOLEAN)),
     Def::Simple(ValueKind::Words(TaskType::LIST)),
-    Def::Simple(ValueKind::Count(&values::CONCURRENCY)),
+    Def::Simple(ValueKind::Count(&CONCURRENCY)),
     Def::Simple(ValueKind::Words(PROVIDER)),
-    Def::Simple(ValueKind::Number(&values::TEMPERATURE)),
-    Def::Simple(ValueKind::Number(&values::TOP_P)),
+    Def::Simple(ValueKind::Number(&TEMPERATURE)),
+    Def::Simple(ValueKind::Number(&TOP_P)),
     Def::Simple(ValueKind::NonBlank),
     Def::Simple(ValueKind::NonEmpty),
     Def::Simple(ValueKind::Words(OutputKind::LIST)),
-    Def::Simple(ValueKind::Count(&values::RETRIES)),
+    Def::Simple(ValueKind::Count(&RETRIES)),
     Def::Simple(ValueKind::Words(INHERIT_CONTEXT)),
     Def::Simple(ValueKind::Words(AccumulationFormat::LIST)),
     Def::Simple(ValueKind::Words(FreshContext::LIST)),

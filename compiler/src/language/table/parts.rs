@@ -7,7 +7,7 @@ use crate::language::words::{
     AccumulationFormat, FilePathsSource, FreshContext, OnMaxIterations, OutputKind, Words, BOOLEAN,
     INHERIT_CONTEXT as INHERIT_WORDS, PROVIDER as PROVIDERS,
 };
-use crate::language::{values, Content, Element, ElementId as E, Occurs, ValueKind};
+use crate::language::{words, Content, Element, ElementId as E, Occurs, ValueKind};
 use ValueKind::*;
 
 pub const DESCRIPTION: Element = text(
@@ -37,15 +37,15 @@ pub const MODEL: Element = Element {
     attrs: &[
         attr(
             "temperature",
-            Number(&values::TEMPERATURE),
+            Number(&words::TEMPERATURE),
             "Sampling temperature, 0 to 2.",
         ),
         attr(
             "max_tokens",
-            Count(&values::POSITIVE),
+            Count(&words::POSITIVE),
             "The most tokens the reply may have; a longer reply fails the task.",
         ),
-        attr("top_p", Number(&values::TOP_P), "Nucleus sampling, 0 to 1."),
+        attr("top_p", Number(&words::TOP_P), "Nucleus sampling, 0 to 1."),
         attr("seed", Integer, "The sampling seed, a whole number."),
         attr(
             "stop",
@@ -96,7 +96,7 @@ pub const DISABLE_REPARSING: Element = text(
 pub const MAX_ITERATIONS: Element = text(
     E::MaxIterations,
     "max_iterations",
-    Count(&values::POSITIVE),
+    Count(&words::POSITIVE),
     "director_evaluator_loop: the most rounds (a positive whole number).",
 );
 pub const ON_MAX_ITERATIONS: Element = text(
@@ -131,7 +131,7 @@ pub const OUTPUT_FORMAT: Element = Element {
         ),
         attr(
             "retries",
-            Count(&values::RETRIES),
+            Count(&words::RETRIES),
             "json: how many times a reply that does not fit is asked again (default 1).",
         ),
     ],
@@ -313,7 +313,7 @@ pub const COMMAND: Element = text(
 pub const TIMEOUT: Element = text(
     E::Timeout,
     "timeout",
-    Count(&values::POSITIVE),
+    Count(&words::POSITIVE),
     "The most seconds the command may run.",
 );
 pub const SCRIPT_INPUTS: Element = inputs(

@@ -2,7 +2,7 @@
 
 use super::{attr, group, repeated, required};
 use crate::language::words::{Otherwise, TaskType, Words};
-use crate::language::{values, Attr, Content, Element, ElementId as E, Group, Occurs, ValueKind};
+use crate::language::{words, Attr, Content, Element, ElementId as E, Group, Occurs, ValueKind};
 use ValueKind::*;
 
 const TYPE: Attr = attr(
@@ -32,7 +32,7 @@ const AS: Attr = attr(
 );
 const CONCURRENCY: Attr = attr(
     "concurrency",
-    Count(&values::CONCURRENCY),
+    Count(&words::CONCURRENCY),
     "map: how many bodies run at once (default: the provider's cap).",
 );
 
