@@ -1,13 +1,14 @@
 //! The XML Schema of `tvc schema` (DESIGN §17) against the shipped templates, with
 //! `xmllint`: every example and valid fixture validates, and fixtures whose fault is one
-//! of structure fail it for that fault. The schema is the text the binary prints
-//! (`cli/tests/tvc/cli.rs` checks that `tvc schema` prints exactly it); its names are
-//! compared with the compiler's own lists by the compiler's unit tests (`xsd/tests.rs`).
+//! of structure fail it for that fault. The schema is made from the compiler's language
+//! table (`compiler/src/language`), the text the binary prints (`cli/tests/tvc/cli.rs`
+//! checks that `tvc schema` prints exactly it), held by `snapshots/schema/tv.xsd.snap`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tv_compiler::xsd::TEMPLATE_XSD;
+use tv_compiler::language::xsd;
 use tv_test_support::temp::TempDir;
+use tv_tests::in_suite;
 
 /// Invalid fixtures that the schema rejects, one a line: the fixture, then what
 /// `xmllint` must say about it (the fault the fixture is about, not another one).
@@ -44,13 +45,26 @@ const STRUCTURAL: &[(&str, &str)] = &[
     ("model_settings_out_of_range.xml", "The value '2.5' is greater than the maximum value allowed ('2')"),
 ];
 
+#[test]
+fn the_schema_tvc_schema_prints_is_its_snapshot_to_the_byte() {
+    let schema = xsd();
+    in_suite("schema", || insta::assert_snapshot!("tv.xsd", schema));
+    // insta forgives white space at the end; the schema's readers may not.
+    let snap = std::fs::read_to_string("snapshots/schema/tv.xsd.snap").expect("the snapshot");
+    let (_, kept) = snap.split_once("\n---\n").expect("the snapshot's header");
+    assert!(
+        kept == schema,
+        "the schema differs from its snapshot in white space"
+    );
+}
+
 /// `xmllint`'s exit status when a document is well-formed but does not validate.
 const INVALID: i32 = 3;
 
 /// The schema in a file of its own, as a user writes it with `tvc schema > tv.xsd`.
 fn schema_file() -> (TempDir, PathBuf) {
     let dir = TempDir::new("xsd");
-    dir.write("tv.xsd", TEMPLATE_XSD);
+    dir.write("tv.xsd", xsd());
     let path = dir.path().join("tv.xsd");
     (dir, path)
 }

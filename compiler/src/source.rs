@@ -281,6 +281,11 @@ impl<T> Spanned<T> {
     pub fn new(node: T, span: Span) -> Self {
         Spanned { node, span }
     }
+
+    /// The same place, holding `f` of what it held.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Spanned<U> {
+        Spanned::new(f(self.node), self.span)
+    }
 }
 
 #[cfg(test)]

@@ -102,7 +102,7 @@ fn main() -> ExitCode {
             color,
             timings,
         } => run(&paths, output.as_deref(), emit, color, timings),
-        Command::Schema => match print(tv_compiler::xsd::TEMPLATE_XSD) {
+        Command::Schema => match print(&tv_compiler::language::xsd()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => failed_output(e),
         },

@@ -67,10 +67,7 @@ fn a_missing_path_is_a_usage_error_with_exit_two() {
 fn schema_prints_the_xsd_of_the_template_language_on_stdout() {
     let (code, stdout, stderr) = tvc(&["schema"]);
     assert_eq!((code, stderr.as_str()), (0, ""));
-    assert_eq!(
-        stdout,
-        include_str!("../../../compiler/src/xsd/template.xsd")
-    );
+    assert_eq!(stdout, tv_compiler::language::xsd());
 }
 
 #[test]

@@ -1,12 +1,10 @@
 //! XML element tree → syntax tree: roots, templates, bodies, calls and conditions.
 //! Task fields are read in `fields.rs`.
 
-use super::schema::{
-    self, ARG_ATTRS, BODY_ELEMENTS, CALL_ATTRS, CASE_ATTRS, LIBRARY_CHILDREN, SLOT_ATTRS,
-    TASK_ATTRS, TASK_CHILDREN, TEMPLATE_ATTRS,
-};
+use super::schema;
 use super::*;
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::language::{self, ElementId as E, BODY, ROOTS};
 use crate::parser;
 use crate::source::SourceFile;
 use crate::xml::{Element, Text, XmlDoc};
@@ -42,25 +40,28 @@ pub fn build_module_with(
                 b.diags.push(no_root(file, source));
             }
         }
-        Some(root) => match root.name.as_ref() {
-            "task" => {
+        Some(root) => match ROOTS
+            .iter()
+            .find(|&&id| language::element(id).name == root.name)
+        {
+            Some(E::Task) => {
                 let name = match root.attr("name") {
                     Some(a) => (b.ident_attr(&a.value, "task name"), true),
                     None => (Spanned::new(source.stem(), root.head()), false),
                 };
-                let task = b.task(root, true);
+                let task = b.task(root, E::Task, true);
                 items.push(Item::Task(Box::new(NamedTask {
                     name: name.0,
                     explicit_name: name.1,
                     task,
                 })));
             }
-            "template" => items.extend(b.template(root).map(Item::Template)),
-            "library" => b.library(root, &mut items, entries),
-            other => b.diags.push(
+            Some(E::Template) => items.extend(b.template(root).map(Item::Template)),
+            Some(E::Library) => b.library(root, &mut items, entries),
+            _ => b.diags.push(
                 Diagnostic::error(
                     root.head(),
-                    format!("`<{other}>` cannot be the root element"),
+                    format!("`<{}>` cannot be the root element", root.name),
                 )
                 .with_help("a template file's root is `<task>`, `<template>` or `<library>`"),
             ),
@@ -147,7 +148,7 @@ pub(super) struct Builder<'d> {
 
 impl Builder<'_> {
     fn library(&mut self, el: &Element, items: &mut Vec<Item>, entries: Option<Built>) {
-        schema::check_attrs(el, &[], self.diags);
+        schema::check_attrs(el, E::Library, self.diags);
         schema::no_text(el, self.diags);
         if let Some(built) = entries {
             self.take(built, items);
@@ -174,10 +175,11 @@ impl Builder<'_> {
     }
 
     fn library_entry(&mut self, child: &Element, items: &mut Vec<Item>) {
-        match child.name.as_ref() {
-            "template" => items.extend(self.template(child).map(Item::Template)),
-            "task" => {
-                let task = self.task(child, true);
+        let library = language::element(E::Library);
+        match library.child(&child.name) {
+            Some(E::Template) => items.extend(self.template(child).map(Item::Template)),
+            Some(E::LibraryTask) => {
+                let task = self.task(child, E::LibraryTask, true);
                 match child.attr("name") {
                     Some(a) => items.push(Item::Task(Box::new(NamedTask {
                         name: self.ident_attr(&a.value, "task name"),
@@ -190,17 +192,17 @@ impl Builder<'_> {
                     ),
                 }
             }
-            "type" => self.type_decl(child),
-            "test" => {
+            Some(E::TypeDecl) => self.type_decl(child),
+            Some(E::Test) => {
                 let test = self.test_case(child);
                 self.tests.extend(test);
             }
-            _ => schema::unknown_element(child, "library", LIBRARY_CHILDREN, self.diags),
+            _ => schema::unknown_element(child, library.name, library.children(), self.diags),
         }
     }
 
     fn template(&mut self, el: &Element) -> Option<Template> {
-        schema::check_attrs(el, TEMPLATE_ATTRS, self.diags);
+        schema::check_attrs(el, E::Template, self.diags);
         schema::no_text(el, self.diags);
         let name = match el.attr("name") {
             Some(a) => self.ident_attr(&a.value, "template name"),
@@ -346,9 +348,7 @@ impl Builder<'_> {
 
     /// The one task, call or cond inside `el` (a template body, a case).
     pub(super) fn single_body(&mut self, el: &Element) -> Body {
-        let mut bodies = el
-            .elements()
-            .filter(|c| BODY_ELEMENTS.contains(&c.name.as_ref()));
+        let mut bodies = el.elements().filter(|c| BODY.get(&c.name).is_some());
         let first = bodies.next();
         for extra in bodies {
             self.diags.push(
@@ -359,11 +359,8 @@ impl Builder<'_> {
                 .with_help("wrap several tasks in a `<task type=\"sequential\">` with `<steps>`"),
             );
         }
-        for other in el
-            .elements()
-            .filter(|c| !BODY_ELEMENTS.contains(&c.name.as_ref()))
-        {
-            schema::unknown_element(other, &el.name, BODY_ELEMENTS, self.diags);
+        for other in el.elements().filter(|c| BODY.get(&c.name).is_none()) {
+            schema::unknown_element(other, &el.name, BODY.elements, self.diags);
         }
         schema::no_text(el, self.diags);
         match first {
@@ -380,33 +377,33 @@ impl Builder<'_> {
 
     /// A `<task>`, `<call>` or `<cond>` element.
     pub(super) fn body(&mut self, el: &Element, parent: &str) -> Body {
-        match el.name.as_ref() {
-            "task" => Body::Task(Box::new(self.task(el, false))),
-            "call" => Body::Call(self.call(el)),
-            "cond" => Body::Cond(self.cond(el)),
+        match BODY.get(&el.name) {
+            Some(E::Task) => Body::Task(Box::new(self.task(el, E::Task, false))),
+            Some(E::Call) => Body::Call(self.call(el)),
+            Some(E::Cond) => Body::Cond(self.cond(el)),
             _ => {
-                schema::unknown_element(el, parent, BODY_ELEMENTS, self.diags);
+                schema::unknown_element(el, parent, BODY.elements, self.diags);
                 Body::Missing(el.head())
             }
         }
     }
 
-    /// A slot like `<director>`: one body element inside, or the fields of an atomic
-    /// task written directly in the slot.
-    pub(super) fn slot(&mut self, el: &Element) -> Body {
+    /// A slot like `<director>` (`id` in the table): one body element inside, or the
+    /// fields of an atomic task written directly in the slot.
+    pub(super) fn slot(&mut self, el: &Element, id: E) -> Body {
         let children: Vec<&Element> = el.elements().collect();
         if children.len() == 1
-            && BODY_ELEMENTS.contains(&children[0].name.as_ref())
+            && BODY.get(&children[0].name).is_some()
             && el.attrs.iter().all(|a| schema::is_ignored_attr(&a.name))
         {
             schema::no_text(el, self.diags);
             return self.body(children[0], &el.name);
         }
-        Body::Task(Box::new(self.task(el, false)))
+        Body::Task(Box::new(self.task(el, id, false)))
     }
 
     fn call(&mut self, el: &Element) -> Call {
-        schema::check_attrs(el, CALL_ATTRS, self.diags);
+        schema::check_attrs(el, E::Call, self.diags);
         schema::no_text(el, self.diags);
         let template = match el.attr("template") {
             Some(a) => self.ident_attr(&a.value, "template name"),
@@ -419,12 +416,12 @@ impl Builder<'_> {
             }
         };
         let mut args = Vec::new();
+        let call = language::element(E::Call);
         for child in el.elements() {
-            if child.name != "arg" {
-                schema::unknown_element(child, "call", &["arg"], self.diags);
-                continue;
+            match call.child(&child.name) {
+                Some(E::CallArg) => args.push(self.arg(child)),
+                _ => schema::unknown_element(child, call.name, call.children(), self.diags),
             }
-            args.push(self.arg(child));
         }
         args.shrink_to_fit();
         Call {
@@ -435,7 +432,7 @@ impl Builder<'_> {
     }
 
     fn arg(&mut self, el: &Element) -> CallArg {
-        schema::check_attrs(el, ARG_ATTRS, self.diags);
+        schema::check_attrs(el, E::CallArg, self.diags);
         let name = el
             .attr("name")
             .map(|a| self.ident_attr(&a.value, "argument name"));
@@ -463,26 +460,20 @@ impl Builder<'_> {
     }
 
     fn cond(&mut self, el: &Element) -> Cond {
-        schema::check_attrs(el, schema::COND_ATTRS, self.diags);
+        schema::check_attrs(el, E::Cond, self.diags);
         let otherwise = el.attr("otherwise").and_then(|a| {
             let (v, span) = (a.value.trimmed(), a.value.trimmed_span());
-            match v {
-                "fail" => Some(Spanned::new(Otherwise::Fail, span)),
-                "empty" => Some(Spanned::new(Otherwise::Empty, span)),
-                _ => {
-                    self.bad_enum(span, "`otherwise`", v, &["fail", "empty"]);
-                    None
-                }
-            }
+            self.word::<Otherwise>(v, span, "`otherwise`")
         });
         schema::no_text(el, self.diags);
         let mut cases = Vec::new();
+        let cond = language::element(E::Cond);
         for child in el.elements() {
-            if child.name != "case" {
-                schema::unknown_element(child, "cond", &["case"], self.diags);
+            if cond.child(&child.name) != Some(E::Case) {
+                schema::unknown_element(child, cond.name, cond.children(), self.diags);
                 continue;
             }
-            schema::check_attrs(child, CASE_ATTRS, self.diags);
+            schema::check_attrs(child, E::Case, self.diags);
             let test = match child.attr("test") {
                 Some(a) => parser::parse_test(&a.value, self.diags),
                 None => {
@@ -515,17 +506,9 @@ impl Builder<'_> {
         }
     }
 
-    /// A `<task>` element (or a slot written as one).
-    pub(super) fn task(&mut self, el: &Element, may_be_named: bool) -> Task {
-        schema::check_attrs(
-            el,
-            if el.name == "task" {
-                TASK_ATTRS
-            } else {
-                SLOT_ATTRS
-            },
-            self.diags,
-        );
+    /// A `<task>` element (or a slot written as one), `id` in the table.
+    pub(super) fn task(&mut self, el: &Element, id: E, may_be_named: bool) -> Task {
+        schema::check_attrs(el, id, self.diags);
         if !may_be_named {
             if let Some(a) = el.attr("name") {
                 self.diags.warning(
@@ -539,12 +522,9 @@ impl Builder<'_> {
             task.explicit_type = true;
             let span = a.value.trimmed_span();
             let v = a.value.trimmed();
-            match TaskType::ALL.iter().find(|(n, _)| *n == v) {
-                Some((_, t)) => task.kind = Spanned::new(*t, span),
-                None => {
-                    task.type_invalid = true;
-                    self.bad_enum(span, "task type", v, &TaskType::ALL.map(|(n, _)| n));
-                }
+            match self.word::<TaskType>(v, span, "task type") {
+                Some(kind) => task.kind = kind,
+                None => task.type_invalid = true,
             }
         } else {
             task.kind = Spanned::new(TaskType::Atomic, el.head());
@@ -558,18 +538,20 @@ impl Builder<'_> {
         task.reference = el
             .attr("ref")
             .map(|a| self.ident_attr(&a.value, "referenced template name"));
-        self.list_attrs(el, &mut task);
+        self.list_attrs(el, id, &mut task);
         schema::no_text(el, self.diags);
+        let entry = language::element(id);
         let mut seen: Vec<&Element> = Vec::new();
         for child in el.elements() {
-            if task.kind.node == TaskType::Map && BODY_ELEMENTS.contains(&child.name.as_ref()) {
+            let body = entry.nested().iter().any(|g| g.get(&child.name).is_some());
+            if task.kind.node == TaskType::Map && body {
                 self.map_body(el, child, &mut task);
                 continue;
             }
-            if !TASK_CHILDREN.contains(&child.name.as_ref()) {
-                schema::unknown_element(child, &el.name, TASK_CHILDREN, self.diags);
+            let Some(field) = entry.child(&child.name) else {
+                schema::unknown_element(child, &el.name, entry.children(), self.diags);
                 continue;
-            }
+            };
             if let Some(prev) = seen.iter().find(|p| p.name == child.name) {
                 self.diags.push(
                     Diagnostic::error(child.head(), format!("`<{}>` is given twice", child.name))
@@ -578,7 +560,7 @@ impl Builder<'_> {
                 continue;
             }
             seen.push(child);
-            self.task_field(&mut task, child);
+            self.task_field(&mut task, child, field, &el.name);
         }
         task
     }

@@ -5,126 +5,135 @@ use super::build::Builder;
 use super::schema;
 use super::*;
 use crate::diag::Diagnostic;
+use crate::language::{
+    self, Count, ElementId as E, FilePathsSource, Number, OnMaxIterations, ValueKind, Words,
+};
 use crate::parser;
 use crate::xml::{Element, Text};
 use tv_stdlib::models::{self, Provider};
 
-/// The most `<output_format retries>` may ask again: every attempt costs a model call.
-pub const MAX_RETRIES: u32 = 10;
-
 impl Builder<'_> {
-    pub(super) fn task_field(&mut self, task: &mut Task, el: &Element) {
-        match el.name.as_ref() {
-            "description" => task.description = Some(self.text_field(el)),
-            "instructions" => task.instructions = Some(self.text_field(el)),
-            "system" => task.system = Some(self.text_field(el)),
-            "criteria" => task.criteria = Some(Box::new(self.text_field(el))),
-            "initial_value" => task.initial_value = Some(Box::new(self.text_field(el))),
-            "model" => {
+    /// One of a task's fields, `id` in the table, inside `<parent>`.
+    pub(super) fn task_field(&mut self, task: &mut Task, el: &Element, id: E, parent: &str) {
+        match id {
+            E::Description => task.description = Some(self.text_field(el, id)),
+            E::Instructions => task.instructions = Some(self.text_field(el, id)),
+            E::System => task.system = Some(self.text_field(el, id)),
+            E::Criteria => task.criteria = Some(Box::new(self.text_field(el, id))),
+            E::InitialValue => task.initial_value = Some(Box::new(self.text_field(el, id))),
+            E::Model => {
                 task.model_settings = Some(Box::new(self.model_settings(el)));
                 task.model = self.model(el);
             }
-            "provider" => task.provider = self.provider(el).map(Box::new),
-            "output_slot" => task.output_slot = Some(Box::new(self.word_field(el))),
-            "input_source" => task.input_source = Some(Box::new(self.word_field(el))),
-            "output_format" => task.output_format = Some(Box::new(self.output_format(el))),
-            "context_management" => task.context = Some(Box::new(self.context_management(el))),
-            "file_paths" => task.file_paths = self.file_paths(el).map(Box::new),
-            "steps" => task.steps = Some(self.steps(el)),
-            "inputs" => task.inputs = self.inputs(el),
-            "context_relevance" => task.context_relevance = self.context_relevance(el),
-            "context_assembly" => task.context_assembly = Some(Box::new(self.context_assembly(el))),
-            "manual_xml" => task.manual_xml = self.bool_field(el),
-            "disable_reparsing" => task.disable_reparsing = self.bool_field(el),
-            "max_iterations" => task.max_iterations = self.count_field(el),
-            "on_max_iterations" => {
-                task.on_max_iterations = self.enum_field(
-                    el,
-                    "on_max_iterations",
-                    &[("accept", true), ("fail", false)],
-                )
+            E::Provider => task.provider = self.provider(el, id).map(Box::new),
+            E::OutputSlot => task.output_slot = Some(Box::new(self.word_field(el, id))),
+            E::InputSource => task.input_source = Some(Box::new(self.word_field(el, id))),
+            E::OutputFormat => task.output_format = Some(Box::new(self.output_format(el))),
+            E::ContextManagement => task.context = Some(Box::new(self.context_management(el))),
+            E::FilePaths => task.file_paths = self.file_paths(el).map(Box::new),
+            E::Steps => task.steps = Some(self.steps(el)),
+            E::Inputs => task.inputs = self.inputs(el, id),
+            E::ContextRelevance => task.context_relevance = self.context_relevance(el),
+            E::ContextAssembly => task.context_assembly = Some(Box::new(self.context_assembly(el))),
+            E::ManualXml => task.manual_xml = self.bool_field(el, id),
+            E::DisableReparsing => task.disable_reparsing = self.bool_field(el, id),
+            E::MaxIterations => task.max_iterations = self.count_field(el, id),
+            E::OnMaxIterations => {
+                let on = self.words_field::<OnMaxIterations>(el, id);
+                task.on_max_iterations = on.map(|w| w.map(|v| v == OnMaxIterations::Accept));
             }
-            "subtasks" => {
-                task.subtasks =
-                    self.enum_field(el, "subtasks", &[("enabled", true), ("disabled", false)])
+            E::Subtasks => {
+                let on = self.words_field::<FreshContext>(el, id);
+                task.subtasks = on.map(|w| w.map(|v| v == FreshContext::Enabled));
             }
-            "director" => task.director = Some(Box::new(self.slot(el))),
-            "evaluator" => task.evaluator = Some(Box::new(self.slot(el))),
-            "inner_task" => task.inner_task = Some(Box::new(self.slot(el))),
-            "reduction_task" => task.reduction_task = Some(Box::new(self.slot(el))),
-            "script_execution" => task.script = Some(Box::new(self.script(el))),
-            "termination_condition" => task.termination = Some(Box::new(self.termination(el))),
-            _ => {}
+            E::Director => task.director = Some(Box::new(self.slot(el, id))),
+            E::Evaluator => task.evaluator = Some(Box::new(self.slot(el, id))),
+            E::InnerTask => task.inner_task = Some(Box::new(self.slot(el, id))),
+            E::ReductionTask => task.reduction_task = Some(Box::new(self.slot(el, id))),
+            E::ScriptExecution => task.script = Some(Box::new(self.script(el))),
+            E::TerminationCondition => task.termination = Some(Box::new(self.termination(el))),
+            // A field of the table without a reader here: as good as unknown.
+            _ => schema::unread_element(el, parent, self.diags),
         }
     }
 
     /// Text with `{{ }}` holes.
-    pub(super) fn text_field(&mut self, el: &Element) -> TextTemplate {
-        schema::check_attrs(el, &[], self.diags);
+    pub(super) fn text_field(&mut self, el: &Element, id: E) -> TextTemplate {
+        schema::check_attrs(el, id, self.diags);
         schema::no_elements(el, self.diags);
         parser::parse_template(&el.text(), self.diags)
     }
 
     /// A plain word: no holes, surrounding white space dropped.
-    fn word_field(&mut self, el: &Element) -> Spanned<String> {
-        schema::check_attrs(el, &[], self.diags);
+    fn word_field(&mut self, el: &Element, id: E) -> Spanned<String> {
+        schema::check_attrs(el, id, self.diags);
         schema::no_elements(el, self.diags);
         let t = el.text();
         Spanned::new(t.trimmed().to_string(), t.trimmed_span())
     }
 
-    fn bool_field(&mut self, el: &Element) -> Option<Spanned<bool>> {
-        let w = self.word_field(el);
+    fn bool_field(&mut self, el: &Element, id: E) -> Option<Spanned<bool>> {
+        let w = self.word_field(el, id);
         self.parse_bool(&w, &format!("<{}>", el.name))
     }
 
     pub(super) fn parse_bool(&mut self, w: &Spanned<String>, what: &str) -> Option<Spanned<bool>> {
-        match w.node.as_str() {
-            "true" => Some(Spanned::new(true, w.span)),
-            "false" => Some(Spanned::new(false, w.span)),
-            other => {
-                self.diags.push(
-                    Diagnostic::error(
-                        w.span,
-                        format!("`{what}` must be `true` or `false`, not `{other}`"),
-                    )
-                    .with_help("boolean fields are written exactly `true` or `false`"),
-                );
-                None
-            }
+        if let Some(b) = bool::parse(&w.node) {
+            return Some(Spanned::new(b, w.span));
         }
+        let words = schema::list(&bool::LIST.names().collect::<Vec<_>>(), "`", "`");
+        let words = words.replace(", ", " or ");
+        self.diags.push(
+            Diagnostic::error(
+                w.span,
+                format!("`{what}` must be {words}, not `{}`", w.node),
+            )
+            .with_help(format!("boolean fields are written exactly {words}")),
+        );
+        None
     }
 
-    pub(super) fn count_field(&mut self, el: &Element) -> Option<Spanned<u64>> {
-        let w = self.word_field(el);
-        self.parse_count(&w, &format!("<{}>", el.name))
+    /// A whole number in the range the table gives the element `id`.
+    pub(super) fn count_field(&mut self, el: &Element, id: E) -> Option<Spanned<u64>> {
+        let w = self.word_field(el, id);
+        let range = match language::element(id).text() {
+            Some(ValueKind::Count(range)) => range,
+            _ => &language::POSITIVE,
+        };
+        self.parse_count(&w, &format!("<{}>", el.name), range)
     }
 
-    pub(super) fn parse_count(&mut self, w: &Spanned<String>, what: &str) -> Option<Spanned<u64>> {
+    pub(super) fn parse_count(
+        &mut self,
+        w: &Spanned<String>,
+        what: &str,
+        range: &Count,
+    ) -> Option<Spanned<u64>> {
         match w.node.parse::<u64>() {
-            Ok(n) if n > 0 => Some(Spanned::new(n, w.span)),
+            Ok(n) if range.contains(n) => Some(Spanned::new(n, w.span)),
             _ => {
                 self.diags.error(
                     w.span,
-                    format!("`{what}` must be a positive whole number, not `{}`", w.node),
+                    format!("`{what}` must be {}, not `{}`", range.describe(), w.node),
                 );
                 None
             }
         }
     }
 
-    fn enum_field<T: Copy>(
-        &mut self,
-        el: &Element,
-        what: &str,
-        options: &[(&str, T)],
-    ) -> Option<Spanned<T>> {
-        let w = self.word_field(el);
-        match options.iter().find(|(n, _)| *n == w.node) {
-            Some((_, v)) => Some(Spanned::new(*v, w.span)),
+    /// One word of `T`'s list, written in `el` (the element `id`).
+    fn words_field<T: Words>(&mut self, el: &Element, id: E) -> Option<Spanned<T>> {
+        let w = self.word_field(el, id);
+        self.word(&w.node, w.span, &el.name)
+    }
+
+    /// `v`, one word of `T`'s list; `what` names the place in the error.
+    pub(super) fn word<T: Words>(&mut self, v: &str, span: Span, what: &str) -> Option<Spanned<T>> {
+        match T::parse(v) {
+            Some(t) => Some(Spanned::new(t, span)),
             None => {
-                let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
-                self.bad_enum(w.span, what, &w.node, &names);
+                let words: Vec<&str> = T::LIST.names().collect();
+                self.bad_enum(span, what, v, &words);
                 None
             }
         }
@@ -170,28 +179,36 @@ impl Builder<'_> {
     /// `temperature` 0–2, `top_p` 0–1, `max_tokens` a positive integer, `seed` an
     /// integer, `stop` text or a JSON array of texts: each checked at its attribute.
     fn model_settings(&mut self, el: &Element) -> ModelSettings {
-        schema::check_attrs(el, schema::MODEL_ATTRS, self.diags);
+        schema::check_attrs(el, E::Model, self.diags);
         let mut m = ModelSettings {
             span: Some(el.span),
             ..ModelSettings::default()
         };
+        let entry = language::element(E::Model);
         for a in &el.attrs {
             let (v, span) = (a.value.trimmed(), a.value.trimmed_span());
-            match a.name.as_ref() {
-                "temperature" => m.temperature = self.number_in(v, span, "temperature", 2.0),
-                "top_p" => m.top_p = self.number_in(v, span, "top_p", 1.0),
-                "max_tokens" => {
-                    m.max_tokens =
-                        self.parse_count(&Spanned::new(v.to_string(), span), "max_tokens")
+            // Each attribute's range is the table's; one it does not give is reported.
+            let Some(spec) = entry.attr(&a.name) else {
+                continue;
+            };
+            match (spec.name, spec.value) {
+                ("temperature", ValueKind::Number(r)) => {
+                    m.temperature = self.number_in(v, span, spec.name, r)
                 }
-                "seed" => match v.parse::<i64>() {
+                ("top_p", ValueKind::Number(r)) => m.top_p = self.number_in(v, span, spec.name, r),
+                ("max_tokens", ValueKind::Count(r)) => {
+                    let w = Spanned::new(v.to_string(), span);
+                    m.max_tokens = self.parse_count(&w, spec.name, r)
+                }
+                ("seed", ValueKind::Integer) => match v.parse::<i64>() {
                     Ok(n) => m.seed = Some(Spanned::new(n, span)),
-                    Err(_) => self
-                        .diags
-                        .error(span, format!("`seed` must be a whole number, not `{v}`")),
+                    Err(_) => self.diags.error(
+                        span,
+                        format!("`seed` must be {}, not `{v}`", spec.value.describe()),
+                    ),
                 },
-                "stop" => m.stop = self.stop(&a.value.value, a.value.span),
-                _ => {}
+                ("stop", ValueKind::NonEmpty) => m.stop = self.stop(&a.value.value, a.value.span),
+                _ => self.unread_attr(el, spec.name, span),
             }
         }
         m
@@ -230,45 +247,47 @@ impl Builder<'_> {
         None
     }
 
-    fn number_in(&mut self, v: &str, span: Span, what: &str, max: f64) -> Option<Spanned<f64>> {
+    fn number_in(
+        &mut self,
+        v: &str,
+        span: Span,
+        what: &str,
+        range: &'static Number,
+    ) -> Option<Spanned<f64>> {
         match v.parse::<f64>() {
-            Ok(n) if (0.0..=max).contains(&n) => Some(Spanned::new(n, span)),
+            Ok(n) if range.contains(n) => Some(Spanned::new(n, span)),
             _ => {
-                self.diags.error(
-                    span,
-                    format!("`{what}` must be a number from 0 to {max}, not `{v}`"),
-                );
+                let kind = ValueKind::Number(range).describe();
+                self.diags
+                    .error(span, format!("`{what}` must be {kind}, not `{v}`"));
                 None
             }
         }
     }
 
-    fn provider(&mut self, el: &Element) -> Option<Spanned<String>> {
-        let w = self.word_field(el);
-        if Provider::parse(&w.node).is_some() {
-            return Some(w);
-        }
-        let names: Vec<&str> = models::PROVIDERS.iter().map(|(n, _)| *n).collect();
-        self.bad_enum(w.span, "provider", &w.node, &names);
-        None
+    /// An attribute the table gives an element and no reader reads: as good as unknown.
+    pub(super) fn unread_attr(&mut self, el: &Element, name: &str, span: Span) {
+        self.diags.error(
+            span,
+            format!("unknown attribute `{name}` on `<{}>`", el.name),
+        );
+    }
+
+    fn provider(&mut self, el: &Element, id: E) -> Option<Spanned<String>> {
+        let w = self.word_field(el, id);
+        self.word::<Provider>(&w.node, w.span, &el.name)?;
+        Some(w)
     }
 
     fn output_format(&mut self, el: &Element) -> OutputFormat {
-        schema::check_attrs(el, schema::OUTPUT_FORMAT_ATTRS, self.diags);
+        schema::check_attrs(el, E::OutputFormat, self.diags);
         schema::no_elements(el, self.diags);
         schema::no_text(el, self.diags);
         let kind = match el.attr("type") {
             Some(a) => {
-                let v = a.value.trimmed();
-                let span = a.value.trimmed_span();
-                match v {
-                    "json" => Spanned::new(OutputKind::Json, span),
-                    "text" => Spanned::new(OutputKind::Text, span),
-                    _ => {
-                        self.bad_enum(span, "output format type", v, &["json", "text"]);
-                        Spanned::new(OutputKind::Text, span)
-                    }
-                }
+                let (v, span) = (a.value.trimmed(), a.value.trimmed_span());
+                self.word(v, span, "output format type")
+                    .unwrap_or(Spanned::new(OutputKind::Text, span))
             }
             None => {
                 self.diags.push(
@@ -304,16 +323,20 @@ impl Builder<'_> {
         }
     }
 
-    /// `retries="N"`: a whole number from 0 to [`MAX_RETRIES`].
+    /// `retries="N"`: a whole number in the table's range (0 to 10).
     fn retries(&mut self, text: &Text) -> Option<Spanned<u32>> {
         let span = text.trimmed_span();
+        let range = match language::element(E::OutputFormat).attr("retries")?.value {
+            ValueKind::Count(range) => range,
+            _ => return None,
+        };
         match text.trimmed().parse::<u32>() {
-            Ok(n) if n <= MAX_RETRIES => Some(Spanned::new(n, span)),
+            Ok(n) if range.contains(u64::from(n)) => Some(Spanned::new(n, span)),
             _ => {
                 self.diags.push(
                     Diagnostic::error(
                         span,
-                        format!("`retries` is `{}`, not a whole number from 0 to {MAX_RETRIES}", text.trimmed()),
+                        format!("`retries` is `{}`, not {}", text.trimmed(), range.describe()),
                     )
                     .with_help("retries is how many times a reply that does not fit its type is asked again (default 1)"),
                 );
@@ -323,8 +346,9 @@ impl Builder<'_> {
     }
 
     fn context_management(&mut self, el: &Element) -> ContextManagement {
-        schema::check_attrs(el, &[], self.diags);
+        schema::check_attrs(el, E::ContextManagement, self.diags);
         schema::no_text(el, self.diags);
+        let entry = language::element(E::ContextManagement);
         let mut cm = ContextManagement {
             span: el.span,
             ..ContextManagement::default()
@@ -339,89 +363,55 @@ impl Builder<'_> {
                 continue;
             }
             seen.push(child);
-            match child.name.as_ref() {
-                "inherit_context" => {
-                    cm.inherit_context = self.enum_field(
-                        child,
-                        "inherit_context",
-                        &[
-                            ("full", InheritContext::Full),
-                            ("none", InheritContext::None),
-                            ("subset", InheritContext::Subset),
-                        ],
-                    )
+            match entry.child(&child.name) {
+                Some(id @ E::InheritContext) => cm.inherit_context = self.words_field(child, id),
+                Some(id @ E::AccumulateData) => cm.accumulate_data = self.bool_field(child, id),
+                Some(id @ E::AccumulationFormat) => {
+                    cm.accumulation_format = self.words_field(child, id)
                 }
-                "accumulate_data" => cm.accumulate_data = self.bool_field(child),
-                "accumulation_format" => {
-                    cm.accumulation_format = self.enum_field(
-                        child,
-                        "accumulation_format",
-                        &[
-                            ("full", AccumulationFormat::Full),
-                            ("full_output", AccumulationFormat::Full),
-                            ("minimal", AccumulationFormat::Minimal),
-                            ("notes_only", AccumulationFormat::Minimal),
-                        ],
-                    )
-                }
-                "fresh_context" => {
-                    cm.fresh_context = self.enum_field(
-                        child,
-                        "fresh_context",
-                        &[
-                            ("enabled", FreshContext::Enabled),
-                            ("disabled", FreshContext::Disabled),
-                        ],
-                    )
-                }
-                _ => schema::unknown_element(
-                    child,
-                    "context_management",
-                    schema::CONTEXT_MANAGEMENT_CHILDREN,
-                    self.diags,
-                ),
+                Some(id @ E::FreshContext) => cm.fresh_context = self.words_field(child, id),
+                _ => schema::unknown_element(child, &el.name, entry.children(), self.diags),
             }
         }
         cm
     }
 
     fn file_paths(&mut self, el: &Element) -> Option<Spanned<FilePaths>> {
-        schema::check_attrs(el, schema::FILE_PATHS_ATTRS, self.diags);
+        schema::check_attrs(el, E::FilePaths, self.diags);
         schema::no_text(el, self.diags);
-        const SOURCES: [&str; 3] = ["literal", "command", "description"];
         let source = match el.attr("source") {
-            Some(a) if SOURCES.contains(&a.value.trimmed()) => Some(a.value.trimmed().to_string()),
             Some(a) => {
-                self.bad_enum(
-                    a.value.trimmed_span(),
-                    "file_paths source",
-                    a.value.trimmed(),
-                    &SOURCES,
-                );
-                return None;
+                let (v, span) = (a.value.trimmed(), a.value.trimmed_span());
+                Some(
+                    self.word::<FilePathsSource>(v, span, "file_paths source")?
+                        .node,
+                )
             }
             None => None,
         };
+        let entry = language::element(E::FilePaths);
         let mut paths = Vec::new();
         let mut command = None;
         let mut description = None;
         for child in el.elements() {
-            match child.name.as_ref() {
-                "path" => paths.push(self.text_field(child)),
-                "command" if command.is_none() => command = Some(self.text_field(child)),
-                "description" if description.is_none() => {
-                    description = Some(self.text_field(child))
+            let once = match entry.child(&child.name) {
+                Some(id @ E::Path) => {
+                    paths.push(self.text_field(child, id));
+                    continue;
                 }
-                "command" | "description" => {
+                Some(id @ E::FilePathsCommand) => (&mut command, id),
+                Some(id @ E::FilePathsDescription) => (&mut description, id),
+                _ => {
+                    schema::unknown_element(child, &el.name, entry.children(), self.diags);
+                    continue;
+                }
+            };
+            match once {
+                (Some(_), _) => {
                     self.diags
                         .error(child.head(), format!("`<{}>` is given twice", child.name));
                 }
-                _ => schema::unknown_element(
-                    child,
-                    "file_paths",
-                    schema::FILE_PATHS_CHILDREN,
-                    self.diags,
-                ),
+                (slot, id) => *slot = Some(self.text_field(child, id)),
             }
         }
         let given = usize::from(!paths.is_empty())
@@ -434,11 +424,11 @@ impl Builder<'_> {
             );
             return None;
         }
-        let fp = match source.as_deref() {
-            Some("command") => {
+        let fp = match source {
+            Some(FilePathsSource::Command) => {
                 FilePaths::Command(command.or_else(|| self.missing_source(el, "command"))?)
             }
-            Some("description") => FilePaths::Description(
+            Some(FilePathsSource::Description) => FilePaths::Description(
                 description.or_else(|| self.missing_source(el, "description"))?,
             ),
             Some(_) if command.is_some() || description.is_some() => {

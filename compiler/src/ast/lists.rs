@@ -4,40 +4,39 @@
 use super::build::Builder;
 use super::*;
 use crate::diag::Diagnostic;
+use crate::language::{self, Count, ElementId, ValueKind};
 use crate::parser;
 use crate::xml::Element;
-use tv_vm::limits::MAX_CONCURRENCY;
 
 impl Builder<'_> {
-    /// `over`, `as` and `concurrency`, on any task: the checker says where they belong.
-    pub(super) fn list_attrs(&mut self, el: &Element, task: &mut Task) {
+    /// `over`, `as` and `concurrency`, on any task (`id` in the table): the checker says
+    /// where they belong.
+    pub(super) fn list_attrs(&mut self, el: &Element, id: ElementId, task: &mut Task) {
         if let Some(a) = el.attr("over") {
             task.over = Some(Box::new(parser::parse_test(&a.value, self.diags)));
         }
         if let Some(a) = el.attr("as") {
             task.item_name = Some(Box::new(self.ident_attr(&a.value, "item name")));
         }
-        if let Some(a) = el.attr("concurrency") {
-            let w = Spanned::new(a.value.trimmed().to_string(), a.value.trimmed_span());
-            task.concurrency = self.concurrency(&w);
+        let spec = language::element(id).attr("concurrency");
+        if let (Some(a), Some(spec)) = (el.attr("concurrency"), spec) {
+            if let ValueKind::Count(range) = spec.value {
+                let w = Spanned::new(a.value.trimmed().to_string(), a.value.trimmed_span());
+                task.concurrency = self.concurrency(&w, range);
+            }
         }
     }
 
-    /// A whole number from 1 to [`MAX_CONCURRENCY`]: each running body is a machine of
-    /// its own, so the bundle may not ask for more.
-    fn concurrency(&mut self, w: &Spanned<String>) -> Option<Spanned<u16>> {
+    /// A whole number in the table's range, 1 to `tv_vm::limits::MAX_CONCURRENCY`: each
+    /// running body is a machine of its own, so the bundle may not ask for more.
+    fn concurrency(&mut self, w: &Spanned<String>, range: &Count) -> Option<Spanned<u16>> {
         match w.node.parse::<u64>() {
-            Ok(n) if (1..=u64::from(MAX_CONCURRENCY)).contains(&n) => {
-                Some(Spanned::new(n as u16, w.span))
-            }
+            Ok(n) if range.contains(n) => u16::try_from(n).ok().map(|n| Spanned::new(n, w.span)),
             _ => {
                 self.diags.push(
                     Diagnostic::error(
                         w.span,
-                        format!(
-                            "`concurrency` must be a whole number from 1 to {MAX_CONCURRENCY}, not `{}`",
-                            w.node
-                        ),
+                        format!("`concurrency` must be {}, not `{}`", range.describe(), w.node),
                     )
                     .with_help("leave it out to run as many bodies at once as the run's provider cap (`tvm run --concurrency`)"),
                 );

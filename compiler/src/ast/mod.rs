@@ -17,16 +17,16 @@ mod types;
 pub use build::{build_entries, build_module, build_module_with, is_identifier, Built};
 pub use dump::dump_program;
 pub use expr::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
-#[cfg(test)]
-pub(crate) use fields::MAX_RETRIES;
 pub use head::Head;
 pub use schema::{did_you_mean, did_you_mean_preferring};
-pub use testcase::{Check, Expect, Reply, TestArg, TestCase, TestValue, STATUSES};
+pub use testcase::{Check, Expect, Reply, TestArg, TestCase, TestValue};
 pub use types::{
     apply_resolved, resolve as resolve_types, split_top_level, Declared, Resolved, TypeDecl,
     EVALUATION_RESULT,
 };
 
+/// The enumerations of the tree are the language table's word lists.
+pub use crate::language::{AccumulationFormat, FreshContext, Otherwise, OutputKind, TaskType};
 use crate::source::{FileId, Span, Spanned};
 use tv_stdlib::types::Type;
 
@@ -117,51 +117,8 @@ impl Body {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TaskType {
-    Atomic,
-    Sequential,
-    Reduce,
-    Script,
-    DirectorEvaluatorLoop,
-    /// One body per item of a list known at run time (DESIGN §14).
-    Map,
-}
-
-impl TaskType {
-    pub const ALL: [(&'static str, TaskType); 6] = [
-        ("atomic", TaskType::Atomic),
-        ("sequential", TaskType::Sequential),
-        ("reduce", TaskType::Reduce),
-        ("script", TaskType::Script),
-        ("director_evaluator_loop", TaskType::DirectorEvaluatorLoop),
-        ("map", TaskType::Map),
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, t)| *t == self)
-            .map_or("", |(s, _)| s)
-    }
-}
-
 /// `inherit_context`: the bundle's own type, so what a template states is what runs.
 pub use tv_vm::bundle::Inherit as InheritContext;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AccumulationFormat {
-    /// `full` or `full_output`.
-    Full,
-    /// `minimal` or `notes_only`.
-    Minimal,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FreshContext {
-    Enabled,
-    Disabled,
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct ContextManagement {
@@ -183,12 +140,6 @@ pub struct ModelSettings {
     pub stop: Option<Spanned<Vec<String>>>,
     /// The `<model>` element, when there is one.
     pub span: Option<Span>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputKind {
-    Json,
-    Text,
 }
 
 #[derive(Clone, Debug)]
@@ -495,25 +446,6 @@ pub struct Cond {
     /// The element's name, where diagnostics about the whole cond point.
     pub head: Span,
     pub span: Span,
-}
-
-/// `<cond otherwise="...">`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Otherwise {
-    /// No case holding fails the task (`input_validation_failure`).
-    Fail,
-    /// No case holding completes it empty, as a cond without `otherwise` does, but
-    /// said on purpose: no warning about strings its cases leave out.
-    Empty,
-}
-
-impl Otherwise {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Otherwise::Fail => "fail",
-            Otherwise::Empty => "empty",
-        }
-    }
 }
 
 #[derive(Clone, Debug)]

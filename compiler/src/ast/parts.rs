@@ -5,26 +5,29 @@ use super::build::Builder;
 use super::schema;
 use super::*;
 use crate::diag::Diagnostic;
+use crate::language::{self, ElementId as E};
 use crate::parser;
 use crate::xml::Element;
 
 impl Builder<'_> {
     pub(super) fn steps(&mut self, el: &Element) -> Spanned<Vec<Body>> {
-        schema::check_attrs(el, &[], self.diags);
+        schema::check_attrs(el, E::Steps, self.diags);
         schema::no_text(el, self.diags);
-        let steps = el.elements().map(|c| self.body(c, "steps")).collect();
+        let steps = el.elements().map(|c| self.body(c, &el.name)).collect();
         Spanned::new(steps, el.span)
     }
 
-    pub(super) fn inputs(&mut self, el: &Element) -> Vec<Input> {
-        schema::check_attrs(el, &[], self.diags);
+    /// `<inputs>` of a task or of a script (`id`).
+    pub(super) fn inputs(&mut self, el: &Element, id: E) -> Vec<Input> {
+        schema::check_attrs(el, id, self.diags);
         schema::no_text(el, self.diags);
+        let entry = language::element(id);
         let mut out: Vec<Input> = Vec::new();
         // Where each name was first declared: a task may have thousands of inputs.
         let mut seen: rustc_hash::FxHashMap<String, Span> = Default::default();
         for child in el.elements() {
-            if child.name != "input" {
-                schema::unknown_element(child, "inputs", &["input"], self.diags);
+            if entry.child(&child.name) != Some(E::Input) {
+                schema::unknown_element(child, &el.name, entry.children(), self.diags);
                 continue;
             }
             let Some(input) = self.input(child) else {
@@ -49,7 +52,7 @@ impl Builder<'_> {
     }
 
     pub(super) fn input(&mut self, el: &Element) -> Option<Input> {
-        schema::check_attrs(el, schema::INPUT_ATTRS, self.diags);
+        schema::check_attrs(el, E::Input, self.diags);
         let Some(name) = el.attr("name") else {
             self.diags.push(Diagnostic::error(
                 el.head(),
@@ -71,7 +74,7 @@ impl Builder<'_> {
                 self.diags
                     .error(extra.head(), "an `<input>` holds one task, call or cond");
             }
-            InputValue::Body(self.body(first, "input"))
+            InputValue::Body(self.body(first, &el.name))
         } else if el.text().value.trim().is_empty() {
             InputValue::Empty
         } else {
@@ -98,15 +101,16 @@ impl Builder<'_> {
     }
 
     pub(super) fn context_relevance(&mut self, el: &Element) -> Vec<ContextRelevance> {
-        schema::check_attrs(el, &[], self.diags);
+        schema::check_attrs(el, E::ContextRelevance, self.diags);
         schema::no_text(el, self.diags);
+        let entry = language::element(E::ContextRelevance);
         let mut out = Vec::new();
         for child in el.elements() {
-            if child.name != "input" {
-                schema::unknown_element(child, "context_relevance", &["input"], self.diags);
+            if entry.child(&child.name) != Some(E::RelevanceInput) {
+                schema::unknown_element(child, &el.name, entry.children(), self.diags);
                 continue;
             }
-            schema::check_attrs(child, schema::RELEVANCE_ATTRS, self.diags);
+            schema::check_attrs(child, E::RelevanceInput, self.diags);
             let (Some(name), Some(include)) = (child.attr("name"), child.attr("include")) else {
                 self.diags.error(
                     child.head(),
@@ -127,36 +131,33 @@ impl Builder<'_> {
     }
 
     pub(super) fn context_assembly(&mut self, el: &Element) -> ContextAssembly {
-        schema::check_attrs(el, &[], self.diags);
+        schema::check_attrs(el, E::ContextAssembly, self.diags);
         schema::no_text(el, self.diags);
+        let entry = language::element(E::ContextAssembly);
         let mut ca = ContextAssembly {
             primary: None,
             secondary: None,
             excluded: None,
         };
         for child in el.elements() {
-            let slot = match child.name.as_ref() {
-                "primary_elements" => &mut ca.primary,
-                "secondary_elements" => &mut ca.secondary,
-                "excluded_elements" => &mut ca.excluded,
+            let (slot, id) = match entry.child(&child.name) {
+                Some(id @ E::PrimaryElements) => (&mut ca.primary, id),
+                Some(id @ E::SecondaryElements) => (&mut ca.secondary, id),
+                Some(id @ E::ExcludedElements) => (&mut ca.excluded, id),
                 _ => {
-                    schema::unknown_element(
-                        child,
-                        "context_assembly",
-                        schema::CONTEXT_ASSEMBLY_CHILDREN,
-                        self.diags,
-                    );
+                    schema::unknown_element(child, &el.name, entry.children(), self.diags);
                     continue;
                 }
             };
-            *slot = Some(self.text_field(child));
+            *slot = Some(self.text_field(child, id));
         }
         ca
     }
 
     pub(super) fn script(&mut self, el: &Element) -> ScriptExecution {
-        schema::check_attrs(el, &[], self.diags);
+        schema::check_attrs(el, E::ScriptExecution, self.diags);
         schema::no_text(el, self.diags);
+        let entry = language::element(E::ScriptExecution);
         let mut s = ScriptExecution {
             command: None,
             timeout: None,
@@ -164,35 +165,32 @@ impl Builder<'_> {
             span: el.span,
         };
         for child in el.elements() {
-            match child.name.as_ref() {
-                "command" => s.command = Some(self.text_field(child)),
-                "timeout" => s.timeout = self.count_field(child),
-                "inputs" => s.inputs = self.inputs(child),
-                _ => schema::unknown_element(
-                    child,
-                    "script_execution",
-                    schema::SCRIPT_CHILDREN,
-                    self.diags,
-                ),
+            match entry.child(&child.name) {
+                Some(id @ E::Command) => s.command = Some(self.text_field(child, id)),
+                Some(id @ E::Timeout) => s.timeout = self.count_field(child, id),
+                Some(id @ E::ScriptInputs) => s.inputs = self.inputs(child, id),
+                _ => schema::unknown_element(child, &el.name, entry.children(), self.diags),
             }
         }
         s
     }
 
     pub(super) fn termination(&mut self, el: &Element) -> Expr {
-        schema::check_attrs(el, &[], self.diags);
+        schema::check_attrs(el, E::TerminationCondition, self.diags);
+        let entry = language::element(E::TerminationCondition);
         let conditions: Vec<&Element> = el.elements().collect();
+        let condition = |c: &Element| entry.child(&c.name) == Some(E::Condition);
         match conditions.as_slice() {
             [] if !el.text().value.trim().is_empty() => parser::parse_test(&el.text(), self.diags),
-            [c] if c.name == "condition" => {
+            [c] if condition(c) => {
                 schema::no_text(el, self.diags);
-                schema::check_attrs(c, &[], self.diags);
+                schema::check_attrs(c, E::Condition, self.diags);
                 schema::no_elements(c, self.diags);
                 parser::parse_test(&c.text(), self.diags)
             }
             _ => {
-                for c in conditions.iter().filter(|c| c.name != "condition") {
-                    schema::unknown_element(c, "termination_condition", &["condition"], self.diags);
+                for c in conditions.iter().filter(|c| !condition(c)) {
+                    schema::unknown_element(c, &el.name, entry.children(), self.diags);
                 }
                 if conditions.len() != 1 {
                     self.diags.error(

@@ -1,114 +1,9 @@
-//! Which elements and attributes each element accepts, and the helpers that report the
-//! rest ("unknown element `<instrutions>`; did you mean `<instructions>`?").
+//! The helpers that report what the language table (`crate::language`) does not give
+//! an element: "unknown element `<instrutions>`; did you mean `<instructions>`?".
 
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::language::{self, ElementId};
 use crate::xml::{Element, Node};
-
-/// Children a `<task>` (and a slot written as a task: `<director>`, `<inner_task>`, ...) accepts.
-pub const TASK_CHILDREN: &[&str] = &[
-    "description",
-    "instructions",
-    "system",
-    "model",
-    "provider",
-    "criteria",
-    "output_slot",
-    "input_source",
-    "output_format",
-    "context_management",
-    "file_paths",
-    "steps",
-    "inputs",
-    "context_relevance",
-    "context_assembly",
-    "manual_xml",
-    "disable_reparsing",
-    "max_iterations",
-    "on_max_iterations",
-    "subtasks",
-    "director",
-    "evaluator",
-    "script_execution",
-    "termination_condition",
-    "initial_value",
-    "inner_task",
-    "reduction_task",
-];
-
-pub const TASK_ATTRS: &[&str] = &[
-    "type",
-    "subtype",
-    "ref",
-    "name",
-    "over",
-    "as",
-    "concurrency",
-];
-
-/// A slot written as a task (`<director type="map" ...>`) takes the attributes of a
-/// task but its name.
-pub const SLOT_ATTRS: &[&str] = &["type", "subtype", "ref", "over", "as", "concurrency"];
-
-pub const BODY_ELEMENTS: &[&str] = &["task", "call", "cond"];
-
-// The other elements' lists, named here so that the XSD `tvc schema` prints can be
-// compared with them (`crate::xsd`'s tests).
-
-pub const LIBRARY_CHILDREN: &[&str] = &["template", "task", "type", "test"];
-/// A library's `<test>` and what it holds (`ast/testcase`).
-pub const TEST_ATTRS: &[&str] = &["name", "entry"];
-pub const TEST_CHILDREN: &[&str] = &["arg", "reply", "cassette", "expect"];
-pub const TEST_ARG_ATTRS: &[&str] = &["name", "file"];
-pub const REPLY_ATTRS: &[&str] = &["match"];
-pub const CASSETTE_ATTRS: &[&str] = &["path"];
-pub const EXPECT_ATTRS: &[&str] = &["path", "equals", "contains", "status"];
-pub const TEMPLATE_ATTRS: &[&str] = &["name", "params", "returns"];
-pub const CALL_ATTRS: &[&str] = &["template"];
-pub const ARG_ATTRS: &[&str] = &["name"];
-pub const CASE_ATTRS: &[&str] = &["test"];
-/// `<cond otherwise="fail|empty">`: what happens when no case holds.
-pub const COND_ATTRS: &[&str] = &["otherwise"];
-pub const TYPE_ATTRS: &[&str] = &["name"];
-/// The sampling attributes `<model>` takes (DESIGN §12).
-pub const MODEL_ATTRS: &[&str] = &["temperature", "max_tokens", "top_p", "seed", "stop"];
-pub const OUTPUT_FORMAT_ATTRS: &[&str] = &["type", "schema", "retries"];
-pub const CONTEXT_MANAGEMENT_CHILDREN: &[&str] = &[
-    "inherit_context",
-    "accumulate_data",
-    "accumulation_format",
-    "fresh_context",
-];
-pub const FILE_PATHS_ATTRS: &[&str] = &["source"];
-pub const FILE_PATHS_CHILDREN: &[&str] = &["path", "command", "description"];
-/// An `<input>` of `<inputs>`.
-pub const INPUT_ATTRS: &[&str] = &["name", "from", "type"];
-/// An `<input>` of `<context_relevance>`.
-pub const RELEVANCE_ATTRS: &[&str] = &["name", "include"];
-pub const CONTEXT_ASSEMBLY_CHILDREN: &[&str] = &[
-    "primary_elements",
-    "secondary_elements",
-    "excluded_elements",
-];
-pub const SCRIPT_CHILDREN: &[&str] = &["command", "timeout", "inputs"];
-
-/// Whether `name` is an element of the template language (anywhere), so that a tag of
-/// another name inside text may be text that a `<` made a tag of.
-pub fn is_element(name: &str) -> bool {
-    const OTHERS: &[&str] = &["library", "input", "case", "arg", "condition", "timeout"];
-    [
-        TASK_CHILDREN,
-        BODY_ELEMENTS,
-        LIBRARY_CHILDREN,
-        TEST_CHILDREN,
-        CONTEXT_MANAGEMENT_CHILDREN,
-        FILE_PATHS_CHILDREN,
-        CONTEXT_ASSEMBLY_CHILDREN,
-        SCRIPT_CHILDREN,
-        OTHERS,
-    ]
-    .iter()
-    .any(|list| list.contains(&name))
-}
 
 /// Attributes every element accepts and ignores: namespace declarations and the XML
 /// Schema instance attributes (`xsi:noNamespaceSchemaLocation="tv.xsd"`) with which an
@@ -151,24 +46,43 @@ fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
     did_you_mean(word, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
-pub fn unknown_element(el: &Element, parent: &str, allowed: &[&str], diags: &mut Diagnostics) {
+/// Reports `el`, which is not among the children `allowed` in `<parent>` (in the
+/// table's order, which the help lists).
+pub fn unknown_element(el: &Element, parent: &str, allowed: &[ElementId], diags: &mut Diagnostics) {
+    let allowed: Vec<&str> = allowed
+        .iter()
+        .map(|&id| language::element(id).name)
+        .collect();
     let mut d = Diagnostic::error(
         el.head(),
         format!("unknown element `<{}>` in `<{parent}>`", el.name),
     );
-    d = match suggestion(&el.name, allowed) {
+    d = match suggestion(&el.name, &allowed) {
         Some(s) => d.with_help(s),
-        None => d.with_help(format!("`<{parent}>` accepts: {}", list(allowed, "<", ">"))),
+        None => d.with_help(format!(
+            "`<{parent}>` accepts: {}",
+            list(&allowed, "<", ">")
+        )),
     };
     diags.push(d);
 }
 
-/// Reports every attribute of `el` that is not in `allowed`.
-pub fn check_attrs(el: &Element, allowed: &[&str], diags: &mut Diagnostics) {
+/// Reports `el`, a child the table gives `<parent>` that no reader reads there: to the
+/// user, as good as unknown (the table's tests keep this from happening).
+pub fn unread_element(el: &Element, parent: &str, diags: &mut Diagnostics) {
+    let message = format!("unknown element `<{}>` in `<{parent}>`", el.name);
+    diags.error(el.head(), message);
+}
+
+/// Reports every attribute of `el` that the table's `entry` does not give it.
+pub fn check_attrs(el: &Element, entry: ElementId, diags: &mut Diagnostics) {
+    let entry = language::element(entry);
     for a in &el.attrs {
-        if allowed.contains(&a.name.as_ref()) || is_ignored_attr(&a.name) {
+        if entry.attr(&a.name).is_some() || is_ignored_attr(&a.name) {
             continue;
         }
+        let allowed: Vec<&str> = entry.attr_names().collect();
+        let allowed = allowed.as_slice();
         let mut d = Diagnostic::error(
             a.name_span,
             format!("unknown attribute `{}` on `<{}>`", a.name, el.name),
@@ -232,12 +146,10 @@ mod tests {
 
     #[test]
     fn typos_get_a_suggestion_and_strangers_do_not() {
-        assert_eq!(
-            did_you_mean("instrutions", TASK_CHILDREN),
-            Some("instructions")
-        );
-        assert_eq!(did_you_mean("sytem", TASK_CHILDREN), Some("system"));
-        assert_eq!(did_you_mean("banana", TASK_CHILDREN), None);
+        let fields: Vec<&str> = language::TASK_CONTENT.names().collect();
+        assert_eq!(did_you_mean("instrutions", &fields), Some("instructions"));
+        assert_eq!(did_you_mean("sytem", &fields), Some("system"));
+        assert_eq!(did_you_mean("banana", &fields), None);
     }
 
     #[test]

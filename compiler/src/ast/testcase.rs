@@ -3,11 +3,10 @@
 //! reach the bundle.
 
 use super::build::Builder;
-use super::schema::{
-    self, CASSETTE_ATTRS, EXPECT_ATTRS, REPLY_ATTRS, TEST_ARG_ATTRS, TEST_ATTRS, TEST_CHILDREN,
-};
+use super::schema;
 use super::Ident;
 use crate::diag::Diagnostic;
+use crate::language::{self, ElementId as E, Status, Words};
 use crate::source::{Span, Spanned};
 use crate::xml::Element;
 
@@ -70,12 +69,9 @@ pub enum Check {
     Exists { path: String },
 }
 
-/// The statuses a result can have.
-pub const STATUSES: &[&str] = &["COMPLETE", "FAILED", "CONTINUATION"];
-
 impl Builder<'_> {
     pub(super) fn test_case(&mut self, el: &Element) -> Option<TestCase> {
-        schema::check_attrs(el, TEST_ATTRS, self.diags);
+        schema::check_attrs(el, E::Test, self.diags);
         schema::no_text(el, self.diags);
         let (Some(name), Some(entry)) = (el.attr("name"), el.attr("entry")) else {
             self.diags.push(
@@ -97,20 +93,21 @@ impl Builder<'_> {
             expects: Vec::new(),
             span: el.span,
         };
+        let entry = language::element(E::Test);
         for child in el.elements() {
-            match child.name.as_ref() {
-                "arg" => test.args.extend(self.test_arg(child)),
-                "reply" => test.replies.push(self.reply(child)),
-                "cassette" => test.cassettes.extend(self.cassette(child)),
-                "expect" => test.expects.extend(self.expect(child)),
-                _ => schema::unknown_element(child, "test", TEST_CHILDREN, self.diags),
+            match entry.child(&child.name) {
+                Some(E::TestArg) => test.args.extend(self.test_arg(child)),
+                Some(E::Reply) => test.replies.push(self.reply(child)),
+                Some(E::Cassette) => test.cassettes.extend(self.cassette(child)),
+                Some(E::Expect) => test.expects.extend(self.expect(child)),
+                _ => schema::unknown_element(child, entry.name, entry.children(), self.diags),
             }
         }
         Some(test)
     }
 
     fn test_arg(&mut self, el: &Element) -> Option<TestArg> {
-        schema::check_attrs(el, TEST_ARG_ATTRS, self.diags);
+        schema::check_attrs(el, E::TestArg, self.diags);
         schema::no_elements(el, self.diags);
         let Some(name) = el.attr("name") else {
             self.diags
@@ -139,7 +136,7 @@ impl Builder<'_> {
     }
 
     fn reply(&mut self, el: &Element) -> Reply {
-        schema::check_attrs(el, REPLY_ATTRS, self.diags);
+        schema::check_attrs(el, E::Reply, self.diags);
         schema::no_elements(el, self.diags);
         let matches = el.attr("match").map(|m| m.value.value.to_string());
         if matches.as_deref() == Some("") {
@@ -156,7 +153,7 @@ impl Builder<'_> {
     }
 
     fn cassette(&mut self, el: &Element) -> Option<Spanned<String>> {
-        schema::check_attrs(el, CASSETTE_ATTRS, self.diags);
+        schema::check_attrs(el, E::Cassette, self.diags);
         schema::no_elements(el, self.diags);
         schema::no_text(el, self.diags);
         match el.attr("path") {
@@ -192,7 +189,7 @@ impl Builder<'_> {
     }
 
     fn expect(&mut self, el: &Element) -> Option<Expect> {
-        schema::check_attrs(el, EXPECT_ATTRS, self.diags);
+        schema::check_attrs(el, E::Expect, self.diags);
         schema::no_elements(el, self.diags);
         schema::no_text(el, self.diags);
         let attr = |n: &str| el.attr(n).map(|a| a.value.value.to_string());
@@ -203,11 +200,12 @@ impl Builder<'_> {
             attr("contains"),
         ) {
             (Some(status), None, None, None) => {
-                if !STATUSES.contains(&status.as_str()) {
+                if Status::parse(&status).is_none() {
                     let span = el.attr("status").map_or(el.head(), |a| a.value.span);
+                    let statuses: Vec<&str> = Status::LIST.names().collect();
                     self.diags.push(
                         Diagnostic::error(span, format!("`{status}` is not a result status"))
-                            .with_help(format!("a status is one of {}", STATUSES.join(", "))),
+                            .with_help(format!("a status is one of {}", statuses.join(", "))),
                     );
                 }
                 Check::Status(status)

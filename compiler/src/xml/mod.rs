@@ -347,7 +347,7 @@ impl<'a> Builder<'a, '_> {
         };
         let mut d = Diagnostic::error(self.char_at((before + pos).min(after)), msg);
         // A `<` meant as text makes a tag of what follows it (`x<y and z`).
-        if !crate::ast::schema::is_element(tag) {
+        if !crate::language::is_element(tag) {
             d = d
                 .with_secondary(self.char_at(before), format!("`<{tag}` starts a tag"))
                 .with_help(format!("if this `<` is text, not a tag: {AS_TEXT}"));
@@ -595,7 +595,7 @@ impl<'a> Builder<'a, '_> {
             // The element closed wrongly may be text that a `<` made a tag of
             // (`List<String>`).
             quick_xml::Error::IllFormed(I::MismatchedEndTag { expected, .. })
-                if !crate::ast::schema::is_element(expected) =>
+                if !crate::language::is_element(expected) =>
             {
                 if let Some(open) = self.stack.last() {
                     d = d

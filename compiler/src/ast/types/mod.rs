@@ -129,7 +129,7 @@ impl Builder<'_> {
 
     /// `<type name="Review">{approved: boolean}</type>` in a `<library>`.
     pub(super) fn type_decl(&mut self, el: &Element) {
-        schema::check_attrs(el, schema::TYPE_ATTRS, self.diags);
+        schema::check_attrs(el, crate::language::ElementId::TypeDecl, self.diags);
         schema::no_elements(el, self.diags);
         let Some(name) = el.attr("name") else {
             self.diags.push(
