@@ -496,7 +496,9 @@ fn the_shipped_examples_replay_from_their_cassettes_to_complete() {
                     // As a replay naming no model asks: a task's own model, else none.
                     let named = r.model.as_deref().and_then(|m| parse_model(m).ok());
                     let asked = named.map(|m| m.name);
-                    tv_vm::host::HostReply::Llm(self.0.answer(r, asked.as_deref()))
+                    tv_vm::host::HostReply::Llm(
+                        self.0.answer(r, asked.as_deref()).map_err(Into::into),
+                    )
                 }
                 HostRequest::Script(_) => panic!("the examples run no script"),
             }

@@ -10,6 +10,7 @@
 
 use crate::digest::sha256_hex;
 use crate::files;
+use crate::model::{CallError, CallKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -17,8 +18,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 use tv_vm::bundle::Output;
-use tv_vm::host::{HostError, LlmReply, LlmRequest};
-use tv_vm::result::Reason;
+use tv_vm::host::{LlmReply, LlmRequest};
 
 /// The cassette format: 2 since keys hold the model asked. Entries without a version
 /// were keyed with `model: null` for every task that named no model.
@@ -321,7 +321,7 @@ impl Cassette {
 
     /// The reply to `r` asked of the model `asked` (`None`: the replay names no model,
     /// and the replies recorded for tasks that named none answer).
-    pub fn answer(&self, r: &LlmRequest, asked: Option<&str>) -> Result<LlmReply, HostError> {
+    pub fn answer(&self, r: &LlmRequest, asked: Option<&str>) -> Result<LlmReply, CallError> {
         let k = key(r, asked);
         let index = match asked {
             Some(_) => &self.by_key,
@@ -333,8 +333,8 @@ impl Cassette {
         });
         if let Some(reply) = &found {
             if reply.content.len() > self.max_reply_bytes {
-                return Err(HostError::new(
-                    Reason::UnexpectedError,
+                return Err(CallError::new(
+                    CallKind::TooLarge,
                     format!(
                         "replay: {}",
                         crate::providers::too_large(self.max_reply_bytes)
@@ -348,8 +348,8 @@ impl Cassette {
                 Some(m) => format!("model `{m}`"),
                 None => "no model named".to_string(),
             };
-            HostError::new(
-                Reason::ExecutionHalted,
+            CallError::new(
+                CallKind::Unanswered,
                 format!(
                     "the cassette has no reply for request {k} (task `{}`, {model}, prompt {prompt:?}){}{}",
                     r.task.name,
@@ -518,7 +518,8 @@ mod tests {
         let message = cassette
             .answer(&asked, Some("gpt-4o-mini"))
             .unwrap_err()
-            .message;
+            .message()
+            .to_string();
         assert!(
             message.contains("nearest recorded request (task `review#1`)"),
             "{message}"
@@ -553,7 +554,10 @@ mod tests {
                 .unwrap();
         }
         let cassette = Cassette::load(&path).unwrap();
-        let other = cassette.answer(&asked, Some("gpt-4o")).unwrap_err().message;
+        let other = cassette
+            .answer(&asked, Some("gpt-4o"))
+            .unwrap_err()
+            .to_string();
         assert!(
             other.contains("for model `gpt-4o-mini`, and this run asks for model `gpt-4o`"),
             "{other}"
@@ -587,7 +591,10 @@ mod tests {
         std::fs::write(&path, format!("{line}\n{line}\n")).unwrap();
         let cassette = Cassette::load(&path).unwrap();
         assert_eq!(cassette.answer(&asked, None).unwrap().content, "recorded");
-        let named = cassette.answer(&asked, Some("gpt-4o")).unwrap_err().message;
+        let named = cassette
+            .answer(&asked, Some("gpt-4o"))
+            .unwrap_err()
+            .to_string();
         assert!(named.contains("2 of its entries"), "{named}");
         assert!(
             named.contains("recorded before cassette keys held the model asked")

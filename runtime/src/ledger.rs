@@ -17,13 +17,14 @@
 //! cut short by a limit its task never set.
 
 use crate::cache::{CacheKey, Lookup, ReplyCache};
+use crate::model::CallError;
 use crate::prices::{usd, Price, Prices};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tv_stdlib::models::{capability, Provider};
-use tv_vm::host::{HostError, LlmReply};
+use tv_vm::host::LlmReply;
 use tv_vm::result::Resource;
 
 /// Prices, the budget and the reply cache, shared by the run's adapters.
@@ -46,7 +47,7 @@ pub trait Shared: Send + Sync {
         &'a self,
         worst: Option<u64>,
         what: &'a str,
-    ) -> BoxFuture<'a, Result<Ticket, HostError>>;
+    ) -> BoxFuture<'a, Result<Ticket, CallError>>;
     /// The call ended, costing `actual` (`None`: not answered, or no price); its place
     /// and the rest of its reservation are given back.
     fn leave(&self, ticket: Ticket, actual: Option<u64>) -> BoxFuture<'_, ()>;
@@ -88,7 +89,7 @@ impl Ledger {
     pub fn cached(
         &self,
         key: &CacheKey,
-        read: impl Fn(&Value) -> Result<LlmReply, HostError>,
+        read: impl Fn(&Value) -> Result<LlmReply, CallError>,
     ) -> Result<Option<LlmReply>, String> {
         let Some(cache) = &self.cache else {
             return Ok(None);
@@ -105,7 +106,7 @@ impl Ledger {
                 Err(e) => Err(format!(
                     "the cached reply {} cannot be read ({}); asking the provider again",
                     key.as_str(),
-                    e.message
+                    e.message()
                 )),
             },
         }
@@ -124,13 +125,13 @@ impl Ledger {
 
     /// Reserves the worst case of sending `body` to `provider` from the budget, when
     /// there is one ([`Ledger::worst`]).
-    pub fn reserve(&self, provider: &str, body: &Value) -> Result<Option<Held<'_>>, HostError> {
+    pub fn reserve(&self, provider: &str, body: &Value) -> Result<Option<Held<'_>>, CallError> {
         let Some(budget) = &self.budget else {
             return Ok(None);
         };
         let model = model_of(body);
         let refused =
-            |why: String| HostError::exhausted(Resource::Cost, why, 0, micro(budget.limit()));
+            |why: String| CallError::exhausted(Resource::Cost, why, 0, micro(budget.limit()));
         // Every model was checked for a price and a bound before the run started; one
         // met only now (a subtask's) is refused rather than run at an unknown cost.
         let worst = match self.worst(provider, body) {
@@ -161,7 +162,7 @@ impl Ledger {
         provider: &str,
         body: &Value,
         held: Option<Held<'_>>,
-        reply: &Result<LlmReply, HostError>,
+        reply: &Result<LlmReply, CallError>,
     ) -> Option<u64> {
         let cost = reply.as_ref().ok().and_then(|r| {
             let p = self.price(provider, body)?;
@@ -239,7 +240,7 @@ impl CostBudget {
 
     /// Reserves `worst` picodollars, unless that would commit more than the limit:
     /// then nothing is reserved and the error says what the call would have needed.
-    pub fn reserve(&self, worst: u64, what: &str) -> Result<Reservation, HostError> {
+    pub fn reserve(&self, worst: u64, what: &str) -> Result<Reservation, CallError> {
         let fits = self
             .committed
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
@@ -247,7 +248,7 @@ impl CostBudget {
             });
         match fits {
             Ok(_) => Ok(Reservation { worst }),
-            Err(committed) => Err(HostError::exhausted(
+            Err(committed) => Err(CallError::exhausted(
                 Resource::Cost,
                 format!(
                     "{what} was not sent: its worst case of ${} does not fit in what is left of the \
@@ -370,12 +371,17 @@ mod tests {
         let b = CostBudget::new(1_000);
         let first = b.reserve(600, "call").unwrap();
         let refused = b.reserve(500, "task `t`").unwrap_err();
-        let (resource, _) = refused.exhausted.unwrap();
-        assert_eq!(resource, Resource::Cost);
+        assert!(matches!(
+            refused.kind(),
+            crate::model::CallKind::Exhausted {
+                resource: Resource::Cost,
+                ..
+            }
+        ));
         assert!(
-            refused.message.contains("task `t` was not sent"),
+            refused.message().contains("task `t` was not sent"),
             "{}",
-            refused.message
+            refused.message()
         );
         b.settle(first, 100);
         assert_eq!(b.spent(), 100);

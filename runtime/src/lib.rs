@@ -19,6 +19,7 @@ pub mod files;
 pub mod host;
 pub mod journal;
 pub mod ledger;
+pub mod model;
 pub mod nats;
 pub mod observe;
 pub mod offline;

@@ -3,9 +3,9 @@
 //! its task with a message naming it, so a test never reaches a provider.
 
 use crate::cassette::Cassette;
+use crate::model::{CallError, CallKind};
 use std::sync::Mutex;
-use tv_vm::host::{HostError, LlmReply, LlmRequest};
-use tv_vm::result::Reason;
+use tv_vm::host::{LlmReply, LlmRequest};
 
 /// A reply written in a test: its text answers a request whose text holds `matches`
 /// (every request when `None`).
@@ -46,7 +46,7 @@ impl Offline {
     ///
     /// A catch-all reply answers after the cassettes, so that a cassette written beside
     /// one still answers what it recorded.
-    pub fn answer(&self, r: &LlmRequest, asked: Option<&str>) -> Result<LlmReply, HostError> {
+    pub fn answer(&self, r: &LlmRequest, asked: Option<&str>) -> Result<LlmReply, CallError> {
         let matched = self
             .rules
             .iter()
@@ -64,7 +64,7 @@ impl Offline {
                         ..reply
                     })
                 }
-                Err(e) => misses.push(e.message),
+                Err(e) => misses.push(e.to_string()),
             }
         }
         if self.rules.iter().any(|rule| rule.matches.is_none()) {
@@ -85,7 +85,7 @@ impl Offline {
             message.push_str("; ");
             message.push_str(&miss);
         }
-        Err(HostError::new(Reason::ExecutionHalted, message))
+        Err(CallError::new(CallKind::Unanswered, message))
     }
 
     /// The reply of the rules `chosen` picks (at least one): the first not used yet,
@@ -170,7 +170,7 @@ mod tests {
         let e = offline
             .answer(&request("Translate this"), None)
             .unwrap_err();
-        assert_eq!(e.reason, Reason::ExecutionHalted);
-        assert!(e.message.contains("\"Translate this\""), "{}", e.message);
+        assert_eq!(e.reason(), tv_vm::result::Reason::ExecutionHalted);
+        assert!(e.message().contains("\"Translate this\""), "{e}");
     }
 }

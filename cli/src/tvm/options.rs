@@ -16,6 +16,7 @@ use tv_runtime::config::{
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::journal::{self, Header};
 use tv_runtime::ledger::{CostBudget, Ledger, Shared};
+use tv_runtime::model::{Recorded, Replay};
 use tv_runtime::observe::{Progress, Trace};
 use tv_runtime::prices::{self, Prices};
 use tv_runtime::providers::{self, JsonMode, Settings};
@@ -389,9 +390,17 @@ pub fn host(config: &RunConfig, a: &HostArgs) -> Result<RunHost, String> {
         cache.as_deref(),
         a.shared.clone(),
     )?));
-    let mut host = RunHost::new(choice, env::vars(), tune, ScriptRunner::default(), ledger)?;
+    let default_model = config.models.default.clone();
+    let scripts = ScriptRunner::default();
+    let mut host = RunHost::new(
+        choice,
+        env::vars(),
+        tune,
+        scripts,
+        ledger,
+        default_model.clone(),
+    )?;
     host.defaults = config.model_settings();
-    host.model = config.models.default.clone();
     if let Some(m) = &config.models.force {
         tv_stdlib::models::parse_model(m)
             .map_err(|e| format!("--force-model `{m}` is not a model identifier: {e}"))?;
@@ -400,7 +409,9 @@ pub fn host(config: &RunConfig, a: &HostArgs) -> Result<RunHost, String> {
     let cassette = &config.provider.cassette;
     match (cassette, choice) {
         (Some(path), Some(Choice::Replay)) => {
-            host.cassette = Some(Cassette::load(path)?.with_max_reply_bytes(max_reply_bytes))
+            let cassette = Cassette::load(path)?.with_max_reply_bytes(max_reply_bytes);
+            let replay = Replay::cassette(cassette, default_model);
+            host.models.set(Choice::Replay, Arc::new(replay));
         }
         (None, Some(Choice::Replay)) => {
             return Err("--provider replay needs --cassette FILE".into())
@@ -410,7 +421,11 @@ pub fn host(config: &RunConfig, a: &HostArgs) -> Result<RunHost, String> {
     }
     if let Some(path) = &a.record {
         let mode = a.record_mode.map_or(RecordMode::New, RecordMode::from);
-        host.recorder = Some(Recorder::create(path, mode)?);
+        let recorder = Arc::new(Recorder::create(path, mode)?);
+        host.models.layer(|inner| {
+            let recorder = recorder.clone();
+            Arc::new(Recorded { inner, recorder })
+        });
     }
     if let Some(path) = &a.trace {
         host.trace = Some(Trace::create(path)?);

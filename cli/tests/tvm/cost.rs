@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tv_runtime::ledger::{CostBudget, Ledger};
 use tv_runtime::prices::Prices;
-use tv_runtime::providers::{OpenAi, Settings};
+use tv_runtime::providers::{CallKind, OpenAi, Settings};
 use tv_vm::bundle::TaskMeta;
 use tv_vm::host::{LlmRequest, Message};
 use tv_vm::result::Resource;
@@ -316,7 +316,10 @@ proptest! {
                     answered += 1;
                     spent += r.cost.expect("gpt-4o has a price");
                 }
-                Err(e) => prop_assert_eq!(e.exhausted.map(|x| x.0), Some(Resource::Cost), "{}", e.message),
+                Err(e) => prop_assert!(
+                    matches!(e.kind(), CallKind::Exhausted { resource: Resource::Cost, .. }),
+                    "{e}"
+                ),
             }
         }
         prop_assert!(spent <= limit, "spent {spent} of {limit}");

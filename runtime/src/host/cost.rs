@@ -71,11 +71,7 @@ impl RunHost {
 
     /// The model a request goes to on `provider`, as the adapter would name it.
     fn model_of(&self, provider: Provider, r: &LlmRequest) -> Option<String> {
-        let settings = match provider {
-            Provider::OpenAi => self.openai.as_ref().map(|a| a.settings()),
-            Provider::Anthropic => self.anthropic.as_ref().map(|a| a.settings()),
-        };
-        settings.map(|s| s.model_for(r))
+        self.models.get(Choice::Remote(provider))?.asked(r)
     }
 }
 

@@ -2,13 +2,12 @@
 //! `<provider>` or a `provider:` model prefix) or else the run's default; scripts run as
 //! real processes.
 
-use crate::cassette::{Cassette, Recorder};
 use crate::config::env::{ANTHROPIC_BASE_URL, OPENAI_BASE_URL};
 use crate::context::Assembler;
 use crate::host::AsyncHost;
 use crate::ledger::Ledger;
+use crate::model::{CallError, CallKind, Echo, Model, Models};
 use crate::observe::{Progress, Trace};
-use crate::offline::Offline;
 use crate::providers::{anthropic, openai, Anthropic, OpenAi, Settings, Vars};
 use crate::script::ScriptRunner;
 use std::collections::HashSet;
@@ -55,15 +54,9 @@ pub struct RunHost {
     pub defaults: ModelSettings,
     /// Replaces every task's model (`--force-model`).
     pub force_model: Option<String>,
-    /// The model of tasks that name none (`--model`, `TVM_MODEL`): the adapters have it
-    /// as their default, and a replay needs it to ask its cassette for that model.
-    pub model: Option<String>,
-    /// Set with `--provider replay`.
-    pub cassette: Option<Cassette>,
-    /// Set by `tvm test`: a test's replies and cassettes, which answer before `cassette`.
-    pub offline: Option<Offline>,
-    /// Set with `--record`: every reply is written down.
-    pub recorder: Option<Recorder>,
+    /// What answers LLM calls, for each [`Choice`], with the layers around them
+    /// (`--record`).
+    pub models: Models,
     /// Set with `--trace`: one line per host call.
     pub trace: Option<Trace>,
     pub progress: Option<Progress>,
@@ -71,8 +64,6 @@ pub struct RunHost {
     pub context: Assembler,
     /// Prices, `--max-cost` and `--cache`, shared with the adapters.
     pub ledger: Option<Arc<Ledger>>,
-    pub(super) openai: Option<OpenAi>,
-    pub(super) anthropic: Option<Anthropic>,
     scripts: ScriptRunner,
     /// Why an LLM call found no usable provider, the first time one did not.
     unconfigured: Mutex<Option<String>>,
@@ -90,12 +81,15 @@ impl RunHost {
     /// their settings (model, concurrency) after they were read. A provider without a key
     /// is not an error yet: a run that makes no LLM call needs none. A key that would go
     /// to a server named elsewhere than the key is an error now, before any call.
+    /// `model` is the run's model for tasks that name none (`--model`, `TVM_MODEL`),
+    /// which echo and replays ask by as the adapters do.
     pub fn new(
         default: Option<Choice>,
         vars: &Vars,
         tune: impl Fn(&mut Settings),
         scripts: ScriptRunner,
         ledger: Option<Arc<Ledger>>,
+        model: Option<String>,
     ) -> Result<RunHost, String> {
         let tuned = |mut s: Settings| {
             tune(&mut s);
@@ -110,6 +104,10 @@ impl RunHost {
             .transpose()?
             .map(|a| a.with_ledger(ledger.clone()));
         let mut host = RunHost::with_adapters(Choice::Echo, openai, anthropic, scripts);
+        let echo = Echo {
+            default_model: model,
+        };
+        host.models.set(Choice::Echo, Arc::new(echo));
         host.default = default;
         host.ledger = ledger;
         Ok(host)
@@ -122,20 +120,27 @@ impl RunHost {
         anthropic: Option<Anthropic>,
         scripts: ScriptRunner,
     ) -> RunHost {
+        let mut models = Models::default();
+        if let Some(a) = openai {
+            models.set(Choice::Remote(Provider::OpenAi), Arc::new(a));
+        }
+        if let Some(a) = anthropic {
+            models.set(Choice::Remote(Provider::Anthropic), Arc::new(a));
+        }
+        RunHost::with_models(default, models, scripts)
+    }
+
+    /// A host whose LLM calls `models` answer (tests, embedding).
+    pub fn with_models(default: Choice, models: Models, scripts: ScriptRunner) -> RunHost {
         RunHost {
             default: Some(default),
             defaults: ModelSettings::default(),
             force_model: None,
-            model: None,
-            cassette: None,
-            offline: None,
-            recorder: None,
+            models,
             trace: None,
             progress: None,
             context: Assembler::default(),
             ledger: None,
-            openai,
-            anthropic,
             scripts,
             unconfigured: Mutex::new(None),
             said: Mutex::new(HashSet::new()),
@@ -191,23 +196,16 @@ impl RunHost {
         sent
     }
 
-    /// The model `r` (as prepared) asks, by the name its provider is sent: the task's
+    /// The model `r` (as prepared) asks, by the name its answerer is sent: the task's
     /// (or `--force-model`'s), else the run's (`--model`, `TVM_MODEL`), else the
-    /// provider's default. `None` when nothing names one: a dry run, or a replay that
-    /// names none (its cassette then answers with what its tasks that named none got).
+    /// provider's default. `None` when nothing names one, or nothing answers.
     pub fn asked_model(&self, r: &LlmRequest) -> Option<String> {
-        let name = |m: &String| parse_model(m).ok().map(|m| m.name);
-        let adapter = match self.choose(r) {
-            Some(Choice::Remote(Provider::OpenAi)) => self.openai.as_ref().map(|a| a.settings()),
-            Some(Choice::Remote(Provider::Anthropic)) => {
-                self.anthropic.as_ref().map(|a| a.settings())
-            }
-            _ => None,
-        };
-        match adapter {
-            Some(settings) => Some(settings.model_for(r)),
-            None => r.model.as_ref().or(self.model.as_ref()).and_then(name),
-        }
+        self.model_for(r)?.asked(r)
+    }
+
+    /// What answers `r`, when anything is configured to.
+    fn model_for(&self, r: &LlmRequest) -> Option<&dyn Model> {
+        self.models.get(self.choose(r)?)
     }
 
     /// The request as sent (settings, inherited subset, files) and its reply.
@@ -263,15 +261,9 @@ impl RunHost {
                 if reply.model.is_empty() {
                     reply.model = self.model_name(&sent);
                 }
-                match &self.recorder {
-                    Some(rec) => rec
-                        .record(&sent, self.asked_model(&sent).as_deref(), &reply)
-                        .map(|()| reply)
-                        .map_err(|message| HostError::new(Reason::ExecutionHalted, message)),
-                    None => Ok(reply),
-                }
+                Ok(reply)
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         };
         (sent, reply)
     }
@@ -302,70 +294,44 @@ impl RunHost {
         }
     }
 
-    /// The model a reply that names none came from: the one asked for, else the
-    /// provider's default, else the pseudo-provider's name.
+    /// The model a reply that names none came from: its answerer's name for it, else
+    /// the model asked for, else the pseudo-provider's name.
     fn model_name(&self, r: &LlmRequest) -> String {
-        let default = match self.choose(r) {
-            Some(Choice::Echo) => return Choice::Echo.name().to_string(),
-            Some(Choice::Remote(Provider::OpenAi)) => self.openai.as_ref().map(|p| p.settings()),
-            Some(Choice::Remote(Provider::Anthropic)) => {
-                self.anthropic.as_ref().map(|p| p.settings())
-            }
-            _ => None,
-        };
-        match (default, &r.model) {
-            (Some(s), _) => s.model_for(r),
+        match (self.model_for(r), &r.model) {
+            (Some(m), _) => m.reply_model(r),
             (None, Some(m)) => m.clone(),
             (None, None) => self.default.map_or("none", Choice::name).to_string(),
         }
     }
 
-    async fn ask(&self, r: &LlmRequest) -> Result<LlmReply, HostError> {
+    async fn ask(&self, r: &LlmRequest) -> Result<LlmReply, CallError> {
         let unavailable = |message: String| {
             if let Ok(mut u) = self.unconfigured.lock() {
                 u.get_or_insert_with(|| message.clone());
             }
-            HostError::new(Reason::ExecutionHalted, message)
+            CallError::new(CallKind::Unconfigured, message)
         };
         let missing = |name: &str, key: &str, url: &str| {
-            unavailable(format!(
+            format!(
                 "task `{}` needs provider `{name}`, but neither {key} nor {url} is set",
                 r.task.name
-            ))
+            )
         };
-        match self.choose(r) {
-            None => Err(unavailable(NO_PROVIDER.to_string())),
-            // A dry run costs nothing; a replayed reply was paid for when it was recorded.
-            Some(Choice::Echo) => Ok(LlmReply {
-                cost: Some(0),
-                ..tv_vm::host::echo(r)
-            }),
-            Some(Choice::Replay) => match (&self.offline, &self.cassette) {
-                (Some(o), _) => o.answer(r, self.asked_model(r).as_deref()),
-                (None, Some(c)) => {
-                    c.answer(r, self.asked_model(r).as_deref())
-                        .map(|reply| LlmReply {
-                            cost: Some(0),
-                            cached: true,
-                            ..reply
-                        })
+        let Some(choice) = self.choose(r) else {
+            return Err(unavailable(NO_PROVIDER.to_string()));
+        };
+        match self.models.get(choice) {
+            Some(m) => m.complete(r).await,
+            None => Err(unavailable(match choice {
+                Choice::Remote(Provider::OpenAi) => {
+                    missing("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL")
                 }
-                (None, None) => Err(unavailable(
-                    "replay needs a cassette: --cassette FILE".into(),
-                )),
-            },
-            Some(Choice::Remote(Provider::OpenAi)) => match &self.openai {
-                Some(p) => p.complete(r).await,
-                None => Err(missing("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL")),
-            },
-            Some(Choice::Remote(Provider::Anthropic)) => match &self.anthropic {
-                Some(p) => p.complete(r).await,
-                None => Err(missing(
-                    "anthropic",
-                    "ANTHROPIC_API_KEY",
-                    "ANTHROPIC_BASE_URL",
-                )),
-            },
+                Choice::Remote(Provider::Anthropic) => {
+                    missing("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+                }
+                Choice::Replay => "replay needs a cassette: --cassette FILE".into(),
+                Choice::Echo => NO_PROVIDER.to_string(),
+            })),
         }
     }
 }

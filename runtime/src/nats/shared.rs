@@ -21,14 +21,14 @@
 
 use super::{patiently, SLOT_LEASE};
 use crate::ledger::{dollars, micro, Shared, Ticket};
+use crate::model::{CallError, CallKind};
 use async_nats::jetstream::kv::{self, Operation};
 use futures::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
-use tv_vm::host::HostError;
-use tv_vm::result::{Reason, Resource};
+use tv_vm::result::Resource;
 
 pub struct NatsShared {
     counters: kv::Store,
@@ -68,8 +68,8 @@ impl NatsShared {
     /// value it is given; returns the new value.
     async fn adjust(
         &self,
-        change: impl Fn(u64) -> Result<u64, HostError>,
-    ) -> Result<u64, HostError> {
+        change: impl Fn(u64) -> Result<u64, CallError>,
+    ) -> Result<u64, CallError> {
         let key = format!("spent.{}", self.batch);
         loop {
             let entry = patiently(|| self.counters.entry(&key), |_| false)
@@ -112,7 +112,7 @@ impl NatsShared {
     }
 
     /// Takes a free place, waiting for one: its number and revision.
-    async fn take_place(&self, ticket: u64) -> Result<(usize, u64), HostError> {
+    async fn take_place(&self, ticket: u64) -> Result<(usize, u64), CallError> {
         let mut waits =
             crate::backoff::doubling(Duration::from_millis(5), Duration::from_millis(200));
         let start = self.base.wrapping_add(ticket as usize);
@@ -141,9 +141,9 @@ impl NatsShared {
 }
 
 /// The server could not be asked: the call is not made.
-fn unreachable(e: impl std::fmt::Display) -> HostError {
-    HostError::new(
-        Reason::ExecutionHalted,
+fn unreachable(e: impl std::fmt::Display) -> CallError {
+    CallError::new(
+        CallKind::Shared,
         format!("the batch's shared budget and cap could not be read from the NATS server: {e}"),
     )
 }
@@ -153,13 +153,13 @@ impl Shared for NatsShared {
         &'a self,
         worst: Option<u64>,
         what: &'a str,
-    ) -> BoxFuture<'a, Result<Ticket, HostError>> {
+    ) -> BoxFuture<'a, Result<Ticket, CallError>> {
         Box::pin(async move {
             let reserved = match self.limit {
                 None => None,
                 Some(limit) => {
                     let Some(worst) = worst else {
-                        return Err(HostError::exhausted(
+                        return Err(CallError::exhausted(
                             Resource::Cost,
                             format!("{what} has no price, so it cannot be kept within the batch's --max-cost; add its price with --prices FILE"),
                             0,
@@ -168,7 +168,7 @@ impl Shared for NatsShared {
                     };
                     self.adjust(|committed| match committed.checked_add(worst) {
                         Some(after) if after <= limit => Ok(after),
-                        _ => Err(HostError::exhausted(
+                        _ => Err(CallError::exhausted(
                             Resource::Cost,
                             format!(
                                 "{what} was not sent: its worst case of ${} does not fit in what is left of the batch's budget (--max-cost ${}: ${} spent or reserved by the calls of all its workers)",

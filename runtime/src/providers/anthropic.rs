@@ -5,10 +5,11 @@ use super::{
     estimated_tokens, system_parts, tokens, Settings, Transport, SPAWN_SUBTASK,
     SPAWN_SUBTASK_DESCRIPTION,
 };
+use crate::model::CallError;
 use reqwest::header::HeaderName;
 use serde_json::{json, Value};
 use tv_stdlib::models::Provider;
-use tv_vm::host::{HostError, LlmReply, LlmRequest, Role};
+use tv_vm::host::{LlmReply, LlmRequest, Role};
 
 /// Where the key comes from, named when a server refuses it.
 pub const KEY_VAR: &str = crate::config::env::ANTHROPIC_API_KEY;
@@ -126,7 +127,7 @@ impl Anthropic {
     /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
     /// A server that refuses the forced tool is asked again with the schema in the
     /// prompt, and so is every later call of the run.
-    pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
+    pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, CallError> {
         let feature = (
             "a forced tool (`tools` with `tool_choice`)",
             &["tools", "tool_choice"][..],
@@ -141,7 +142,7 @@ impl Anthropic {
         &self,
         req: &LlmRequest,
         shape: &Shape,
-    ) -> Result<LlmReply, HostError> {
+    ) -> Result<LlmReply, CallError> {
         let (body, warnings) = self.body_shaped(req, shape);
         let reply_tool = match shape {
             Shape::Native { name, .. } => Some(name.as_str()),
@@ -172,7 +173,7 @@ impl Anthropic {
     /// The reply's text, token usage and subtask request; with `reply_tool`, the input
     /// of that tool's call is the reply, as JSON text (the text blocks beside it, if any,
     /// are the model thinking aloud).
-    fn read(&self, reply: &Value, reply_tool: Option<&str>) -> Result<LlmReply, HostError> {
+    fn read(&self, reply: &Value, reply_tool: Option<&str>) -> Result<LlmReply, CallError> {
         let t = &self.transport;
         let blocks = reply
             .get("content")
@@ -298,5 +299,19 @@ fn min_cache_tokens(model: &str) -> u64 {
         2048
     } else {
         1024
+    }
+}
+
+impl crate::model::Model for Anthropic {
+    fn asked(&self, r: &LlmRequest) -> Option<String> {
+        Some(self.settings().model_for(r))
+    }
+
+    fn reply_model(&self, r: &LlmRequest) -> String {
+        self.settings().model_for(r)
+    }
+
+    fn complete<'a>(&'a self, r: &'a LlmRequest) -> crate::model::Completion<'a> {
+        crate::model::Completion::later(Anthropic::complete(self, r))
     }
 }

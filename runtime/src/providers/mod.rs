@@ -16,6 +16,7 @@ mod transport;
 
 use crate::config::env as vars;
 pub use crate::config::env::{Source, Var, Vars};
+pub use crate::model::{CallError, CallKind};
 pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 pub use structured::JsonMode;
@@ -28,7 +29,7 @@ use std::time::Duration;
 use transport::Transport;
 use tv_stdlib::models::{left_out, Provider, Setting};
 use tv_vm::bundle::ModelSettings;
-use tv_vm::host::{HostError, LlmRequest};
+use tv_vm::host::LlmRequest;
 
 /// The name of the tool through which a model asks for a subtask.
 pub const SPAWN_SUBTASK: &str = "spawn_subtask";
@@ -248,17 +249,17 @@ result. Use it when part of the work is a separate task of its own.";
 /// A request the server refused for its spawning tool gets told which task offered the
 /// tool and which element turns it off: stock local servers (llama.cpp without
 /// `--jinja`, some Ollama models) refuse tools, with whatever status they choose.
-fn explain_unsupported(mut e: HostError, req: &LlmRequest) -> HostError {
-    let tools = matches!(transport::refused_field(&e), Some("tools" | "tool_choice"));
-    if tools && req.task.subtasks {
-        e.message.push_str(&format!(
-            "\n(the server does not take tools: task `{}` offers the spawn_subtask tool because \
+fn explain_unsupported(e: CallError, req: &LlmRequest) -> CallError {
+    let tools = matches!(e.refused_field(), Some("tools" | "tool_choice"));
+    if !(tools && req.task.subtasks) {
+        return e;
+    }
+    e.with_suffix(&format!(
+        "\n(the server does not take tools: task `{}` offers the spawn_subtask tool because \
              it says `<subtasks>enabled</subtasks>`; remove that element, or use a server with \
              tool support, e.g. llama-server started with --jinja)",
-            req.task.name
-        ));
-    }
-    e
+        req.task.name
+    ))
 }
 
 /// The settings `req` is sent to `model` of `provider` with: those the model does not

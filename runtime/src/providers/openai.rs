@@ -3,11 +3,11 @@
 
 use super::structured::{self, Shape};
 use super::{system_text, tokens, Settings, Transport, SPAWN_SUBTASK, SPAWN_SUBTASK_DESCRIPTION};
+use crate::model::{CallError, CallKind};
 use reqwest::header::AUTHORIZATION;
 use serde_json::{json, Value};
 use tv_stdlib::models::Provider;
-use tv_vm::host::{HostError, LlmReply, LlmRequest, Role};
-use tv_vm::result::Reason;
+use tv_vm::host::{LlmReply, LlmRequest, Role};
 
 /// Where the key comes from, named when a server refuses it.
 pub const KEY_VAR: &str = crate::config::env::OPENAI_API_KEY;
@@ -105,7 +105,7 @@ impl OpenAi {
     /// One handler turn: the model's reply, its token usage, and any subtask it asked for.
     /// A server that refuses `response_format` is asked again with the schema in the
     /// prompt, and so is every later call of the run.
-    pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
+    pub async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, CallError> {
         let feature = (
             "`response_format` with a JSON schema",
             &["response_format", "json_schema"][..],
@@ -120,7 +120,7 @@ impl OpenAi {
         &self,
         req: &LlmRequest,
         shape: &Shape,
-    ) -> Result<LlmReply, HostError> {
+    ) -> Result<LlmReply, CallError> {
         let (body, warnings) = self.body_shaped(req, shape);
         let mut reply = self
             .transport
@@ -135,7 +135,7 @@ impl OpenAi {
         Ok(reply)
     }
 
-    fn read(&self, reply: &Value) -> Result<LlmReply, HostError> {
+    fn read(&self, reply: &Value) -> Result<LlmReply, CallError> {
         let t = &self.transport;
         // Looked up key by key: `Value::pointer` would parse its path on every reply.
         let choice = reply.get("choices").and_then(|c| c.get(0));
@@ -185,7 +185,7 @@ impl OpenAi {
     }
 
     /// The arguments of the first `spawn_subtask` call, if the model made one.
-    fn subtask(&self, message: &Value) -> Result<Option<Value>, HostError> {
+    fn subtask(&self, message: &Value) -> Result<Option<Value>, CallError> {
         let calls = message.get("tool_calls").and_then(Value::as_array);
         let Some(function) = calls
             .into_iter()
@@ -199,7 +199,7 @@ impl OpenAi {
             // The API sends the arguments as a JSON document inside a string.
             Some(Value::String(text)) => serde_json::from_str(text).map(Some).map_err(|e| {
                 self.transport.error(
-                    Reason::UnexpectedError,
+                    CallKind::Malformed,
                     format!("the spawn_subtask call's arguments are not JSON ({e})"),
                 )
             }),
@@ -222,5 +222,19 @@ fn max_tokens_field(model: &str) -> &'static str {
         "max_completion_tokens"
     } else {
         "max_tokens"
+    }
+}
+
+impl crate::model::Model for OpenAi {
+    fn asked(&self, r: &LlmRequest) -> Option<String> {
+        Some(self.settings().model_for(r))
+    }
+
+    fn reply_model(&self, r: &LlmRequest) -> String {
+        self.settings().model_for(r)
+    }
+
+    fn complete<'a>(&'a self, r: &'a LlmRequest) -> crate::model::Completion<'a> {
+        crate::model::Completion::later(OpenAi::complete(self, r))
     }
 }

@@ -4,10 +4,10 @@
 //! waiting time of their own and no count, because under an adaptive rate ([`super::rate`])
 //! a 429 is the provider pacing a busy run, not the call going wrong.
 
+use crate::model::CallError;
 use reqwest::header::HeaderMap;
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tv_vm::host::HostError;
 
 /// How one attempt ended, when it did not succeed.
 #[derive(Debug)]
@@ -15,16 +15,16 @@ pub(crate) enum Failure {
     /// Worth another attempt (5xx, timeout, connection trouble), after `wait` when
     /// the server said how long.
     Retry {
-        error: HostError,
+        error: CallError,
         wait: Option<Duration>,
     },
     /// The provider's rate limit (429), after `wait` when the server said how long.
     Limited {
-        error: HostError,
+        error: CallError,
         wait: Option<Duration>,
     },
     /// Another attempt would fail the same way (a refused key, a malformed reply).
-    Fatal(HostError),
+    Fatal(CallError),
 }
 
 pub(crate) struct Policy {
@@ -45,7 +45,7 @@ const MAX_DOUBLINGS: u32 = 4;
 
 impl Policy {
     /// Runs `attempt` until it succeeds, fails for good, or a budget is spent.
-    pub(crate) async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T, HostError>
+    pub(crate) async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T, CallError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, Failure>>,
@@ -102,19 +102,13 @@ impl Policy {
     }
 }
 
-fn gave_up(mut error: HostError, attempts: u32, why: Option<String>) -> HostError {
+fn gave_up(error: CallError, attempts: u32, why: Option<String>) -> CallError {
     let plural = if attempts == 1 { "" } else { "s" };
-    error.message = match why {
-        Some(why) => format!(
-            "{} (gave up after {attempts} attempt{plural}: {why})",
-            error.message
-        ),
-        None => format!(
-            "{} (gave up after {attempts} attempt{plural})",
-            error.message
-        ),
+    let suffix = match why {
+        Some(why) => format!(" (gave up after {attempts} attempt{plural}: {why})"),
+        None => format!(" (gave up after {attempts} attempt{plural})"),
     };
-    error
+    error.with_suffix(&suffix)
 }
 
 /// A number in [0, 1) that differs between calls and processes. Jitter needs no quality

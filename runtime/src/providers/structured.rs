@@ -5,6 +5,7 @@
 //! its schema described at the end of the system text instead.
 
 use super::Transport;
+use crate::model::CallError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::future::Future;
@@ -12,7 +13,7 @@ use std::sync::atomic::Ordering;
 use tv_stdlib::types::{json_schema, strict_schema, strict_wrapped, Type, WRAPPED};
 use tv_stdlib::values::parse_json_text;
 use tv_vm::bundle::Output;
-use tv_vm::host::{HostError, LlmReply, LlmRequest};
+use tv_vm::host::{LlmReply, LlmRequest};
 
 /// How typed output is asked for (`tvm run --json-mode`, `TVM_JSON_MODE`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,9 +193,9 @@ fn unwrapped(mut reply: LlmReply) -> LlmReply {
 
 /// Whether a call failed because the server does not take one of `native`, the fields
 /// the adapter's native mode adds: it refused a field the request carried (whatever the
-/// HTTP status, see [`super::transport::refused_field`]), and that field is one of them.
-fn refuses_native(e: &HostError, native: &[&str]) -> bool {
-    super::transport::refused_field(e).is_some_and(|f| native.contains(&f))
+/// HTTP status: [`CallError::refused_field`]), and that field is one of them.
+fn refuses_native(e: &CallError, native: &[&str]) -> bool {
+    e.refused_field().is_some_and(|f| native.contains(&f))
 }
 
 /// Makes one call with the shape `req` needs. A native call the server refuses for its
@@ -207,10 +208,10 @@ pub(super) async fn complete<F, Fut>(
     spawn_conflicts: bool,
     (feature, native): (&str, &[&str]),
     call: F,
-) -> Result<LlmReply, HostError>
+) -> Result<LlmReply, CallError>
 where
     F: Fn(Shape) -> Fut,
-    Fut: Future<Output = Result<LlmReply, HostError>>,
+    Fut: Future<Output = Result<LlmReply, CallError>>,
 {
     let shape = Shape::of(req, transport.json_mode(), spawn_conflicts);
     let wrapped = match shape {
@@ -235,21 +236,18 @@ where
                      --json-mode prompt does so from the start. The server said: {}",
                     transport.provider,
                     refused
-                        .message
+                        .message()
                         .strip_prefix(&format!("{}: ", transport.provider))
-                        .unwrap_or(&refused.message)
+                        .unwrap_or(refused.message())
                 ));
             }
             Ok(reply)
         }
-        Err(mut e) => {
-            e.message.push_str(&format!(
-                "\n(before that, the server refused {feature} (structured output): {}; the call \
+        Err(e) => Err(e.with_suffix(&format!(
+            "\n(before that, the server refused {feature} (structured output): {}; the call \
                  was made again with the JSON schema in the prompt, as --json-mode prompt \
                  does, and failed as above)",
-                refused.message
-            ));
-            Err(e)
-        }
+            refused.message()
+        ))),
     }
 }

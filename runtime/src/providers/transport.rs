@@ -1,20 +1,20 @@
 //! The part of both adapters that talks HTTP: one client, the adaptive limit on calls in
 //! flight, retries, the ledger around each call, and the translation of every failure
-//! into a [`HostError`] that never shows the API key.
+//! into a [`CallError`] that never shows the API key.
 
 use super::body::{read_body, Body, ERROR_BODY_BYTES};
 use super::rate;
 use super::retry::{self, Failure};
 use super::Settings;
 use crate::ledger::Ledger;
+use crate::model::{CallError, CallKind};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
-use tv_vm::host::{HostError, LlmReply};
-use tv_vm::result::Reason;
+use tv_vm::host::LlmReply;
 
 /// How long an excerpt of a response body in an error message may be.
 const EXCERPT_CHARS: usize = 200;
@@ -33,11 +33,8 @@ const KEEPALIVE_RETRIES: u32 = 3;
 pub(super) const FEATURE_FIELDS: [&str; 4] =
     ["tools", "tool_choice", "response_format", "json_schema"];
 
-/// How a refusal opens its message, so that the adapters can tell which field it was.
-const REFUSED: &str = "the server refused the request's `";
-
 /// The part of both adapters that talks HTTP: one client, the concurrency cap, retries,
-/// and the translation of every failure into a [`HostError`].
+/// and the translation of every failure into a [`CallError`].
 pub(super) struct Transport {
     pub(super) client: reqwest::Client,
     pub(super) settings: Settings,
@@ -137,8 +134,8 @@ impl Transport {
         &self,
         path: &str,
         body: &Value,
-        read: impl Fn(&Value) -> Result<LlmReply, HostError>,
-    ) -> Result<LlmReply, HostError> {
+        read: impl Fn(&Value) -> Result<LlmReply, CallError>,
+    ) -> Result<LlmReply, CallError> {
         let Some(ledger) = &self.ledger else {
             return read(&self.post(path, body).await?);
         };
@@ -162,14 +159,16 @@ impl Transport {
                 let bound = ledger.worst(self.provider, body);
                 match shared.enter(bound.clone().unwrap_or(None), &what).await {
                     Ok(t) => Some((shared, t)),
-                    Err(mut e) => {
+                    Err(e) => {
                         Ledger::release(held);
                         // A shared budget refuses a call with no worst case: nothing
                         // bounds its reply, which says better what to do than no price.
-                        if let Err(why) = bound {
-                            e.message = format!("{why} (the batch's --max-cost)");
-                        }
-                        return Err(e);
+                        return Err(match bound {
+                            Err(why) => {
+                                CallError::new(e.kind(), format!("{why} (the batch's --max-cost)"))
+                            }
+                            Ok(_) => e,
+                        });
                     }
                 }
             }
@@ -216,7 +215,7 @@ impl Transport {
     }
 
     /// POSTs `body` to `{base_url}{path}` and returns the JSON of a successful reply.
-    async fn post(&self, path: &str, body: &Value) -> Result<Value, HostError> {
+    async fn post(&self, path: &str, body: &Value) -> Result<Value, CallError> {
         let url = format!("{}{path}", self.settings.base_url);
         let policy = retry::Policy {
             max_retries: self.settings.max_retries,
@@ -231,10 +230,7 @@ impl Transport {
     /// and released while backing off so that waiting requests do not starve the others.
     async fn attempt(&self, url: &str, body: &Value) -> Result<Value, Failure> {
         let slot = self.rate.slot().await.map_err(|_| {
-            Failure::Fatal(self.error(
-                Reason::UnexpectedError,
-                "the request queue was closed".into(),
-            ))
+            Failure::Fatal(self.error(CallKind::QueueClosed, "the request queue was closed".into()))
         })?;
         let outcome = self.send(url, body).await;
         match &outcome {
@@ -275,7 +271,7 @@ impl Transport {
             // The same request would get the same reply: not retried.
             Body::Cut(_) => {
                 return Err(Failure::Fatal(self.error(
-                    Reason::UnexpectedError,
+                    CallKind::TooLarge,
                     super::too_large(self.settings.max_reply_bytes),
                 )))
             }
@@ -283,7 +279,7 @@ impl Transport {
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|e| {
                 Failure::Fatal(self.error(
-                    Reason::UnexpectedError,
+                    CallKind::NotJson,
                     format!("the reply is not JSON ({e}): {}", self.excerpt(&bytes)),
                 ))
             });
@@ -294,19 +290,23 @@ impl Transport {
         // carried will not go away with another attempt: the feature is not there.
         if !matches!(code, 401 | 403 | 429) {
             if let Some(field) = named_field(&bytes, body) {
-                let message = format!("{REFUSED}{field}` field ({what})");
-                return Err(Failure::Fatal(self.error(Reason::UnexpectedError, message)));
+                let message = format!("the server refused the request's `{field}` field ({what})");
+                let kind = CallKind::Refused {
+                    field,
+                    status: code,
+                };
+                return Err(Failure::Fatal(self.error(kind, message)));
             }
         }
         if code == 429 && !out_of_quota(&bytes) {
             return Err(Failure::Limited {
-                error: self.error(Reason::UnexpectedError, what),
+                error: self.error(CallKind::Status(code), what),
                 wait,
             });
         }
         if status.is_server_error() {
             return Err(Failure::Retry {
-                error: self.error(Reason::UnexpectedError, what),
+                error: self.error(CallKind::Status(code), what),
                 wait,
             });
         }
@@ -324,13 +324,13 @@ impl Transport {
             429 => format!("the account's quota is used up; waiting will not help ({what})"),
             _ => what,
         };
-        Err(Failure::Fatal(self.error(Reason::UnexpectedError, message)))
+        Err(Failure::Fatal(self.error(CallKind::Status(code), message)))
     }
 
     fn transport_failure(&self, e: reqwest::Error) -> Failure {
         let error = if e.is_timeout() {
             self.error(
-                Reason::ExecutionTimeout,
+                CallKind::Timeout,
                 format!("no reply within {:?}", self.settings.request_timeout),
             )
         } else {
@@ -342,7 +342,11 @@ impl Transport {
                 text.push_str(&s.to_string());
                 source = s.source();
             }
-            self.error(Reason::UnexpectedError, text)
+            let kind = match e.is_builder() {
+                true => CallKind::Request,
+                false => CallKind::Connection,
+            };
+            self.error(kind, text)
         };
         if e.is_builder() {
             Failure::Fatal(error)
@@ -351,8 +355,8 @@ impl Transport {
         }
     }
 
-    pub(super) fn error(&self, reason: Reason, message: String) -> HostError {
-        HostError::new(reason, self.redact(format!("{}: {message}", self.provider)))
+    pub(super) fn error(&self, kind: CallKind, message: String) -> CallError {
+        CallError::new(kind, self.redact(format!("{}: {message}", self.provider)))
     }
 
     /// `text` without the API key, whatever put it there.
@@ -375,10 +379,10 @@ impl Transport {
     }
 
     /// A reply that parsed as JSON but lacks what the adapter needs.
-    pub(super) fn malformed(&self, what: &str, reply: &Value) -> HostError {
+    pub(super) fn malformed(&self, what: &str, reply: &Value) -> CallError {
         let text = reply.to_string();
         self.error(
-            Reason::UnexpectedError,
+            CallKind::Malformed,
             format!("the reply has no {what}: {}", self.excerpt(text.as_bytes())),
         )
     }
@@ -414,14 +418,6 @@ fn names_word(text: &str, word: &str) -> bool {
     text.match_indices(word).any(|(at, _)| {
         !part(text[..at].chars().next_back()) && !part(text[at + word.len()..].chars().next())
     })
-}
-
-/// The field a call's error says the server refused ([`FEATURE_FIELDS`]), if it is one.
-pub(super) fn refused_field(e: &HostError) -> Option<&'static str> {
-    let (_, rest) = e.message.split_once(REFUSED)?;
-    FEATURE_FIELDS
-        .into_iter()
-        .find(|f| rest.strip_prefix(f).is_some_and(|r| r.starts_with('`')))
 }
 
 /// Whether a 429's body says the account has no credit left (OpenAI's

@@ -102,7 +102,9 @@ impl TestSpec {
             ..ScriptRunner::default()
         };
         let mut host = RunHost::with_adapters(Choice::Replay, None, None, scripts);
-        host.offline = Some(Offline::new(self.replies.clone(), cassettes));
+        let replies = Offline::new(self.replies.clone(), cassettes);
+        let replay = crate::model::Replay::test(replies, None);
+        host.models.set(Choice::Replay, std::sync::Arc::new(replay));
         host.context.workspace = Some(dir.clone());
         host.context.no_search = true;
         host.trace = trace;

@@ -177,7 +177,8 @@ async fn a_refused_key_is_not_retried_and_is_named_without_being_shown() {
             Reason::UnexpectedError,
             &[api.key_var(), "401", "refused"],
         );
-        assert!(!format!("{err:?}").contains(KEY), "{}", err.message);
+        assert_eq!(err.kind(), CallKind::Status(401), "{api:?}");
+        assert!(!format!("{err:?}").contains(KEY), "{err}");
     })
     .await;
 }

@@ -16,9 +16,9 @@ use http::{Reply, Server};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::time::{Duration, Instant};
-use tv_runtime::providers::{subtask_schema, Anthropic, OpenAi, Settings};
+use tv_runtime::providers::{subtask_schema, Anthropic, CallError, CallKind, OpenAi, Settings};
 use tv_vm::bundle::TaskMeta;
-use tv_vm::host::{HostError, LlmReply, LlmRequest, Message, Role};
+use tv_vm::host::{LlmReply, LlmRequest, Message, Role};
 use tv_vm::result::Reason;
 
 const KEY: &str = "sk-test-SECRET-4242";
@@ -99,7 +99,7 @@ impl Client {
         }
     }
 
-    async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, HostError> {
+    async fn complete(&self, req: &LlmRequest) -> Result<LlmReply, CallError> {
         match self {
             Client::OpenAi(p) => p.complete(req).await,
             Client::Anthropic(p) => p.complete(req).await,
@@ -108,7 +108,7 @@ impl Client {
 }
 
 /// One call with `settings`, as a new client would make it.
-async fn call(api: Api, settings: Settings, req: &LlmRequest) -> Result<LlmReply, HostError> {
+async fn call(api: Api, settings: Settings, req: &LlmRequest) -> Result<LlmReply, CallError> {
     Client::new(api, settings).complete(req).await
 }
 
@@ -172,7 +172,7 @@ async fn succeeds(api: Api, settings: Settings) -> LlmReply {
 }
 
 /// The standard request through a new client; the reply must be an error.
-async fn fails(api: Api, settings: Settings) -> HostError {
+async fn fails(api: Api, settings: Settings) -> CallError {
     let reply = call(api, settings, &request(None)).await;
     reply.expect_err("the call should fail")
 }
@@ -192,14 +192,10 @@ fn assert_openai_bodies_conform(api: Api, server: &Server) {
     }
 }
 
-fn assert_mentions(err: &HostError, reason: Reason, parts: &[&str]) {
-    assert_eq!(err.reason, reason, "{}", err.message);
+fn assert_mentions(err: &CallError, reason: Reason, parts: &[&str]) {
+    assert_eq!(err.reason(), reason, "{err}");
     for part in parts {
-        assert!(
-            err.message.contains(part),
-            "{part:?} missing: {}",
-            err.message
-        );
+        assert!(err.message().contains(part), "{part:?} missing: {err}");
     }
 }
 

@@ -243,6 +243,14 @@ async fn a_server_that_refuses_tools_with_a_500_is_asked_once_and_told_which_ele
         .await
         .unwrap_err();
     assert_eq!(server.hits(), 1, "a refusal is not retried");
+    assert_eq!(
+        err.kind(),
+        CallKind::Refused {
+            field: "tools",
+            status: 500
+        },
+        "the status is kept beside the field"
+    );
     assert_mentions(
         &err,
         Reason::UnexpectedError,
@@ -254,5 +262,5 @@ async fn a_server_that_refuses_tools_with_a_500_is_asked_once_and_told_which_ele
             "`summarise`",
         ],
     );
-    assert!(!err.message.contains("gave up"), "{}", err.message);
+    assert!(!err.message().contains("gave up"), "{err}");
 }
