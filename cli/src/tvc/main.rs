@@ -80,6 +80,9 @@ enum Emit {
 }
 
 fn main() -> ExitCode {
+    driver::configure(driver::Options {
+        threads: threads(std::env::var("TVC_THREADS").ok().as_deref()),
+    });
     let cli = Cli::parse();
     match cli.command {
         Command::Check {
@@ -107,6 +110,11 @@ fn main() -> ExitCode {
             Err(e) => failed_output(e),
         },
     }
+}
+
+/// `TVC_THREADS`: the compiler's threads; a value that is not a number is ignored.
+fn threads(var: Option<&str>) -> Option<usize> {
+    var.and_then(|v| v.parse().ok())
 }
 
 /// [`build`], then the time each stage took when asked for.
