@@ -254,3 +254,15 @@ fn plural(n: usize, what: &str) -> String {
         format!("{n} {what}s")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::threads;
+
+    #[test]
+    fn tvc_threads_is_a_number_or_ignored() {
+        assert_eq!(threads(Some("4")), Some(4));
+        assert_eq!(threads(Some("many")), None);
+        assert_eq!(threads(None), None);
+    }
+}

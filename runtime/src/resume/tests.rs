@@ -118,11 +118,7 @@ fn an_entry_point_the_bundle_lacks_is_refused() {
     ) else {
         panic!("resumed without its entry point");
     };
-    assert_eq!(
-        e,
-        ResumeError::NoEntry("gone".into()),
-        "the bundle has no entry point `gone` taking the journal's arguments"
-    );
+    assert_eq!(e, ResumeError::NoEntry("gone".into()));
     assert_eq!(
         e.to_string(),
         "the bundle has no entry point `gone` taking the journal's arguments"

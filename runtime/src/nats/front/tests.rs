@@ -70,7 +70,7 @@ fn an_unnamed_batch_is_named_by_the_hash_of_its_record() {
     assert_eq!(r.batch, PINNED_NAME, "{text}");
     let named = record(publishing(Some("nightly-1"))).expect("a record");
     assert_eq!(named.batch, "nightly-1");
-    let e = record(publishing(Some("a.b"))).err().expect("refused");
+    let e = record(publishing(Some("a.b"))).expect_err("refused");
     assert!(e.contains("a.b"), "{e}");
 }
 
