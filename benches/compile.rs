@@ -103,6 +103,12 @@ fn stages(xml: &str) {
 }
 
 fn main() {
+    // `TVC_THREADS=1 cargo bench --bench compile` measures one thread, as `tvc` would.
+    tv_compiler::driver::configure(tv_compiler::driver::Options {
+        threads: std::env::var("TVC_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok()),
+    });
     let xml = workloads::function_library(workloads::LIBRARY_TEMPLATES);
     let bundle_size = compile_to_bytes(&xml).2.len();
     println!(

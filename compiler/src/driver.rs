@@ -26,6 +26,23 @@ const PARALLEL_READ_BYTES: usize = 256 * 1024;
 /// Files larger than this are refused before they are read into memory.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// How the driver works, set once per process by its caller (the `tvc` binary reads
+/// them from its environment; the compiler reads no variable).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Threads for the parallel stages; unset, one per core (`TVC_THREADS`).
+    pub threads: Option<usize>,
+}
+
+/// Sets `options` for the compilations of this process. Taken before the first
+/// compilation only: its worker threads are kept for the next. Whether they were taken.
+pub fn configure(options: Options) -> bool {
+    match options.threads {
+        Some(n) => crate::parallel::set_threads(n),
+        None => true,
+    }
+}
+
 /// Everything the front end produced for one program. The XML trees are not kept: each
 /// is freed once its syntax tree is built ([`xml_docs`] reads them again).
 #[derive(Debug)]

@@ -13,17 +13,22 @@ pub const MIN_ITEMS_PER_WORKER: usize = 64;
 /// fails or succeeds the same way whichever thread reads it.
 const WORKER_STACK: usize = 8 << 20;
 
-/// How many threads the compiler uses: the machine's parallelism, or `TVC_THREADS`.
+static THREADS: OnceLock<usize> = OnceLock::new();
+
+/// How many threads the compiler uses: the number the driver's options set
+/// ([`set_threads`]), else the machine's parallelism.
 pub fn threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| {
-        std::env::var("TVC_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        std::thread::available_parallelism()
+            .map(|n| n.get())
             .unwrap_or(1)
-            .max(1)
     })
+}
+
+/// Sets the number of threads, at least 1; taken only before the first compilation of
+/// the process, whose workers are kept (see [`pool`]). Whether it was taken.
+pub fn set_threads(n: usize) -> bool {
+    THREADS.set(n.max(1)).is_ok()
 }
 
 /// The compiler's own workers, started on first use and kept: a thread keeps the

@@ -25,6 +25,7 @@ pub mod observe;
 pub mod offline;
 pub mod prices;
 pub mod providers;
+pub mod resume;
 mod run;
 pub mod script;
 pub mod testing;

@@ -80,6 +80,9 @@ enum Emit {
 }
 
 fn main() -> ExitCode {
+    driver::configure(driver::Options {
+        threads: threads(std::env::var("TVC_THREADS").ok().as_deref()),
+    });
     let cli = Cli::parse();
     match cli.command {
         Command::Check {
@@ -107,6 +110,11 @@ fn main() -> ExitCode {
             Err(e) => failed_output(e),
         },
     }
+}
+
+/// `TVC_THREADS`: the compiler's threads; a value that is not a number is ignored.
+fn threads(var: Option<&str>) -> Option<usize> {
+    var.and_then(|v| v.parse().ok())
 }
 
 /// [`build`], then the time each stage took when asked for.
@@ -244,5 +252,17 @@ fn plural(n: usize, what: &str) -> String {
         format!("1 {what}")
     } else {
         format!("{n} {what}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::threads;
+
+    #[test]
+    fn tvc_threads_is_a_number_or_ignored() {
+        assert_eq!(threads(Some("4")), Some(4));
+        assert_eq!(threads(Some("many")), None);
+        assert_eq!(threads(None), None);
     }
 }

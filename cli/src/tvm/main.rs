@@ -9,6 +9,7 @@ use options::{host, HostArgs, LimitArgs};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+mod args;
 mod batch;
 mod info;
 mod interrupt;
@@ -20,12 +21,11 @@ mod source;
 mod testing;
 
 use tv_cli::{env, output};
-use tv_runtime::config::{Purpose, RunConfig};
 use tv_runtime::files;
-use tv_runtime::host::RunHost;
-use tv_runtime::journal::Journal;
+use tv_runtime::host::{priced, RunHost};
+use tv_runtime::journal::{Header, Journal};
+use tv_runtime::resume::Resume;
 use tv_runtime::Run;
-use tv_vm::args;
 use tv_vm::bundle::{Bundle, Verified};
 use tv_vm::limits::Limits;
 use tv_vm::result::TaskResult;
@@ -51,7 +51,7 @@ enum Command {
     Resume(Box<ResumeArgs>),
     /// Run an entry point once per row of a JSON-lines file, rows side by side, each
     /// row's result written as a line as it ends.
-    Batch(Box<batch::BatchArgs>),
+    Batch(Box<args::BatchArgs>),
     /// Run rows of the batches published to a NATS server (`tvm batch --nats`), until
     /// stopped; any number of workers, on any machines.
     Worker(Box<nats::WorkerArgs>),
@@ -145,6 +145,8 @@ fn main() -> ExitCode {
         }
         Command::Run(args) => run(*args),
         Command::Resume(args) => resume(*args),
+        // The same command, on this machine or spread over workers through NATS.
+        Command::Batch(args) if args.nats.nats.is_some() => nats::batch(*args),
         Command::Batch(args) => batch::batch(*args),
         Command::Worker(args) => nats::worker(*args),
         Command::Info(args) => info::info(&args),
@@ -195,15 +197,15 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
     let mut host = host(&config, &args.host)?;
     host.context.own_files.extend(args.journal.clone());
-    priced(&host, &bundle)?;
-    let limits = options::limits(&config);
+    priced(&host, &bundle).map_err(|e| e.to_string())?;
+    let limits = config.machine_limits();
     let journal = match &args.journal {
         Some(path) => {
             let f = bundle
                 .functions
                 .get(entry as usize)
                 .ok_or("the entry point has no function")?;
-            let mut header = options::header(&args.bundle, hash, &f.name, &config);
+            let mut header = Header::new(&args.bundle, hash, &f.name, &config);
             header.args = f
                 .params
                 .iter()
@@ -226,61 +228,33 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
     print_result(ran, args.output)
 }
 
-/// The first 16 characters of a hash, for messages; a journal's is untrusted text, so
-/// the cut is by characters, never inside one.
+/// The first 16 characters of a hash, for messages; a hash read from a file is
+/// untrusted text, so the cut is by characters, never inside one.
 fn short(hash: &str) -> String {
     hash.chars().take(16).collect()
 }
 
 fn resume(args: ResumeArgs) -> Result<ExitCode, String> {
-    let (header, journal) = Journal::open(&args.journal)?;
-    let path = args.bundle.clone().unwrap_or_else(|| header.bundle.clone());
+    let opened = Resume::open(&args.journal).map_err(|e| e.to_string())?;
+    let path = opened.bundle(args.bundle.as_deref());
     let (bundle, hash) = load(&path)?;
-    if hash != header.bundle_sha256 {
-        return Err(format!(
-            "the journal {} was written for a bundle with SHA-256 {}, but {} has {}: it was recompiled or replaced; \
-             resume with the bundle the run used (--bundle FILE)",
-            args.journal.display(),
-            short(&header.bundle_sha256),
-            path.display(),
-            short(&hash)
-        ));
-    }
-    if let Some(s) = journal
-        .interrupted()
-        .first()
-        .filter(|_| !args.rerun_scripts)
-    {
-        return Err(format!(
-            "the run stopped while the script of task `{}` (call {}) was running: {}\n\
-             it may have done part of its work; pass --rerun-scripts to run it again",
-            s.task, s.call, s.command
-        ));
-    }
-    let (entry, values) = bundle
-        .entry_args(&header.entry, &Value::Object(header.args.clone()))
-        .ok_or_else(|| {
-            format!(
-                "the bundle has no entry point `{}` taking the journal's arguments",
-                header.entry
-            )
-        })?;
-    // The run's settings, as its journal keeps them, over what the environment gives
-    // (a setting the run left unset); the flags given now over both.
+    let flags = args.host.layer()?;
     let env = env::environment();
-    let mut config = RunConfig::defaults()
-        .overlay(env.layer(Purpose::Resume)?)
-        .overlay(header.config.clone())
-        .overlay(args.host.layer()?);
-    if config.provider.choice.is_none() {
-        config.provider.choice = RunHost::default_from_keys(env.vars());
-    }
-    // The limits are always the run's, its map concurrency among them.
-    let limits = options::limits(&header.config);
-    let mut host = host(&config, &args.host)?;
+    let resumed = opened
+        .check(&bundle, &hash, &path, args.rerun_scripts, env, flags)
+        .map_err(|e| e.to_string())?;
+    let mut host = host(&resumed.config, &args.host)?;
     host.context.own_files.push(args.journal.clone());
-    priced(&host, &bundle)?;
-    let ran = execute(&bundle, entry, values, limits, &host, Some(&journal))?;
+    priced(&host, &bundle).map_err(|e| e.to_string())?;
+    let journal = resumed.journal;
+    let ran = execute(
+        &bundle,
+        resumed.entry,
+        resumed.args,
+        resumed.limits,
+        &host,
+        Some(&journal),
+    )?;
     let code = print_result(ran, Output::Json)?;
     let (replayed, made) = journal.counts();
     let bodies = match journal.bodies_replayed() {
@@ -376,38 +350,6 @@ fn execute(
     })
 }
 
-/// Under `--max-cost`, every model the run may call has a price, and every call a bound
-/// on its reply: a usage error before anything runs otherwise (DESIGN §15).
-fn priced(host: &RunHost, bundle: &Bundle) -> Result<(), String> {
-    if !host.budgeted() {
-        return Ok(());
-    }
-    let missing = host.unbudgeted(bundle);
-    let listed = |models: &[String]| {
-        models
-            .iter()
-            .map(|m| format!("`{m}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if let Some(first) = missing.unpriced.first() {
-        return Err(format!(
-            "--max-cost needs the price of every model the run may call, and the price table has none for {}; \
-             add them with --prices FILE (JSON: {{\"models\": {{\"{first}\": {{\"input\": USD_PER_MILLION, \"output\": USD_PER_MILLION}}}}}})",
-            listed(&missing.unpriced),
-        ));
-    }
-    if !missing.unbounded.is_empty() {
-        return Err(format!(
-            "--max-cost needs a bound on every call's reply, and calls to {} send no max_tokens while the \
-             capability table (stdlib/models.json) does not know their longest reply; set max_tokens on \
-             their tasks' <model> or --max-output-tokens",
-            listed(&missing.unbounded),
-        ));
-    }
-    Ok(())
-}
-
 /// The entry to run: the one named, else the bundle's only entry point (see
 /// [`Verified::entry_point`]).
 fn pick_entry(program: &Verified, name: Option<&str>) -> Result<u32, String> {
@@ -469,9 +411,9 @@ fn bind_args(
             .iter()
             .find(|p| p.name == name)
             .map_or(tv_stdlib::types::Type::Any, |p| p.ty.to_type());
-        given.insert(name.to_string(), args::parse_arg(name, &ty, raw)?);
+        given.insert(name.to_string(), tv_vm::args::parse_arg(name, &ty, raw)?);
     }
-    args::bind(f, given)
+    tv_vm::args::bind(f, given)
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@ use tv_runtime::config::{
     RunConfig, Sampling,
 };
 use tv_runtime::host::{Choice, RunHost};
-use tv_runtime::journal::{self, Header};
 use tv_runtime::ledger::{CostBudget, Ledger, Shared};
 use tv_runtime::model::{Recorded, Replay};
 use tv_runtime::observe::{Progress, Trace};
@@ -236,41 +235,9 @@ pub fn run_config(a: &HostArgs, limits: Option<&LimitArgs>) -> Result<RunConfig,
     Ok(config)
 }
 
-/// What a journal keeps of a run's config: all of it, but a cache turned off, which a
-/// resume leaves to its own flags and environment as it does a cache never named.
-pub fn journaled(config: &RunConfig) -> RunConfig {
-    let mut kept = config.clone();
-    if kept.cost.cache == Some(CacheChoice::Off) {
-        kept.cost.cache = None;
-    }
-    kept
-}
-
 /// The run's calls in flight (and bodies of a map at once).
 pub fn concurrency(config: &RunConfig) -> usize {
-    config
-        .calls
-        .concurrency
-        .unwrap_or(providers::DEFAULT_CONCURRENCY)
-}
-
-/// The machine's limits of `config`: a map runs as many bodies at once as the provider
-/// takes calls, unless it says.
-pub fn limits(config: &RunConfig) -> Limits {
-    config.limits.limits(concurrency(config))
-}
-
-/// A journal's header for a run of `entry` of the bundle at `bundle` (its bytes
-/// hashing to `hash`) with `config`; no arguments yet.
-pub fn header(bundle: &Path, hash: String, entry: &str, config: &RunConfig) -> Header {
-    Header {
-        journal: journal::FORMAT,
-        bundle: std::fs::canonicalize(bundle).unwrap_or(bundle.to_path_buf()),
-        bundle_sha256: hash,
-        entry: entry.to_string(),
-        args: serde_json::Map::new(),
-        config: journaled(config),
-    }
+    config.concurrency()
 }
 
 /// Limits; defaults are those of `Limits::default()`.

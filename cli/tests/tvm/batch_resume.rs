@@ -263,3 +263,59 @@ pub(crate) fn state_files(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// A row journal left in a batch's state folder by a tvm of journal format 1
+/// (tests/fixtures/journals): the row is not resumed from it but fails, saying what to
+/// do, and the journal is left as it was.
+#[test]
+fn a_row_journal_of_the_format_before_fails_its_row_with_what_to_do() {
+    let dir = scratch("batch", "format-1");
+    let bundle = files::compiled(&dir, PROGRAM);
+    let (inputs, out) = (dir.join("rows.jsonl"), dir.join("results.jsonl"));
+    std::fs::write(&inputs, "{\"notes\": [\"a\"]}\n{\"notes\": [\"b\"]}\n").expect("rows");
+    let path = |p: &Path| p.to_str().expect("path").to_string();
+    let args = [
+        "batch",
+        &path(&bundle),
+        "--inputs",
+        &path(&inputs),
+        "--out",
+        &path(&out),
+        "--provider",
+        "echo",
+    ];
+    let (code, _, stderr) = run_tvm(&args, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    // As if the batch had stopped with row 1 in flight, under an older tvm.
+    let first: String = std::fs::read_to_string(&out)
+        .expect("results")
+        .lines()
+        .filter(|l| l.contains("\"index\":0"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&out, first).expect("row 1 unfinished");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/journals/format-1.jsonl");
+    let journal = dir.join("results.jsonl.state/1.journal");
+    std::fs::copy(&fixture, &journal).expect("the old journal");
+
+    let (code, _, stderr) = run_tvm(&args, &[]);
+    assert_eq!(code, 1, "{stderr}");
+    let lines: Vec<Value> = std::fs::read_to_string(&out)
+        .expect("results")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let row = lines
+        .iter()
+        .find(|l| l["index"] == 1)
+        .expect("row 1's line");
+    assert_eq!(row["status"], "FAILED", "{row}");
+    let said = format!(
+        "{} was written by an older tvm (journal format 1); this tvm reads format 2: finish \
+         the run with the tvm that started it, or run it again",
+        journal.display()
+    );
+    assert!(row.to_string().contains(&said), "{row}");
+    assert_eq!(std::fs::read(&journal).ok(), std::fs::read(&fixture).ok());
+}

@@ -16,14 +16,14 @@ use std::time::Duration;
 
 const KEY: &str = "sk-journal-test-key-0123456789";
 
-fn tvm(args: &[&str], server: &Server) -> Command {
+pub(super) fn tvm(args: &[&str], server: &Server) -> Command {
     let mut cmd = files::tvm(args);
     cmd.env("OPENAI_BASE_URL", server.url())
         .env("OPENAI_API_KEY", KEY);
     cmd
 }
 
-fn finish(cmd: &mut Command) -> (i32, String, String) {
+pub(super) fn finish(cmd: &mut Command) -> (i32, String, String) {
     let Output {
         status,
         stdout,
@@ -59,7 +59,7 @@ fn answer(r: &Request, delay: Duration) -> Reply {
 }
 
 /// A server answering every prompt after `delay`; `arrived` counts requests as they come.
-async fn model_server(delay: Duration, arrived: Arc<AtomicUsize>) -> Server {
+pub(super) async fn model_server(delay: Duration, arrived: Arc<AtomicUsize>) -> Server {
     Server::start(move |_, r| {
         arrived.fetch_add(1, Ordering::SeqCst);
         answer(r, delay)
@@ -67,7 +67,7 @@ async fn model_server(delay: Duration, arrived: Arc<AtomicUsize>) -> Server {
     .await
 }
 
-const DIGEST: [&str; 5] = [
+pub(super) const DIGEST: [&str; 5] = [
     "--arg",
     "service=payments",
     "--provider",
@@ -101,7 +101,7 @@ enum KillAt {
     Lines(usize),
 }
 
-fn kill(mut child: Child) {
+pub(super) fn kill(mut child: Child) {
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
 }

@@ -15,6 +15,7 @@ mod edit_loop;
 mod file_kinds;
 mod first_run;
 mod journal;
+mod journal_settings;
 mod json_mode;
 mod key_handover;
 mod map_resume;

@@ -328,3 +328,33 @@ fn signal(child: &Child, which: &str) {
         .expect("kill");
     assert!(ok.success());
 }
+
+/// A batch published by a tvm of journal format 1 (its record's header as the journal
+/// fixture's, tests/fixtures/journals): `--status` and `--collect` refuse it saying what
+/// to do, as `tvm resume` refuses such a journal.
+#[test]
+fn a_batch_published_by_the_format_before_is_refused_with_what_to_do() {
+    let dir = scratch("workers_untrusted", "format-1");
+    let nats = NatsServer::start(&dir);
+    let url = nats.url();
+    let (bundle, inputs) = rows(&dir, 1, 0);
+    publish(&url, &bundle, &inputs, &["--batch", "new"]);
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/journals/format-1.jsonl");
+    let text = std::fs::read_to_string(fixture).expect("the fixture");
+    let header: Value = serde_json::from_str(text.lines().next().expect("a header")).expect("JSON");
+    let old = json!({"batch": "old", "rows": 1, "rows_sha256": "ab", "header": header,
+                     "calls": 16, "max_deliveries": 3});
+    let hand = Hand::new(&url);
+    hand.put_record("old", old.to_string().into_bytes());
+    let said = "tvm: error: batch old in the server was written by an older tvm (journal format \
+                1); this tvm reads format 2: finish the run with the tvm that started it, or run \
+                it again\n";
+    let (code, out, err) = run_tvm(
+        &["batch", "--nats", &url, "--batch", "old", "--status"],
+        &[],
+    );
+    assert_eq!((code, out.as_str(), err.as_str()), (2, "", said));
+    let (code, lines, err) = collect(&url, "old", &dir);
+    assert_eq!((code, lines.len(), err.as_str()), (2, 0, said));
+}

@@ -9,6 +9,7 @@
 //! stopped batch.
 
 mod folder;
+pub mod front;
 mod lines;
 mod results;
 mod state;

@@ -76,6 +76,21 @@ pub const VARIABLES: &[Variable] = &[
         DotEnv::Never,
         true,
     ),
+    var(
+        NATS_CREDS,
+        "the NATS credentials file",
+        DotEnv::Never,
+        false,
+    ),
+    var(NATS_USER, "the NATS user", DotEnv::Never, false),
+    var(NATS_CA, "the NATS server's CA", DotEnv::Never, false),
+    var(
+        NATS_CERT,
+        "the NATS client certificate",
+        DotEnv::Never,
+        false,
+    ),
+    var(NATS_KEY, "the NATS client key", DotEnv::Never, false),
 ];
 
 /// The variables that hold secrets `tvm` uses (those of [`VARIABLES`] marked secret).
@@ -117,6 +132,13 @@ pub const TVM_CONCURRENCY: &str = "TVM_CONCURRENCY";
 /// What a NATS server may ask a worker or a publisher for, as the `nats` tool reads it.
 pub const NATS_TOKEN: &str = "NATS_TOKEN";
 pub const NATS_PASSWORD: &str = "NATS_PASSWORD";
+/// How to sign in to a NATS server and check who it is, as the `nats` tool reads them
+/// (each a flag's default, `--nats-creds` ...).
+pub const NATS_CREDS: &str = "NATS_CREDS";
+pub const NATS_USER: &str = "NATS_USER";
+pub const NATS_CA: &str = "NATS_CA";
+pub const NATS_CERT: &str = "NATS_CERT";
+pub const NATS_KEY: &str = "NATS_KEY";
 
 /// Whether a snapshot of the process environment should hold `name`: a variable of
 /// [`VARIABLES`], or a `TVM_*` name (a misspelt setting is named in a warning).

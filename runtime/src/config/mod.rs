@@ -257,6 +257,30 @@ impl RunConfig {
         }
     }
 
+    /// The run's calls in flight at once per provider (and bodies of a map at once).
+    pub fn concurrency(&self) -> usize {
+        self.calls
+            .concurrency
+            .unwrap_or(crate::providers::DEFAULT_CONCURRENCY)
+    }
+
+    /// The machine's limits: a map runs as many bodies at once as the provider takes
+    /// calls, unless it says.
+    pub fn machine_limits(&self) -> Limits {
+        self.limits.limits(self.concurrency())
+    }
+
+    /// What a journal keeps of this config: all of it, but a cache turned off, which a
+    /// resume leaves to its own flags and environment as it does a cache never named.
+    #[must_use]
+    pub fn journaled(&self) -> RunConfig {
+        let mut kept = self.clone();
+        if kept.cost.cache == Some(CacheChoice::Off) {
+            kept.cost.cache = None;
+        }
+        kept
+    }
+
     /// The run's default sampling settings, as a task's `<model>` would give them.
     pub fn model_settings(&self) -> ModelSettings {
         ModelSettings {

@@ -4,7 +4,7 @@
 mod cost;
 mod run;
 
-pub use cost::{llm_tasks, Unbudgeted};
+pub use cost::{llm_tasks, priced, BudgetError, Unbudgeted};
 pub use run::{relevant_subset, Choice, RunHost, NO_PROVIDER};
 
 use std::sync::Mutex;

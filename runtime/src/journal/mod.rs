@@ -93,6 +93,20 @@ impl Header {
         serde_json::from_value(value).map_err(|e| format!("{shown}:1: not a journal header: {e}"))
     }
 
+    /// The header of a run of `entry` of the bundle at `bundle` (made absolute, so a
+    /// resume from another folder finds it), whose bytes hash to `hash`, with `config`
+    /// as a journal keeps it ([`RunConfig::journaled`]); no arguments yet.
+    pub fn new(bundle: &Path, hash: String, entry: &str, config: &RunConfig) -> Header {
+        Header {
+            journal: FORMAT,
+            bundle: std::fs::canonicalize(bundle).unwrap_or(bundle.to_path_buf()),
+            bundle_sha256: hash,
+            entry: entry.to_string(),
+            args: Map::new(),
+            config: config.journaled(),
+        }
+    }
+
     /// Whether the echo provider answers the run's LLM calls.
     fn echo(&self) -> bool {
         self.config.provider.choice == Some(crate::host::Choice::Echo)

@@ -19,6 +19,7 @@
 mod admit;
 mod collect;
 mod connect;
+pub mod front;
 mod lease;
 mod log;
 mod publish;
