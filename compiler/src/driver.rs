@@ -11,6 +11,7 @@ use rustc_hash::FxHashSet as HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+mod again;
 mod outlined;
 mod windowed;
 pub use outlined::{

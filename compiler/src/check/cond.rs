@@ -4,6 +4,7 @@
 //! strings, unless the cond says what happens then (`otherwise="fail"` or `"empty"`)
 //! or ends with a case that always holds.
 
+use super::nulls::path_text;
 use super::scope::Scope;
 use super::Checker;
 use crate::ast::{BinOp, CmpOp, Cond, Expr, ExprKind, Literal, Segment};
@@ -98,22 +99,6 @@ pub(crate) fn compared_strings(cond: &Cond) -> Option<(&Expr, Vec<&str>)> {
         }
     }
     Some((value?, strings))
-}
-
-/// A variable or a path into one (`output.findings.0.severity`), as written; `None`
-/// for any other expression.
-pub(crate) fn path_text(e: &Expr) -> Option<String> {
-    match &e.kind {
-        ExprKind::Var(v) => Some(v.clone()),
-        ExprKind::Field(base, seg) => {
-            let base = path_text(base)?;
-            Some(match &seg.node {
-                Segment::Name(n) => format!("{base}.{n}"),
-                Segment::Index(i) => format!("{base}.{i}"),
-            })
-        }
-        _ => None,
-    }
 }
 
 /// The type of a path as the checker knows it, without reporting anything (the tests

@@ -10,7 +10,7 @@ mod graph;
 mod infer;
 mod lists;
 mod model;
-mod nulls;
+pub(crate) mod nulls;
 mod operators;
 mod outline;
 mod records;

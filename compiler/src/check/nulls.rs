@@ -19,7 +19,7 @@ impl Checker<'_, '_> {
             let Some(why) = null_reason(e, scope) else {
                 continue;
             };
-            let path = super::cond::path_text(e).unwrap_or_default();
+            let path = path_text(e).unwrap_or_default();
             self.diags.push(
                 Diagnostic::warning(
                     e.span,
@@ -88,7 +88,7 @@ fn null_reason(e: &Expr, scope: &Scope) -> Option<String> {
 /// alone (a truthy value is not null).
 pub(super) fn shown_present(test: &Expr, out: &mut Vec<String>) {
     use crate::ast::{BinOp, CmpOp, Literal};
-    let path = super::cond::path_text;
+    let path = path_text;
     match &test.kind {
         ExprKind::Binary(BinOp::And, a, b) => {
             shown_present(a, out);
@@ -118,7 +118,7 @@ pub(super) fn shown_present(test: &Expr, out: &mut Vec<String>) {
 /// in the cases after it.
 pub(super) fn shown_null(test: &Expr) -> Option<String> {
     use crate::ast::{BinOp, CmpOp, Literal};
-    let path = super::cond::path_text;
+    let path = path_text;
     match &test.kind {
         ExprKind::Not(inner) => path(inner),
         ExprKind::Binary(BinOp::Cmp(CmpOp::Eq), a, b) => match (&a.kind, &b.kind) {
@@ -126,6 +126,22 @@ pub(super) fn shown_null(test: &Expr) -> Option<String> {
             (ExprKind::Lit(Literal::Null), _) => path(b),
             _ => None,
         },
+        _ => None,
+    }
+}
+
+/// A variable or a path into one (`output.findings.0.severity`), as written; `None`
+/// for any other expression.
+pub(crate) fn path_text(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Var(v) => Some(v.clone()),
+        ExprKind::Field(base, seg) => {
+            let base = path_text(base)?;
+            Some(match &seg.node {
+                Segment::Name(n) => format!("{base}.{n}"),
+                Segment::Index(i) => format!("{base}.{i}"),
+            })
+        }
         _ => None,
     }
 }

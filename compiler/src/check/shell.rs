@@ -22,6 +22,7 @@ mod lexer;
 mod positional;
 mod resolve;
 mod scan;
+mod verdict;
 mod word;
 mod words;
 

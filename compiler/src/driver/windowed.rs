@@ -2,7 +2,8 @@
 //! [`super::bundle_bytes`] of [`super::compile`]'s bundle, but the syntax trees, the
 //! IR and the decoded bundle of a large library are never in memory whole.
 
-use super::{outlined, Compilation};
+use super::again::{items_again, BUILD_AGAIN};
+use super::Compilation;
 use crate::ast::{Item, Program};
 use crate::check::Symbols;
 use crate::codegen::Writer;
@@ -63,8 +64,8 @@ pub fn compile_to_bytes_in(
         let mut add = |first: usize, items: Vec<Item>| {
             lowering.again(module, first, items, &c.symbols, timings);
         };
-        let again = outlined::items_again(file, sources.get(file), &c.resolved, window, &mut add);
-        timings.add(outlined::BUILD_AGAIN, again);
+        let again = items_again(file, sources.get(file), &c.resolved, window, &mut add);
+        timings.add(BUILD_AGAIN, again);
     }
     lowering.finish(&mut c.program, &mut c.symbols, window, timings)
 }

@@ -414,7 +414,7 @@ impl Lowerer<'_> {
             Some(ast::Otherwise::Fail) => {
                 let compared = crate::check::cond::compared_strings(c).map(|(v, _)| v);
                 let path = compared
-                    .and_then(crate::check::cond::path_text)
+                    .and_then(crate::check::nulls::path_text)
                     .unwrap_or_default();
                 let value = match compared {
                     Some(v) => self.expr(v, frame),

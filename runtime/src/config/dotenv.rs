@@ -13,7 +13,8 @@
 //! are never printed: an error names the line, not what is on it. Values are taken as
 //! written: no `$VAR` is expanded, so a key holding a `$` stays whole.
 
-use super::env::{DotEnv, Source, Vars, SETTINGS, VARIABLES};
+use super::variables::{DotEnv, SETTINGS, VARIABLES};
+use super::vars::{Source, Vars};
 use crate::files::{self, FileError};
 use std::path::Path;
 

@@ -11,6 +11,7 @@
 
 mod dotenv;
 pub mod env;
+mod variables;
 mod vars;
 
 use crate::host::Choice;
@@ -21,8 +22,51 @@ use std::time::Duration;
 use tv_vm::bundle::ModelSettings;
 use tv_vm::limits::Limits;
 
-pub use crate::providers::JsonMode;
 pub use env::{Environment, Purpose};
+
+/// How typed output is asked for (`tvm run --json-mode`, `TVM_JSON_MODE`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JsonMode {
+    /// The provider's structured-output field where the type allows it.
+    #[default]
+    Native,
+    /// The schema described in the system text, always.
+    Prompt,
+}
+
+impl JsonMode {
+    pub fn parse(s: &str) -> Option<JsonMode> {
+        match s.trim() {
+            "native" => Some(JsonMode::Native),
+            "prompt" => Some(JsonMode::Prompt),
+            _ => None,
+        }
+    }
+
+    /// The name [`JsonMode::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JsonMode::Native => "native",
+            JsonMode::Prompt => "prompt",
+        }
+    }
+}
+
+// The defaults of how calls are made (DESIGN §9), which `RunConfig::defaults` gives and
+// the providers' `Settings::new` starts from.
+
+/// Retries after a call's first attempt, unless told otherwise (`tvm run --retries`).
+pub const DEFAULT_RETRIES: u32 = 4;
+/// Seconds one attempt may take, unless told otherwise (`tvm run --request-timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
+/// Attempts in flight at once, unless told otherwise (`tvm run --concurrency`).
+pub const DEFAULT_CONCURRENCY: usize = 16;
+/// Seconds a request may wait for rate limits, unless told otherwise (`--rate-wait`).
+pub const DEFAULT_RATE_WAIT_SECS: u64 = 300;
+
+/// Bytes a reply may have, unless told otherwise (`tvm run --max-reply-bytes`).
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 8 << 20;
 
 /// Declares a part of a [`RunConfig`]: a struct of optional fields, each left out of
 /// its JSON when unset, and its `overlay`, which takes each field from `over` where
@@ -178,15 +222,14 @@ impl RunConfig {
     /// JSON mode and [`Limits::default`]. (The provider, models, sampling, context and
     /// cost have no default: unset, each is left to the provider or is off.)
     pub fn defaults() -> RunConfig {
-        use crate::providers as p;
         RunConfig {
             json_mode: Some(JsonMode::Native),
             calls: Calls {
-                concurrency: Some(p::DEFAULT_CONCURRENCY),
-                retries: Some(p::DEFAULT_RETRIES),
-                request_timeout_secs: Some(p::DEFAULT_REQUEST_TIMEOUT_SECS),
-                rate_wait_secs: Some(p::DEFAULT_RATE_WAIT_SECS),
-                max_reply_bytes: Some(p::DEFAULT_MAX_REPLY_BYTES as u64),
+                concurrency: Some(DEFAULT_CONCURRENCY),
+                retries: Some(DEFAULT_RETRIES),
+                request_timeout_secs: Some(DEFAULT_REQUEST_TIMEOUT_SECS),
+                rate_wait_secs: Some(DEFAULT_RATE_WAIT_SECS),
+                max_reply_bytes: Some(DEFAULT_MAX_REPLY_BYTES as u64),
             },
             limits: LimitsPart::from_limits(&Limits::default()),
             ..RunConfig::default()
@@ -259,9 +302,7 @@ impl RunConfig {
 
     /// The run's calls in flight at once per provider (and bodies of a map at once).
     pub fn concurrency(&self) -> usize {
-        self.calls
-            .concurrency
-            .unwrap_or(crate::providers::DEFAULT_CONCURRENCY)
+        self.calls.concurrency.unwrap_or(DEFAULT_CONCURRENCY)
     }
 
     /// The machine's limits: a map runs as many bodies at once as the provider takes

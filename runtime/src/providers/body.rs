@@ -2,8 +2,6 @@
 //! and it, can send an endless body; reading it whole would take all the memory there is
 //! within seconds. Bodies are read chunk by chunk and the reading stops past the cap.
 
-/// Bytes a reply may have, unless told otherwise (`tvm run --max-reply-bytes`).
-pub const DEFAULT_MAX_REPLY_BYTES: usize = 8 << 20;
 /// What a call whose reply passed the cap fails with; a cassette's reply over the cap
 /// fails its call with the same words, so a replay is no way around the cap.
 pub fn too_large(cap: usize) -> String {

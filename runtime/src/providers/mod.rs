@@ -21,7 +21,11 @@ pub use anthropic::Anthropic;
 pub use openai::OpenAi;
 pub use structured::JsonMode;
 
-pub use body::{too_large, DEFAULT_MAX_REPLY_BYTES};
+pub use crate::config::{
+    DEFAULT_CONCURRENCY, DEFAULT_MAX_REPLY_BYTES, DEFAULT_RATE_WAIT_SECS,
+    DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_RETRIES,
+};
+pub use body::too_large;
 use serde_json::{json, Value};
 use std::fmt;
 
@@ -62,15 +66,6 @@ pub struct Settings {
     /// How typed output is asked for (default native).
     pub json_mode: JsonMode,
 }
-
-/// Retries after a call's first attempt, unless told otherwise (`tvm run --retries`).
-pub const DEFAULT_RETRIES: u32 = 4;
-/// Seconds one attempt may take, unless told otherwise (`tvm run --request-timeout`).
-pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 120;
-/// Attempts in flight at once, unless told otherwise (`tvm run --concurrency`).
-pub const DEFAULT_CONCURRENCY: usize = 16;
-/// Seconds a request may wait for rate limits, unless told otherwise (`--rate-wait`).
-pub const DEFAULT_RATE_WAIT_SECS: u64 = 300;
 
 impl Settings {
     /// The defaults of DESIGN §9 for a server at `base_url`, with no key.

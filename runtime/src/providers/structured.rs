@@ -6,7 +6,6 @@
 
 use super::Transport;
 use crate::model::CallError;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -15,34 +14,7 @@ use tv_stdlib::values::parse_json_text;
 use tv_vm::bundle::Output;
 use tv_vm::host::{LlmReply, LlmRequest};
 
-/// How typed output is asked for (`tvm run --json-mode`, `TVM_JSON_MODE`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JsonMode {
-    /// The provider's structured-output field where the type allows it.
-    #[default]
-    Native,
-    /// The schema described in the system text, always.
-    Prompt,
-}
-
-impl JsonMode {
-    pub fn parse(s: &str) -> Option<JsonMode> {
-        match s.trim() {
-            "native" => Some(JsonMode::Native),
-            "prompt" => Some(JsonMode::Prompt),
-            _ => None,
-        }
-    }
-
-    /// The name [`JsonMode::parse`] reads.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JsonMode::Native => "native",
-            JsonMode::Prompt => "prompt",
-        }
-    }
-}
+pub use crate::config::JsonMode;
 
 /// How one request asks for the shape of its reply.
 #[derive(Clone, Debug, PartialEq)]

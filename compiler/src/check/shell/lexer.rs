@@ -2,7 +2,7 @@
 //! reads a character (quotes, escapes, expansions, comments, heredocs), and hands what
 //! it reads at the top level to the word layer.
 
-use super::resolve::Verdict;
+use super::verdict::Verdict;
 use super::words::Words;
 use super::{Hole, Quote, Why};
 use heredoc::{Delimiter, Heredoc};

@@ -3,7 +3,7 @@
 //! (`eval "$1"`, `$1 --help`). The code is literal text, so it is read as a command of
 //! its own, with each reference to the parameter a hole.
 
-use super::resolve::Verdict;
+use super::verdict::Verdict;
 use super::{contexts, Piece, Why};
 use std::cell::Cell;
 

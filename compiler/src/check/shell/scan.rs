@@ -5,8 +5,8 @@
 use super::commands::{
     code_var, joined_option, long_option, lookup, Operands, Spec, DATA, STDIN_FILES,
 };
-use super::resolve::{
-    assignment, command_position, data, decided, find, option_name, shown, Arg, Found, Verdict,
+use super::verdict::{
+    assignment, command_position, data, decided, option_name, shown, Arg, Found, Verdict,
 };
 
 pub(super) enum Scanned {
@@ -391,4 +391,35 @@ impl Reached<'_> {
         let shell = st.rest.is_some() && st.operands == 0;
         (code || shell || st.stdin).then(|| self.name.clone())
     }
+}
+
+/// `find`: its expression, in which `-exec`, `-execdir`, `-ok` and `-okdir` start a
+/// command that ends at a `;` or `+` word.
+pub(super) fn find(args: &[Arg], cmd: usize, at: usize) -> Scanned {
+    let mut j = cmd + 1;
+    while j < at {
+        let a = &args[j];
+        if a.whole && matches!(a.text, "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let end = (j + 1..at).find(|&k| {
+                args[k].whole
+                    && (args[k].text == ";"
+                        || (args[k].text == "+" && args[k - 1].whole && args[k - 1].text == "{}"))
+            });
+            match end {
+                Some(k) => j = k,
+                None => {
+                    return Scanned::Inner {
+                        start: j + 1,
+                        feeds: false,
+                        replace: false,
+                    }
+                }
+            }
+        }
+        j += 1;
+    }
+    Scanned::Found(match args.get(at) {
+        Some(a) => Found::Hole(data(a, false)),
+        None => Found::Stdin(None),
+    })
 }

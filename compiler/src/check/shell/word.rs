@@ -1,7 +1,7 @@
 //! The pieces a command is built of: its words, as far as their text is known, and
 //! the command being read.
 
-use super::resolve::Arg;
+use super::verdict::Arg;
 
 /// Words (and holes) one simple command may have before the compiler stops following
 /// it: every hole looks back over its command's words, so this bounds the work.

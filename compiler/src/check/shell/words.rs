@@ -7,7 +7,8 @@
 //! Some holes are refused only later: a hole whose output is piped into `sh` (or a
 //! command's `<` input that is its script) is found out when that command ends.
 
-use super::resolve::{self, Verdict};
+use super::resolve;
+use super::verdict::Verdict;
 use super::word::{keep, Command, Target, Word, MAX_WORDS};
 use std::collections::HashSet;
 
