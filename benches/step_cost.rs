@@ -105,7 +105,10 @@ fn report_run(tvm: &Path, bundle: &Path) {
 /// Runs `bundle` once, in a child of this benchmark; what the run used.
 fn used(tvm: &Path, bundle: &Path) -> Used {
     let out = Command::new(std::env::current_exe().expect("own path"))
-        .env(CHILD, format!("{}\u{1f}{}", tvm.display(), bundle.display()))
+        .env(
+            CHILD,
+            format!("{}\u{1f}{}", tvm.display(), bundle.display()),
+        )
         .output()
         .expect("the measuring child runs");
     assert!(
@@ -227,12 +230,16 @@ fn main() {
         .measurement_time(Duration::from_secs(5))
         .sampling_mode(SamplingMode::Flat);
     for case in &cases {
-        group.bench_with_input(BenchmarkId::new(case.label, case.steps), &case, |b, case| {
-            b.iter(|| {
-                let status = command(&tvm, &case.path).status().expect("tvm runs");
-                assert!(status.success(), "tvm run failed: {status}");
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::new(case.label, case.steps),
+            &case,
+            |b, case| {
+                b.iter(|| {
+                    let status = command(&tvm, &case.path).status().expect("tvm runs");
+                    assert!(status.success(), "tvm run failed: {status}");
+                })
+            },
+        );
     }
     group.finish();
     c.final_summary();

@@ -226,7 +226,11 @@ fn echo_text(r: &LlmRequest) -> String {
         ("Context", context),
         ("Prompt", [prompt.trim_end(), ""]),
     ];
-    let shown = || sections.iter().filter(|(_, [a, b])| !(a.is_empty() && b.is_empty()));
+    let shown = || {
+        sections
+            .iter()
+            .filter(|(_, [a, b])| !(a.is_empty() && b.is_empty()))
+    };
     let size: usize = shown()
         .map(|(label, [a, b])| "\n\n".len() + label.len() + ":\n".len() + a.len() + b.len())
         .sum();
@@ -302,7 +306,12 @@ mod tests {
     fn a_context_in_two_parts_is_echoed_as_one_text_without_its_trailing_blank_lines() {
         // (head, body, start of the body's window, the Context section echoed)
         let cases = [
-            ("Earlier:\n", "xxStep 1: done\n\n", 2, "Earlier:\nStep 1: done"),
+            (
+                "Earlier:\n",
+                "xxStep 1: done\n\n",
+                2,
+                "Earlier:\nStep 1: done",
+            ),
             ("Earlier:\n  \n", "xx \n\n", 2, "Earlier:"),
             ("", "Step 1: done\n", 0, "Step 1: done"),
             ("head ", "", 0, "head"),
@@ -311,7 +320,11 @@ mod tests {
             let mut r = asked(Output::Text, "", "", "Go.");
             r.context = SharedText::window(head, Arc::new(body.into()), start);
             let echoed = echo(&r).content;
-            assert_eq!(echoed, format!("Context:\n{shown}\n\nPrompt:\nGo."), "{head:?} {body:?}");
+            assert_eq!(
+                echoed,
+                format!("Context:\n{shown}\n\nPrompt:\nGo."),
+                "{head:?} {body:?}"
+            );
             assert_eq!(echoed.len(), echoed.capacity(), "written once, at its size");
         }
         let mut r = asked(Output::Text, "", "", "Go.");

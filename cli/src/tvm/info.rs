@@ -35,11 +35,7 @@ pub fn info(args: &InfoArgs) -> Result<ExitCode, String> {
         let v = describe(&loaded.bundle, &hash);
         format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default())
     } else {
-        listing(
-            &loaded.bundle,
-            &args.bundle.display().to_string(),
-            &hash,
-        )
+        listing(&loaded.bundle, &args.bundle.display().to_string(), &hash)
     };
     output::print(&text)?;
     Ok(ExitCode::SUCCESS)
