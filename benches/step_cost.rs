@@ -170,18 +170,9 @@ fn per_step(label: &str, one: &[Used], long: &[Used]) {
     );
 }
 
-fn main() {
-    if let Ok(spec) = std::env::var(CHILD) {
-        let (tvm, bundle) = spec.split_once('\u{1f}').expect("two paths");
-        report_run(Path::new(tvm), Path::new(bundle));
-        return;
-    }
-    let Some(tvm) = workloads::tvm_binary() else {
-        println!("no release tvm: run `cargo build --release --bin tvm` first");
-        return;
-    };
-    let dir = std::env::temp_dir().join(format!("tv-bench-step-cost-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
+/// The sequences of 1 and `LONG` steps, with and without accumulation, written as
+/// bundles into `dir`; and the `CALLS`-step one.
+fn write_cases(dir: &Path) -> (Vec<Case>, PathBuf) {
     let write = |name: &str, src: String| {
         let path = dir.join(format!("{name}.bin"));
         std::fs::write(&path, workloads::bundle(&src).to_bytes()).expect("write a bundle");
@@ -189,13 +180,11 @@ fn main() {
     };
     let mut cases = Vec::new();
     for steps in [1, LONG] {
+        let plain = workloads::sequence_without_accumulation(steps);
         cases.push(Case {
             label: "no accumulation",
             steps,
-            path: write(
-                &format!("plain{steps}"),
-                workloads::sequence_without_accumulation(steps),
-            ),
+            path: write(&format!("plain{steps}"), plain),
         });
         cases.push(Case {
             label: "accumulation",
@@ -203,25 +192,11 @@ fn main() {
             path: write(&format!("acc{steps}"), workloads::sequence(steps)),
         });
     }
-    let short = write("calls", workloads::sequence(CALLS));
-    for case in &cases {
-        println!(
-            "{} {}: {}",
-            case.label,
-            case.steps,
-            result_of(&tvm, &case.path)
-        );
-    }
+    (cases, write("calls", workloads::sequence(CALLS)))
+}
 
-    // Interleaved rounds: each run once per round, in turn.
-    let mut rounds: Vec<Vec<Used>> = vec![Vec::new(); cases.len() + 1];
-    for _ in 0..ROUNDS {
-        for (i, case) in cases.iter().enumerate() {
-            rounds[i].push(used(&tvm, &case.path));
-        }
-        rounds[cases.len()].push(used(&tvm, &short));
-    }
-
+/// Criterion's wall-clock timing of each case.
+fn time_cases(tvm: &Path, cases: &[Case]) {
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("step_cost");
     group
@@ -229,22 +204,23 @@ fn main() {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5))
         .sampling_mode(SamplingMode::Flat);
-    for case in &cases {
-        group.bench_with_input(
-            BenchmarkId::new(case.label, case.steps),
-            &case,
-            |b, case| {
-                b.iter(|| {
-                    let status = command(&tvm, &case.path).status().expect("tvm runs");
-                    assert!(status.success(), "tvm run failed: {status}");
-                })
-            },
-        );
+    for case in cases {
+        let id = BenchmarkId::new(case.label, case.steps);
+        group.bench_with_input(id, &case, |b, case| {
+            b.iter(|| {
+                let status = command(tvm, &case.path).status().expect("tvm runs");
+                assert!(status.success(), "tvm run failed: {status}");
+            })
+        });
     }
     group.finish();
     c.final_summary();
+}
 
-    for (case, used) in cases.iter().zip(&rounds) {
+/// The figures of the rounds (one list per case, in the order of `cases`) and of
+/// criterion's medians.
+fn report(cases: &[Case], rounds: &[Vec<Used>]) {
+    for (case, used) in cases.iter().zip(rounds) {
         let (cpu, cpu_med) = min_median(used.iter().map(|u| u.cpu).collect());
         let (_, peak) = min_median(used.iter().map(|u| u.peak_kib).collect());
         let (_, faults) = min_median(used.iter().map(|u| u.faults).collect());
@@ -275,6 +251,35 @@ fn main() {
             );
         }
     }
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var(CHILD) {
+        let (tvm, bundle) = spec.split_once('\u{1f}').expect("two paths");
+        report_run(Path::new(tvm), Path::new(bundle));
+        return;
+    }
+    let Some(tvm) = workloads::tvm_binary() else {
+        println!("no release tvm: run `cargo build --release --bin tvm` first");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("tv-bench-step-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let (cases, short) = write_cases(&dir);
+    for case in &cases {
+        let result = result_of(&tvm, &case.path);
+        println!("{} {}: {result}", case.label, case.steps);
+    }
+    // Interleaved rounds: each run once per round, in turn; the short run last.
+    let mut rounds: Vec<Vec<Used>> = vec![Vec::new(); cases.len() + 1];
+    for _ in 0..ROUNDS {
+        for (i, case) in cases.iter().enumerate() {
+            rounds[i].push(used(&tvm, &case.path));
+        }
+        rounds[cases.len()].push(used(&tvm, &short));
+    }
+    time_cases(&tvm, &cases);
+    report(&cases, &rounds);
     let (low, peak) = min_median(rounds[cases.len()].iter().map(|u| u.peak_kib).collect());
     println!(
         "{CALLS}-call echo run: peak resident memory {peak} KiB = {:.1} MiB (median; min {low} KiB)",
