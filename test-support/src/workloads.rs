@@ -86,6 +86,16 @@ pub fn sequence(n: usize) -> String {
     out
 }
 
+/// [`sequence`] with `<accumulate_data>false</accumulate_data>`: no step is sent the
+/// results of the steps before it.
+pub fn sequence_without_accumulation(n: usize) -> String {
+    sequence(n).replacen(
+        "<steps>",
+        "<context_management><accumulate_data>false</accumulate_data></context_management><steps>",
+        1,
+    )
+}
+
 /// Parameters of the render workload: 20 variables, `items` being a list.
 pub const RENDER_PARAMS: [&str; 20] = [
     "title", "author", "audience", "tone", "language", "product", "version", "date", "region",

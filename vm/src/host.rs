@@ -203,26 +203,49 @@ pub fn echo(r: &LlmRequest) -> LlmReply {
             smallest_value(ty.as_type()).to_string()
         }
         Output::Json(_) => "{}".to_string(),
-        Output::Text => {
-            let prompt = r.messages.last().map_or("", |m| m.content.as_str());
-            let context = r.context.to_string();
-            [
-                ("System", r.system_prompt.as_str()),
-                ("Context", context.as_str()),
-                ("Prompt", prompt),
-            ]
-            .iter()
-            .map(|(label, text)| (label, text.trim_end()))
-            .filter(|(_, text)| !text.is_empty())
-            .map(|(label, text)| format!("{label}:\n{text}"))
-            .collect::<Vec<_>>()
-            .join("\n\n")
-        }
+        Output::Text => echo_text(r),
     };
     LlmReply {
         content,
         ..LlmReply::default()
     }
+}
+
+/// A text task's echo, written once into a string of its final size: in a sequence
+/// that accumulates, the context is the 16 KiB cap on every step.
+fn echo_text(r: &LlmRequest) -> String {
+    let prompt = r.messages.last().map_or("", |m| m.content.as_str());
+    // The context's two parts, as one text without its trailing blank lines.
+    let [head, body] = r.context.parts();
+    let context = match body.trim_end() {
+        "" => [head.trim_end(), ""],
+        body => [head, body],
+    };
+    let sections = [
+        ("System", [r.system_prompt.trim_end(), ""]),
+        ("Context", context),
+        ("Prompt", [prompt.trim_end(), ""]),
+    ];
+    let shown = || {
+        sections
+            .iter()
+            .filter(|(_, [a, b])| !(a.is_empty() && b.is_empty()))
+    };
+    let size: usize = shown()
+        .map(|(label, [a, b])| "\n\n".len() + label.len() + ":\n".len() + a.len() + b.len())
+        .sum();
+    // No blank line before the first section.
+    let mut out = String::with_capacity(size.saturating_sub("\n\n".len()));
+    for (label, [a, b]) in shown() {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(label);
+        out.push_str(":\n");
+        out.push_str(a);
+        out.push_str(b);
+    }
+    out
 }
 
 /// Answers every LLM request as [`echo`] does, and runs no script (dry runs).
@@ -277,6 +300,36 @@ mod tests {
         assert_eq!(echo(&bare).content, "Prompt:\nSum up.");
         let no_system = asked(Output::Text, "", "notes", "Go.");
         assert_eq!(echo(&no_system).content, "Context:\nnotes\n\nPrompt:\nGo.");
+    }
+
+    #[test]
+    fn a_context_in_two_parts_is_echoed_as_one_text_without_its_trailing_blank_lines() {
+        // (head, body, start of the body's window, the Context section echoed)
+        let cases = [
+            (
+                "Earlier:\n",
+                "xxStep 1: done\n\n",
+                2,
+                "Earlier:\nStep 1: done",
+            ),
+            ("Earlier:\n  \n", "xx \n\n", 2, "Earlier:"),
+            ("", "Step 1: done\n", 0, "Step 1: done"),
+            ("head ", "", 0, "head"),
+        ];
+        for (head, body, start, shown) in cases {
+            let mut r = asked(Output::Text, "", "", "Go.");
+            r.context = SharedText::window(head, Arc::new(body.into()), start);
+            let echoed = echo(&r).content;
+            assert_eq!(
+                echoed,
+                format!("Context:\n{shown}\n\nPrompt:\nGo."),
+                "{head:?} {body:?}"
+            );
+            assert_eq!(echoed.len(), echoed.capacity(), "written once, at its size");
+        }
+        let mut r = asked(Output::Text, "", "", "Go.");
+        r.context = SharedText::window(" \n", Arc::new("xx\n\n".into()), 2);
+        assert_eq!(echo(&r).content, "Prompt:\nGo.");
     }
 
     #[test]

@@ -150,7 +150,14 @@ fn truncated(reply: LlmReply) -> TaskResult {
 /// The notes of a reply: the files put into its context, warnings, whether it came from
 /// a cache. (Its usage is added where the session's result is made.)
 fn reply_notes(reply: &LlmReply) -> Map<String, Value> {
-    let mut notes = Map::with_capacity(3);
+    // Room for these and the usage, no more: a sequence keeps every step's result, and
+    // an entry of a map is about a hundred bytes.
+    let present = [
+        !reply.context_files.is_empty(),
+        !reply.warnings.is_empty(),
+        reply.cached,
+    ];
+    let mut notes = Map::with_capacity(1 + present.iter().filter(|p| **p).count());
     if !reply.context_files.is_empty() {
         notes.insert("contextFiles".into(), json!(reply.context_files));
     }

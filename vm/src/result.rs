@@ -334,7 +334,9 @@ impl TryFrom<Value> for TaskResult {
 /// equal), built by moving the parts instead of serializing copies of them.
 impl From<TaskResult> for Value {
     fn from(r: TaskResult) -> Value {
-        let mut m = Map::with_capacity(5);
+        // Exactly the room needed: a sequence keeps every step's result as a value.
+        let extra = usize::from(r.parsed_content.is_some()) + usize::from(r.criteria.is_some());
+        let mut m = Map::with_capacity(3 + extra);
         m.insert("status".into(), status_value(r.status));
         m.insert("content".into(), Value::String(r.content));
         m.insert("notes".into(), r.notes.into());

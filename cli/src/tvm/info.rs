@@ -30,15 +30,12 @@ const RUN_DEFAULT: &str = "(the run's default model)";
 
 pub fn info(args: &InfoArgs) -> Result<ExitCode, String> {
     let loaded = source::load(&args.bundle)?;
+    let hash = loaded.hash();
     let text = if args.json {
-        let v = describe(&loaded.bundle, &loaded.hash);
+        let v = describe(&loaded.bundle, &hash);
         format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default())
     } else {
-        listing(
-            &loaded.bundle,
-            &args.bundle.display().to_string(),
-            &loaded.hash,
-        )
+        listing(&loaded.bundle, &args.bundle.display().to_string(), &hash)
     };
     output::print(&text)?;
     Ok(ExitCode::SUCCESS)

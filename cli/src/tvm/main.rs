@@ -179,7 +179,10 @@ fn load(path: &Path) -> Result<(Verified, String), String> {
 
 /// [`load`], with the bundle's bytes (a batch published to a server carries them).
 fn load_with_bytes(path: &Path) -> Result<(Verified, String, Vec<u8>), String> {
-    source::load(path).map(|l| (l.bundle, l.hash, l.bytes))
+    source::load(path).map(|l| {
+        let hash = l.hash();
+        (l.bundle, hash, l.bytes)
+    })
 }
 
 /// The name of the entry point's function, as journal headers and batch records keep it.
@@ -191,7 +194,7 @@ fn entry_name(bundle: &Bundle, entry: u32) -> String {
 }
 
 fn run(args: RunArgs) -> Result<ExitCode, String> {
-    let (bundle, hash) = load(&args.bundle)?;
+    let source::Loaded { bundle, bytes } = source::load(&args.bundle)?;
     let config = options::run_config(&args.host, Some(&args.limits))?;
     let entry = pick_entry(&bundle, args.entry.as_deref())?;
     let values = bind_args(&bundle, entry, &args.args, args.args_json.as_deref())?;
@@ -205,6 +208,7 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
                 .functions
                 .get(entry as usize)
                 .ok_or("the entry point has no function")?;
+            let hash = tv_runtime::digest::sha256_hex(&bytes);
             let mut header = Header::new(&args.bundle, hash, &f.name, &config);
             header.args = f
                 .params
@@ -216,6 +220,8 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
         }
         None => None,
     };
+    // Only a journal's header names the program by the hash of its bytes.
+    drop(bytes);
     let ran = execute(&bundle, entry, values, limits, &host, journal.as_ref())?;
     if ran.interrupted {
         if let Some(path) = &args.journal {
@@ -225,7 +231,11 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
             ));
         }
     }
-    print_result(ran, args.output)
+    let code = print_result(ran, args.output);
+    // tvm ends now: the memory of a large program is left to the system to take back
+    // at once, rather than freed an allocation at a time first.
+    std::mem::forget(bundle);
+    code
 }
 
 /// The first 16 characters of a hash, for messages; a hash read from a file is
@@ -287,8 +297,9 @@ fn print_result(ran: Ran, how: Output) -> Result<ExitCode, String> {
     };
     match how {
         Output::Json => {
-            let text = serde_json::to_string_pretty(&result).unwrap_or_default();
-            output::print(&format!("{text}\n"))?;
+            let mut text = serde_json::to_string_pretty(&result).unwrap_or_default();
+            text.push('\n');
+            output::print(&text)?;
         }
         Output::Text => {
             let content = &result.content;

@@ -11,12 +11,18 @@ use tv_runtime::digest::sha256_hex;
 use tv_runtime::files;
 use tv_vm::bundle::{Bundle, BundleError, Verified};
 
-/// A program ready to run: its verified bundle, the SHA-256 of the bundle's bytes, the
-/// bytes.
+/// A program ready to run: its verified bundle and the bundle's bytes.
 pub struct Loaded {
     pub bundle: Verified,
-    pub hash: String,
     pub bytes: Vec<u8>,
+}
+
+impl Loaded {
+    /// The SHA-256 of the bundle's bytes, which names the program in journals, batches
+    /// and `tvm info`. Computed when asked for: a run without a journal needs none.
+    pub fn hash(&self) -> String {
+        sha256_hex(&self.bytes)
+    }
 }
 
 /// Whether `path` names templates rather than a bundle.
@@ -31,12 +37,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
     }
     let bytes = files::read(path, files::PROGRAM).map_err(|e| format!("{} {e}", path.display()))?;
     let bundle = Bundle::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    let hash = sha256_hex(&bytes);
-    Ok(Loaded {
-        bundle,
-        hash,
-        bytes,
-    })
+    Ok(Loaded { bundle, bytes })
 }
 
 /// Checks and compiles the templates of `paths` as one program; warnings and errors go
@@ -60,20 +61,12 @@ pub fn compile(paths: &[PathBuf]) -> Result<(Compilation, Loaded), String> {
         }
     };
     // The bytes are what a bundle file of these templates would hold: their hash names
-    // the program in journals and batches. What runs is the bundle itself, verified as
+    // the program in journals and batches (`Loaded::hash`). What runs is the bundle itself, verified as
     // a bundle file is when it is read (decoding the bytes again would give the same).
     let bytes = driver::bundle_bytes(&bundle);
     let bundle = Verified::new(bundle).map_err(|e| {
         let e = BundleError::Invalid(e);
         format!("the compiled templates fail verification: {e}")
     })?;
-    let hash = sha256_hex(&bytes);
-    Ok((
-        c,
-        Loaded {
-            bundle,
-            hash,
-            bytes,
-        },
-    ))
+    Ok((c, Loaded { bundle, bytes }))
 }
