@@ -63,6 +63,7 @@ mod tests {
             include_str!("../../runtime/src/providers/mod.rs"),
             include_str!("../../runtime/src/config/mod.rs"),
             include_str!("../../runtime/src/config/env.rs"),
+            include_str!("../../runtime/src/config/variables.rs"),
             include_str!("../../runtime/src/host/run.rs"),
             include_str!("../../runtime/src/script.rs"),
         ];
