@@ -212,6 +212,22 @@ impl Server {
         self.state.requests.lock().unwrap().len()
     }
 
+    /// The requests read once the server has been quiet for 200 ms (at most 10 s): what
+    /// a process killed a moment ago sent just before it died may still be in the
+    /// server's socket, and is read after the kill.
+    pub fn settled_hits(&self) -> usize {
+        let mut last = self.hits();
+        for _ in 0..50 {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let now = self.hits();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        last
+    }
+
     /// The most requests that were ever being answered at the same time.
     pub fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)

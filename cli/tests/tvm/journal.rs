@@ -130,7 +130,7 @@ fn kill_and_resume(rt: &tokio::runtime::Runtime, at: KillAt, expected: &str) {
     }
     kill(child);
     let finished = answered(&journal);
-    let before = server.hits();
+    let before = server.settled_hits();
     let resume = ["resume", journal.to_str().expect("path")];
     let (mut code, mut out, mut err) = finish(&mut tvm(&resume, &server));
     if code == 2 && err.contains("--rerun-scripts") {

@@ -63,21 +63,6 @@ fn output(cmd: &mut Command) -> (i32, String, String) {
     )
 }
 
-/// The requests the server has read once it has been quiet a while: what a killed run
-/// sent just before it died may still be in the server's socket, read after the kill.
-fn settled(server: &Server) -> usize {
-    let mut last = server.hits();
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(200));
-        let now = server.hits();
-        if now == last {
-            break;
-        }
-        last = now;
-    }
-    last
-}
-
 fn records(journal: &Path) -> Vec<Value> {
     std::fs::read_to_string(journal)
         .unwrap_or_default()
@@ -142,7 +127,7 @@ fn a_map_killed_at_any_point_resumes_without_repeating_a_finished_body() {
             .filter_map(|r| r["reply"]["content"].as_str())
             .map(String::from)
             .collect();
-        let before = settled(&server);
+        let before = server.settled_hits();
         let resume = ["resume", journal.to_str().expect("path")];
         let (code, out, err) = output(&mut tvm(&resume, &server));
         assert_eq!(code, 0, "killed at {kill_at}: {err}");
