@@ -258,9 +258,7 @@ impl RunHost {
                 }
                 let said = std::mem::replace(&mut reply.warnings, assembled.warnings);
                 reply.warnings.extend(said);
-                if reply.model.is_empty() {
-                    reply.model = self.model_name(&sent);
-                }
+                // Every model names the model of its reply (see `Model::complete`).
                 Ok(reply)
             }
             Err(e) => Err(e.into()),
