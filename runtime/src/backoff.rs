@@ -1,6 +1,6 @@
-//! The waits between tries of something that may work a moment later: a NATS request
-//! while the server restarts, a place under the batch's shared cap while every place is
-//! taken. They double, so that a long outage costs few tries, up to a ceiling, so that
+//! The waits between tries of something that may work a moment later: a provider call
+//! that failed or was rate-limited, a NATS request while the server restarts, a place
+//! under the batch's shared cap while every place is taken. They double, so that a long outage costs few tries, up to a ceiling, so that
 //! the first try after it ends comes soon; each gets up to half again of jitter, so that
 //! the many clients refused at once do not come back at the same instant.
 //!

@@ -4,10 +4,11 @@
 //! waiting time of their own and no count, because under an adaptive rate ([`super::rate`])
 //! a 429 is the provider pacing a busy run, not the call going wrong.
 
+use crate::backoff::doubling;
 use crate::model::CallError;
 use reqwest::header::HeaderMap;
 use std::future::Future;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// How one attempt ended, when it did not succeed.
 #[derive(Debug)]
@@ -53,6 +54,9 @@ impl Policy {
         let mut waited = Duration::ZERO;
         let mut rate_waited = Duration::ZERO;
         let (mut failures, mut limited) = (0u32, 0u32);
+        // Failures and rate limits back off each on their own: a 429 says nothing of
+        // how long an outage lasts.
+        let (mut failing, mut pacing) = (self.backoff(), self.backoff());
         loop {
             let (error, delay, spent, budget, kind) = match attempt().await {
                 Ok(v) => return Ok(v),
@@ -62,7 +66,9 @@ impl Policy {
                     if failures > self.max_retries {
                         return Err(gave_up(error, failures + limited, None));
                     }
-                    let delay = wait.unwrap_or_else(|| self.backoff(failures - 1));
+                    // Taken even when the server says how long: the next one doubles.
+                    let backoff = failing.next().unwrap_or(self.base);
+                    let delay = wait.unwrap_or(backoff);
                     (error, delay, &mut waited, self.max_wait, "retry")
                 }
                 Err(Failure::Limited { error, wait }) => {
@@ -71,7 +77,8 @@ impl Policy {
                         let why = format!("rate-limited {limited} times");
                         return Err(gave_up(error, failures + limited, Some(why)));
                     }
-                    let delay = wait.unwrap_or_else(|| self.backoff(limited - 1));
+                    let backoff = pacing.next().unwrap_or(self.base);
+                    let delay = wait.unwrap_or(backoff);
                     (
                         error,
                         delay,
@@ -92,13 +99,11 @@ impl Policy {
         }
     }
 
-    /// The wait before retry `n` (0-based): `base · 2ⁿ` (capped) plus up to half again,
-    /// so that many clients refused at once do not come back at the same instant.
-    fn backoff(&self, n: u32) -> Duration {
-        let exp = self.base.saturating_mul(1 << n.min(MAX_DOUBLINGS));
-        let jitter = Duration::try_from_secs_f64(exp.as_secs_f64() * unit_random(n) / 2.0);
-        let jitter = jitter.unwrap_or(Duration::ZERO);
-        exp.saturating_add(jitter)
+    /// The waits between attempts: `base · 2ⁿ`, doubling at most [`MAX_DOUBLINGS`]
+    /// times, each with up to half again of jitter, so that many clients refused at
+    /// once do not come back at the same instant.
+    fn backoff(&self) -> impl Iterator<Item = Duration> {
+        doubling(self.base, self.base.saturating_mul(1 << MAX_DOUBLINGS))
     }
 }
 
@@ -109,21 +114,6 @@ fn gave_up(error: CallError, attempts: u32, why: Option<String>) -> CallError {
         None => format!(" (gave up after {attempts} attempt{plural})"),
     };
     error.with_suffix(&suffix)
-}
-
-/// A number in [0, 1) that differs between calls and processes. Jitter needs no quality
-/// randomness, so a mixed clock reading spares a dependency.
-fn unit_random(salt: u32) -> f64 {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    // splitmix64's finaliser: nearby clock readings land far apart.
-    let mut z = nanos ^ (u64::from(salt) << 32) ^ 0x9E37_79B9_7F4A_7C15;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// How long the server asked us to wait: `retry-after-ms` (sent by some OpenAI-compatible
@@ -153,9 +143,8 @@ mod tests {
             max_rate_wait: Duration::from_secs(300),
             base: Duration::from_millis(100),
         };
-        for n in 0..8 {
-            let exp = Duration::from_millis(100 << n.min(MAX_DOUBLINGS));
-            let d = p.backoff(n);
+        for (n, d) in p.backoff().take(8).enumerate() {
+            let exp = Duration::from_millis(100 << n.min(MAX_DOUBLINGS as usize));
             assert!(d >= exp && d <= exp + exp / 2, "retry {n}: {d:?}");
         }
     }
