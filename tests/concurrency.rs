@@ -9,7 +9,11 @@ use tv_vm::limits::Limits;
 struct Sleepy;
 
 impl tv_runtime::host::AsyncHost for Sleepy {
-    async fn call(&self, request: &HostRequest) -> tv_vm::host::HostReply {
+    async fn call(
+        &self,
+        _: tv_runtime::host::CallId<'_>,
+        request: &HostRequest,
+    ) -> tv_vm::host::HostReply {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let HostRequest::Llm(r) = request else {
             panic!("no scripts here")

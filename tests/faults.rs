@@ -12,7 +12,7 @@ use http::{Reply, Server};
 use serde_json::{json, Value};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use tv_runtime::host::AsyncHost;
+use tv_runtime::host::{AsyncHost, CallId};
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::providers::{OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
@@ -55,8 +55,8 @@ struct Watched {
 }
 
 impl AsyncHost for Watched {
-    async fn call(&self, request: &HostRequest) -> HostReply {
-        let reply = self.host.call(request).await;
+    async fn call(&self, at: CallId<'_>, request: &HostRequest) -> HostReply {
+        let reply = self.host.call(at, request).await;
         if let HostReply::Script(Ok(r)) = &reply {
             self.scripts.lock().expect("lock").push(r.clone());
         }

@@ -124,7 +124,11 @@ fn the_wall_time_limit_is_enforced_by_the_async_driver() {
     use tv_runtime::Run;
     struct Slow;
     impl tv_runtime::host::AsyncHost for Slow {
-        async fn call(&self, _: &HostRequest) -> tv_vm::host::HostReply {
+        async fn call(
+            &self,
+            _: tv_runtime::host::CallId<'_>,
+            _: &HostRequest,
+        ) -> tv_vm::host::HostReply {
             tokio::time::sleep(std::time::Duration::from_secs(30)).await;
             tv_vm::host::HostReply::Llm(Ok(Default::default()))
         }

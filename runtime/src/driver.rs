@@ -8,8 +8,7 @@
 //! abandoned call whose tokens and cost are unknown; bodies that ended or were still
 //! running hand over their spending before the run ends.
 
-use crate::host::AsyncHost;
-use crate::journal::{body_request, Journal};
+use crate::host::{AsyncHost, BodyId, CallId};
 use futures::future::{join_all, BoxFuture};
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
@@ -18,20 +17,19 @@ use std::future::{poll_fn, Future};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use tv_vm::host::{HostReply, HostRequest};
+use tv_vm::host::HostRequest;
 use tv_vm::interp::{Body, BodyTag, Step, Vm};
 use tv_vm::limits::Spending;
 use tv_vm::result::{Reason, Resource, TaskError, TaskResult};
 
 /// Drives `vm` to its final task result (a run starts here through
-/// [`crate::Run::on`]): every host call answered by `host`, through `journal` when
-/// there is one; stopped at the wall-clock limit `wall`, or once `interrupt` holds
-/// `true`.
+/// [`crate::Run::on`]): every host call answered by `host` (with its layers, the
+/// journal's among them); stopped at the wall-clock limit `wall`, or once `interrupt`
+/// holds `true`.
 pub(crate) async fn run<H: AsyncHost>(
     vm: &mut Vm<'_>,
     wall: Duration,
     host: &H,
-    journal: Option<&Journal>,
     interrupt: Option<watch::Receiver<bool>>,
 ) -> TaskResult {
     let deadline = Deadline {
@@ -39,50 +37,12 @@ pub(crate) async fn run<H: AsyncHost>(
         wall,
         interrupt,
     };
-    let calls = Calls { host, journal };
-    drive(vm, &calls, &deadline, String::new()).await
+    drive(vm, host, &deadline, String::new()).await
 }
 
 /// What a run says when Ctrl-C stopped it.
 pub const INTERRUPTED: &str =
     "the run was interrupted (Ctrl-C); calls in flight were abandoned and are counted in notes.usage";
-
-/// Where host calls go: the host, through the journal when there is one.
-struct Calls<'h, H> {
-    host: &'h H,
-    journal: Option<&'h Journal>,
-}
-
-impl<H: AsyncHost> Calls<'_, H> {
-    /// A body's result, journaled when it COMPLETED (a failed body runs again when
-    /// the run is resumed). A journal that cannot be written stops the body.
-    async fn body_ended(
-        &self,
-        name: &str,
-        request: Option<String>,
-        r: TaskResult,
-        spent: &Spending,
-    ) -> TaskResult {
-        let (Some(journal), Some(request)) = (self.journal, request) else {
-            return r;
-        };
-        if r.is_failed() {
-            return r;
-        }
-        match journal.body_ended(name, &request, &r, spent).await {
-            Ok(()) => r,
-            Err(e) => TaskResult::failed(TaskError::failure(Reason::ExecutionHalted, e)),
-        }
-    }
-
-    /// Call `n` of the machine at `path`; the name is only spelled out for a journal.
-    async fn call(&self, path: &str, n: u64, request: &HostRequest) -> HostReply {
-        match self.journal {
-            Some(j) => j.call(self.host, &format!("{path}{n}"), request).await,
-            None => self.host.call(request).await,
-        }
-    }
-}
 
 /// When the machines of a run stop: at the wall-clock limit, or once interrupted.
 struct Deadline {
@@ -151,11 +111,11 @@ impl Deadline {
 }
 
 /// Runs one machine (the root, a branch or a body) to its end. `path` names the
-/// machine for the journal (see [`crate::journal`]): its host calls and gathers are
-/// numbered in the order it makes them, its bodies by their tags.
+/// machine for a host that keeps places (see [`crate::journal`]): its host calls and
+/// gathers are numbered in the order it makes them, its bodies by their tags.
 fn drive<'a, 'b: 'a, H: AsyncHost>(
     vm: &'a mut Vm<'b>,
-    via: &'a Calls<'a, H>,
+    via: &'a H,
     deadline: &'a Deadline,
     path: String,
 ) -> BoxFuture<'a, TaskResult> {
@@ -171,7 +131,11 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                 Step::Done(result) => return *result,
                 Step::Host(request) => {
                     made += 1;
-                    let call = via.call(&path, made, &request);
+                    let at = CallId {
+                        path: &path,
+                        n: made,
+                    };
+                    let call = via.call(at, &request);
                     futures::pin_mut!(call);
                     // A host that answers at once (echo, replay, the journal) needs no
                     // timer; only a call that has to wait is raced against the clock.
@@ -181,7 +145,7 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                             Ok(reply) => reply,
                             Err(why) => {
                                 if let HostRequest::Llm(r) = &*request {
-                                    vm.abandon(&via.host.model_of(r));
+                                    vm.abandon(&via.model_of(r));
                                 }
                                 return bodies.stop(vm, deadline, why).await;
                             }
@@ -195,10 +159,14 @@ fn drive<'a, 'b: 'a, H: AsyncHost>(
                         .into_iter()
                         .map(|(f, args)| vm.branch(f, args))
                         .collect();
+                    let place = |i| match via.keeps_places() {
+                        true => format!("{path}{made}.{i}/"),
+                        false => String::new(),
+                    };
                     let runs = branches
                         .iter_mut()
                         .enumerate()
-                        .map(|(i, b)| drive(b, via, deadline, format!("{path}{made}.{i}/")));
+                        .map(|(i, b)| drive(b, via, deadline, place(i)));
                     let results = bodies.alongside(join_all(runs)).await;
                     for b in &branches {
                         vm.add_spent(b.spent(), false);
@@ -250,12 +218,12 @@ struct Bodies<'a> {
 
 impl<'a> Bodies<'a> {
     /// Starts `body` as a machine of its own, named `{path}e{each}.{index}/`, unless
-    /// the journal holds the result it ended with.
+    /// the host kept the result it ended with (a journal).
     fn start<'b: 'a, H: AsyncHost>(
         &mut self,
         vm: &Vm<'b>,
         body: Body,
-        via: &'a Calls<'a, H>,
+        via: &'a H,
         deadline: &'a Deadline,
         path: &str,
     ) {
@@ -264,19 +232,22 @@ impl<'a> Bodies<'a> {
             args,
             tag,
         } = body;
-        // Names and request hashes are for the journal only.
-        let (name, request) = match via.journal {
-            Some(_) => (
+        // Names and arguments are kept for a host that keeps bodies only.
+        let (name, kept_args) = match via.keeps_places() {
+            true => (
                 format!("{path}e{}.{}/", tag.each, tag.index),
-                Some(body_request(function, &args)),
+                Some(args.clone()),
             ),
-            None => (String::new(), None),
+            false => (String::new(), None),
         };
-        if let Some((result, spent)) = via
-            .journal
-            .zip(request.as_deref())
-            .and_then(|(j, request)| j.body(&name, request))
-        {
+        let kept = kept_args.as_deref().and_then(|args| {
+            via.kept_body(BodyId {
+                path: &name,
+                function,
+                args,
+            })
+        });
+        if let Some((result, spent)) = kept {
             self.ended.push_back(Ended {
                 tag,
                 result,
@@ -292,9 +263,20 @@ impl<'a> Bodies<'a> {
                 // Empty without a journal: cloning it allocates nothing.
                 let r = drive(&mut machine, via, deadline, name.clone()).await;
                 let spent = machine.take_spent();
+                let result = match kept_args.as_deref() {
+                    Some(args) => {
+                        let id = BodyId {
+                            path: &name,
+                            function,
+                            args,
+                        };
+                        via.body_ended(id, r, &spent).await
+                    }
+                    None => r,
+                };
                 Ended {
                     tag,
-                    result: via.body_ended(&name, request, r, &spent).await,
+                    result,
                     spent,
                     from_journal: false,
                 }

@@ -5,7 +5,7 @@
 
 use crate::driver;
 use crate::host::AsyncHost;
-use crate::journal::Journal;
+use crate::journal::{Journal, Journaled};
 use serde_json::Value;
 use tokio::sync::watch;
 use tv_vm::bundle::Verified;
@@ -64,7 +64,13 @@ impl<'a> Run<'a> {
     pub async fn on<H: AsyncHost>(self, host: &H) -> Ran {
         let wall = self.limits.wall_time;
         let mut vm = Vm::new(self.program, self.entry, self.args, self.limits);
-        let mut result = driver::run(&mut vm, wall, host, self.journal, self.interrupt).await;
+        let mut result = match self.journal {
+            Some(journal) => {
+                let host = Journaled { host, journal };
+                driver::run(&mut vm, wall, &host, self.interrupt).await
+            }
+            None => driver::run(&mut vm, wall, host, self.interrupt).await,
+        };
         let usage = vm.usage();
         result.set_note("usage", usage.notes());
         Ran { result, usage }

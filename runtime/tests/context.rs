@@ -4,7 +4,7 @@
 use crate::support::temp::TempDir;
 use std::time::{Duration, Instant};
 use tv_runtime::context::{Assembled, Assembler, Limits};
-use tv_runtime::host::AsyncHost;
+use tv_runtime::host::{AsyncHost, CallId};
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::{Assembly, ContextSettings, FilePaths, TaskMeta};
@@ -215,7 +215,10 @@ async fn a_failing_file_paths_command_fails_the_task_and_the_model_is_not_called
         false,
         "hi",
     );
-    match host.call(&HostRequest::Llm(failing)).await {
+    match host
+        .call(CallId { path: "", n: 1 }, &HostRequest::Llm(failing))
+        .await
+    {
         HostReply::Llm(Err(e)) => {
             assert_eq!(e.reason, tv_vm::result::Reason::ContextRetrievalFailure);
             assert_eq!(
@@ -228,7 +231,10 @@ async fn a_failing_file_paths_command_fails_the_task_and_the_model_is_not_called
     }
     // The same command without its failure: the echo provider answers, with the file.
     let working = request(FilePaths::Command("echo a.txt".into()), false, "hi");
-    match host.call(&HostRequest::Llm(working)).await {
+    match host
+        .call(CallId { path: "", n: 1 }, &HostRequest::Llm(working))
+        .await
+    {
         HostReply::Llm(Ok(reply)) => assert_eq!(reply.context_files, ["a.txt"]),
         other => panic!("{other:?}"),
     }

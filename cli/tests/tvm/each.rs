@@ -9,13 +9,13 @@ use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tv_runtime::host::AsyncHost;
+use tv_runtime::host::{AsyncHost, CallId};
 use tv_runtime::journal::{self, Header, Journal};
 use tv_runtime::Run;
 use tv_vm::bundle::{Bundle, Const, Entry, Function, Loc, Param, TaskMeta, ValueType, Verified};
 use tv_vm::host::{HostError, HostReply, HostRequest, ScriptReply};
 use tv_vm::isa::Op::{self, *};
-use tv_vm::limits::Limits;
+use tv_vm::limits::{Limits, Spending};
 use tv_vm::result::{Reason, TaskResult};
 
 fn function(name: &str, params: &[&str], locals: u16, code: Vec<Op>) -> Function {
@@ -121,7 +121,7 @@ impl Scripts {
 }
 
 impl AsyncHost for Scripts {
-    async fn call(&self, request: &HostRequest) -> HostReply {
+    async fn call(&self, _: CallId<'_>, request: &HostRequest) -> HostReply {
         let HostRequest::Script(s) = request else {
             panic!("only scripts here");
         };
@@ -445,7 +445,7 @@ struct Waits {
 }
 
 impl AsyncHost for Waits {
-    async fn call(&self, request: &HostRequest) -> HostReply {
+    async fn call(&self, _: CallId<'_>, request: &HostRequest) -> HostReply {
         let HostRequest::Script(s) = request else {
             panic!("only scripts here");
         };
@@ -460,4 +460,68 @@ impl AsyncHost for Waits {
             ..ScriptReply::default()
         }))
     }
+}
+
+/// A layer that keeps places, as the journal does: what it is told of each call and
+/// body, in order.
+struct Places {
+    inner: Scripts,
+    told: Mutex<Vec<String>>,
+}
+
+impl Places {
+    fn tell(&self, what: String) {
+        self.told.lock().expect("told").push(what);
+    }
+}
+
+impl AsyncHost for Places {
+    async fn call(&self, at: CallId<'_>, request: &HostRequest) -> HostReply {
+        self.tell(format!("call {at}"));
+        self.inner.call(at, request).await
+    }
+
+    fn keeps_places(&self) -> bool {
+        true
+    }
+
+    fn kept_body(&self, body: tv_runtime::host::BodyId<'_>) -> Option<(TaskResult, Spending)> {
+        self.tell(format!("kept? {} {}", body.path, body.args[0]));
+        // The second item's body ended in an earlier run.
+        (body.args[0] == "1").then(|| (TaskResult::complete("one".into()), Spending::default()))
+    }
+
+    async fn body_ended(
+        &self,
+        body: tv_runtime::host::BodyId<'_>,
+        result: TaskResult,
+        _: &Spending,
+    ) -> TaskResult {
+        self.tell(format!("ended {} {}", body.path, body.args[0]));
+        result
+    }
+}
+
+#[test]
+fn a_layer_that_keeps_places_is_told_where_each_call_and_body_comes_from_and_may_hand_a_body_back()
+{
+    let host = Places {
+        inner: Scripts::new(|_| Answer::After(Duration::from_millis(10))),
+        told: Mutex::default(),
+    };
+    let b = map_bundle(1);
+    let xs = json!(["0", "1", "2"]);
+    let ran = paused().block_on(Run::new(&b, 0, vec![xs], Limits::default()).on(&host));
+    assert_eq!(ran.result.parsed_content, Some(json!(["0", "one", "2"])));
+    let told = host.told.lock().expect("told").clone();
+    let expected = [
+        "kept? e0.0/ \"0\"",
+        "call e0.0/1",
+        "ended e0.0/ \"0\"",
+        "kept? e0.1/ \"1\"",
+        "kept? e0.2/ \"2\"",
+        "call e0.2/1",
+        "ended e0.2/ \"2\"",
+    ];
+    assert_eq!(told, expected);
 }

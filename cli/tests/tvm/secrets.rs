@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
-use tv_runtime::host::AsyncHost;
+use tv_runtime::host::{AsyncHost, CallId};
 use tv_runtime::host::{Choice, RunHost};
 use tv_runtime::providers::{Anthropic, OpenAi, Settings};
 use tv_runtime::script::ScriptRunner;
@@ -321,8 +321,8 @@ struct Recording {
 }
 
 impl AsyncHost for Recording {
-    async fn call(&self, request: &HostRequest) -> HostReply {
-        let reply = self.host.call(request).await;
+    async fn call(&self, at: CallId<'_>, request: &HostRequest) -> HostReply {
+        let reply = self.host.call(at, request).await;
         let shown = format!("{request:?}\n{request:#?}\n{reply:?}");
         self.seen.lock().expect("lock").push(shown);
         reply

@@ -4,7 +4,7 @@
 
 use crate::config::env::{ANTHROPIC_BASE_URL, OPENAI_BASE_URL};
 use crate::context::Assembler;
-use crate::host::AsyncHost;
+use crate::host::{AsyncHost, CallId};
 use crate::ledger::Ledger;
 use crate::model::{CallError, CallKind, Echo, Model, Models};
 use crate::observe::{Progress, Trace};
@@ -357,7 +357,7 @@ impl AsyncHost for RunHost {
         self.model_name(&self.prepare(r))
     }
 
-    async fn call(&self, request: &HostRequest) -> HostReply {
+    async fn call(&self, _: CallId<'_>, request: &HostRequest) -> HostReply {
         let start = std::time::Instant::now();
         if let Some(p) = &self.progress {
             p.started();

@@ -23,11 +23,13 @@
 //! the order they were written and refuses a record it does not know as damage, so a
 //! `tvm` from before body records refuses a journal that holds one.
 
+mod layer;
 mod lock;
 mod remote;
 mod spare;
 mod writer;
 
+pub use layer::Journaled;
 pub use remote::RemoteLog;
 use remote::Sink;
 
@@ -37,7 +39,7 @@ use writer::Output;
 use crate::config::RunConfig;
 use crate::digest::sha256_hex;
 use crate::files;
-use crate::host::AsyncHost;
+use crate::host::{AsyncHost, CallId};
 use lock::{create_locked, lock_exclusive};
 pub(crate) use lock::{lock, Refused};
 use nix::fcntl::Flock;
@@ -371,19 +373,21 @@ impl Journal {
         self.append(&record, !self.sync_later).await
     }
 
-    /// Answers call `call` from the journal, or makes it and journals its answer before
-    /// returning it (synced, unless the journal syncs later: [`Journal::deferred`]).
-    /// Failed calls are not journaled: a resumed run tries them again.
+    /// Answers call `at` from the journal, or makes it on `host` and journals its
+    /// answer before returning it (synced, unless the journal syncs later:
+    /// [`Journal::deferred`]). Failed calls are not journaled: a resumed run tries them
+    /// again.
     pub async fn call<H: AsyncHost>(
         &self,
         host: &H,
-        call: &str,
+        at: CallId<'_>,
         request: &HostRequest,
     ) -> HostReply {
+        let call = &at.to_string();
         let held = self.answers.get(call);
         if held.is_none() && self.echo && matches!(request, HostRequest::Llm(_)) {
             self.made.fetch_add(1, Ordering::Relaxed);
-            return host.call(request).await;
+            return host.call(at, request).await;
         }
         let hash = request_hash(request);
         if let Some((journaled, answer)) = held {
@@ -405,7 +409,7 @@ impl Journal {
         }
         if let HostRequest::Script(s) = request {
             let started = Record::ScriptStarted {
-                call: call.to_string(),
+                call: call.clone(),
                 request: hash.clone(),
                 task: s.task.name.clone(),
                 command: s.command.clone(),
@@ -416,14 +420,14 @@ impl Journal {
             }
         }
         self.made.fetch_add(1, Ordering::Relaxed);
-        let reply = host.call(request).await;
+        let reply = host.call(at, request).await;
         let answer = match &reply {
             HostReply::Llm(Ok(r)) => Answer::Llm(r.clone()),
             HostReply::Script(Ok(r)) => Answer::Script(r.clone()),
             _ => return reply,
         };
         let record = Record::Answered {
-            call: call.to_string(),
+            call: call.clone(),
             request: hash,
             reply: answer,
         };

@@ -154,11 +154,14 @@ fn llm(prompt: &str) -> HostRequest {
     })
 }
 
+/// The root machine's first call.
+const FIRST: CallId = CallId { path: "", n: 1 };
+
 /// Answers with the prompt, as the echo provider does, and counts its calls.
 struct Counting(AtomicUsize);
 
 impl AsyncHost for Counting {
-    async fn call(&self, request: &HostRequest) -> HostReply {
+    async fn call(&self, _: CallId<'_>, request: &HostRequest) -> HostReply {
         self.0.fetch_add(1, Ordering::SeqCst);
         let HostRequest::Llm(r) = request else {
             panic!("only LLM calls here");
@@ -187,14 +190,14 @@ fn a_deferred_journal_makes_its_file_with_its_first_answer_and_resumes_from_it()
     let host = Counting(AtomicUsize::new(0));
     let journal = Journal::deferred(&path, header(), None);
     assert!(!journal.on_disk() && !path.exists());
-    let reply = runtime().block_on(journal.call(&host, "1", &llm("first")));
+    let reply = runtime().block_on(journal.call(&host, FIRST, &llm("first")));
     assert!(matches!(reply, HostReply::Llm(Ok(_))), "{reply:?}");
     assert!(journal.on_disk());
     drop(journal);
 
     let (back, resumed) = Journal::open(&path).expect("opened");
     assert_eq!(back, header());
-    runtime().block_on(resumed.call(&host, "1", &llm("first")));
+    runtime().block_on(resumed.call(&host, FIRST, &llm("first")));
     assert_eq!(
         host.0.load(Ordering::SeqCst),
         1,
@@ -212,7 +215,7 @@ fn the_echo_providers_calls_are_made_again_rather_than_journaled() {
     let mut dry = header();
     dry.config.provider.choice = Some(crate::host::Choice::Echo);
     let journal = Journal::deferred(&path, dry, None);
-    runtime().block_on(journal.call(&host, "1", &llm("first")));
+    runtime().block_on(journal.call(&host, FIRST, &llm("first")));
     assert!(
         !journal.on_disk() && !path.exists(),
         "a dry run writes nothing"
@@ -228,21 +231,21 @@ fn an_ended_journals_file_becomes_the_next_ones_and_starts_empty() {
     let host = Counting(AtomicUsize::new(0));
     let rt = runtime();
     let first = Journal::deferred(&dir.join("0.journal"), header(), Some(spares.clone()));
-    rt.block_on(first.call(&host, "1", &llm("first")));
+    rt.block_on(first.call(&host, FIRST, &llm("first")));
     let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
     let used = inode(&dir.join("0.journal"));
     spares.keep(first);
     assert!(!dir.join("0.journal").exists());
 
     let second = Journal::deferred(&dir.join("1.journal"), header(), Some(spares.clone()));
-    rt.block_on(second.call(&host, "1", &llm("second")));
+    rt.block_on(second.call(&host, FIRST, &llm("second")));
     drop(second);
     assert_eq!(inode(&dir.join("1.journal")), used, "the same file");
     let text = std::fs::read_to_string(dir.join("1.journal")).expect("the journal");
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(text.contains("second") && !text.contains("first"), "{text}");
     let (_, resumed) = Journal::open(&dir.join("1.journal")).expect("opened");
-    rt.block_on(resumed.call(&host, "1", &llm("second")));
+    rt.block_on(resumed.call(&host, FIRST, &llm("second")));
     assert_eq!(resumed.counts(), (1, 0));
 
     // A spare never takes the place of a file that is there, and a stopped run's are
@@ -250,7 +253,7 @@ fn an_ended_journals_file_becomes_the_next_ones_and_starts_empty() {
     spares.keep(resumed);
     std::fs::write(dir.join("2.journal"), "").expect("a file in the way");
     let third = Journal::deferred(&dir.join("2.journal"), header(), Some(spares.clone()));
-    rt.block_on(third.call(&host, "1", &llm("third")));
+    rt.block_on(third.call(&host, FIRST, &llm("third")));
     assert_ne!(inode(&dir.join("2.journal")), used);
     spares.keep(third);
     Spares::clear(&dir);
