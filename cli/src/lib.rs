@@ -1,5 +1,6 @@
 //! What `tvc` and `tvm` share: writing to streams that may be closed, whether
-//! diagnostics are coloured, and the one reader of the process environment.
+//! diagnostics are coloured, the one reader of the process environment, and the
+//! libraries' warnings printed as lines.
 
 // Output goes through functions that handle a closed or full stream; the print macros
 // panic on one.
@@ -7,4 +8,5 @@
 
 pub mod color;
 pub mod env;
+pub mod log;
 pub mod output;

@@ -264,6 +264,11 @@ impl Progress {
         self.bar.suspend(|| say(line));
     }
 
+    /// A handle that prints lines above this progress line, for as long as it shows.
+    pub fn above(&self) -> Above {
+        Above(self.bar.clone())
+    }
+
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }
@@ -302,6 +307,17 @@ impl Rows {
 impl Default for Progress {
     fn default() -> Self {
         Progress::new()
+    }
+}
+
+/// Prints lines above a progress line ([`Progress::above`]).
+#[derive(Clone)]
+pub struct Above(ProgressBar);
+
+impl Above {
+    /// Prints a line on stderr without garbling the progress line.
+    pub fn say(&self, line: &str) {
+        self.0.suspend(|| say(line));
     }
 }
 

@@ -136,6 +136,12 @@ fn main() -> ExitCode {
         }
     }
     let cli = Cli::parse();
+    // A worker's --verbose adds a line per row it ran.
+    let most = match &cli.command {
+        Command::Worker(args) if args.verbose => tracing::Level::INFO,
+        _ => tracing::Level::WARN,
+    };
+    tv_cli::log::install(most);
     let result = match cli.command {
         Command::Disasm { bundle } => {
             let listing = load(&bundle).map(|(b, _)| tv_vm::disasm::disassemble(&b));

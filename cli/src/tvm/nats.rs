@@ -29,7 +29,7 @@ pub struct WorkerArgs {
     idle_exit: Option<u64>,
     /// Say on stderr how each row ended.
     #[arg(long)]
-    verbose: bool,
+    pub(crate) verbose: bool,
     /// Rows run at once (and calls in flight on this worker) come from --concurrency.
     #[command(flatten)]
     host: HostArgs,
@@ -157,7 +157,9 @@ pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
         let mut a = args.host.clone();
         a.shared = Some(shared);
         let mut h = host(&front::batch_settings(&config, concurrency, record), &a)?;
+        // A worker shows no progress line.
         h.progress = None;
+        tv_cli::log::above(None);
         Ok(h)
     };
     let worked = runtime()?.block_on(async {

@@ -397,7 +397,9 @@ pub fn host(config: &RunConfig, a: &HostArgs) -> Result<RunHost, String> {
     if let Some(path) = &a.trace {
         host.trace = Some(Trace::create(path)?);
     }
-    host.progress = Some(Progress::new());
+    let progress = Progress::new();
+    tv_cli::log::above(Some(progress.above()));
+    host.progress = Some(progress);
     host.context.workspace = workspace;
     host.context.allow_read = config.context.allow_read.clone().unwrap_or_default();
     // What the run reads and writes about itself is never context (callers add theirs).

@@ -162,6 +162,14 @@ fn a_worker_outlives_messages_that_are_not_rows_and_stores_the_rows_they_name_as
     ] {
         assert!(said.contains(why), "`{why}` in {said}");
     }
+    let dropped = said
+        .lines()
+        .filter(|l| l.starts_with("tvm worker: warning: dropped a message: "));
+    assert_eq!(
+        dropped.count(),
+        4,
+        "each dropped message said on a line of its own: {said}"
+    );
 
     let (code, lines, _) = collect(&url, &good, &dir);
     assert_eq!(code, 0);

@@ -275,20 +275,15 @@ impl RunHost {
         r
     }
 
-    /// `warning: ...` on stderr, above the progress line when there is one; once per
-    /// run for each text.
+    /// A warning about the run (a `tracing` event, which `tvm` prints as `tvm:
+    /// warning: ...` above its progress line), once per run for each text.
     fn say_warning(&self, text: &str) {
         let new = self
             .said
             .lock()
             .map_or(true, |mut said| said.insert(text.to_string()));
-        if !new {
-            return;
-        }
-        let line = format!("tvm: warning: {text}");
-        match &self.progress {
-            Some(p) => p.say(&line),
-            None => crate::observe::say(&line),
+        if new {
+            tracing::warn!("{text}");
         }
     }
 

@@ -17,7 +17,6 @@ use super::{patiently, result_key, BatchRecord, RowMessage, Server, CONSUMER};
 use crate::host::AsyncHost;
 use crate::journal::{Journal, RemoteLog};
 use crate::ledger::Shared;
-use crate::observe::say;
 use crate::run::Run;
 use async_nats::jetstream::consumer::pull;
 use async_nats::jetstream::consumer::{AckPolicy, PullConsumer};
@@ -122,7 +121,7 @@ where
                         Admitted::Failed => worked.failed += 1,
                         Admitted::Dropped(why) => {
                             worked.dropped += 1;
-                            say(&format!("tvm worker: warning: dropped a message: {why}"));
+                            tracing::warn!("dropped a message: {why}");
                         }
                         Admitted::Stop(e) => {
                             // Left for another worker, or for this one once the server
@@ -215,7 +214,7 @@ async fn row<H: AsyncHost>(
         // A later delivery of this message has the row.
         Ok(None) => return Ended::Lost,
         Err(e) => {
-            say(&format!("tvm worker: batch {batch} row {}: {e}", row.index));
+            tracing::error!("batch {batch} row {}: {e}", row.index);
             return Ended::Lost;
         }
     };
@@ -301,16 +300,16 @@ async fn finish<H>(
         Ok(true) => {}
         held => {
             let why = held.err().unwrap_or_else(|| TAKEN.to_string());
-            say(&format!(
-                "tvm worker: batch {batch} row {}: {why}; its result is not stored",
+            tracing::error!(
+                "batch {batch} row {}: {why}; its result is not stored",
                 row.index
-            ));
+            );
             return Ended::Lost;
         }
     }
     if let Err(e) = store_result(server, batch, row.index, &row.id, &result).await {
         // Not stored, so not acknowledged: the row comes again.
-        say(&format!("tvm worker: batch {batch} row {}: {e}", row.index));
+        tracing::error!("batch {batch} row {}: {e}", row.index);
         return Ended::Lost;
     }
     let _ = message.double_ack().await;
@@ -320,10 +319,7 @@ async fn finish<H>(
     lease.remove().await;
     if options.verbose {
         let status = if completed { "COMPLETE" } else { "FAILED" };
-        say(&format!(
-            "tvm worker: batch {batch} row {}: {status}",
-            row.index
-        ));
+        tracing::info!("batch {batch} row {}: {status}", row.index);
     }
     if completed {
         Ended::Completed
