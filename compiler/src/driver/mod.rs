@@ -138,7 +138,7 @@ pub fn load(paths: &[PathBuf]) -> (SourceMap, Diagnostics, HashSet<FileId>) {
 /// same names, and the same sources the same bundle bytes. A journal, a cache key or
 /// a batch's state names a bundle by those bytes. The file's own name is kept as
 /// written: it names a root task.
-pub(crate) fn bundle_names(paths: &[PathBuf]) -> Vec<String> {
+pub fn bundle_names(paths: &[PathBuf]) -> Vec<String> {
     let folders: Vec<PathBuf> = paths.iter().map(|p| real_folder(p)).collect();
     let mut root: Option<&Path> = None;
     for folder in &folders {
