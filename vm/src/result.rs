@@ -100,7 +100,7 @@ pub enum ErrorKind {
         /// Why.
         reason: Reason,
     },
-    /// The run ran out of something it is allowed.
+    /// Something ran out: a limit of the run, or a reply's output limit.
     #[serde(rename = "RESOURCE_EXHAUSTION")]
     ResourceExhaustion {
         /// What it ran out of.

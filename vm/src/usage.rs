@@ -194,7 +194,7 @@ pub(crate) fn usd(picodollars: u64) -> f64 {
 /// What a machine or a run spent, in total and by the model that answered.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spending {
-    /// Every call's.
+    /// What every call used, all models together.
     #[serde(flatten)]
     pub total: Spent,
     /// In the order the models first answered; a run uses few models.

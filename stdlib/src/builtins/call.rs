@@ -11,7 +11,7 @@ use std::fmt;
 pub struct BuiltinError {
     /// The built-in's name.
     pub function: String,
-    /// What was wrong with the arguments, as a sentence after the name.
+    /// What went wrong, as a clause that follows the name.
     pub message: String,
 }
 
@@ -33,7 +33,7 @@ pub struct Builtin {
     pub params: &'static [BuiltinParam],
     /// The type of its result.
     pub returns: Ret,
-    /// One sentence on what it returns, for the language's documentation.
+    /// One sentence on what it returns, kept beside its signature.
     pub doc: &'static str,
     /// The largest weight of its result beyond the result's own node ([`crate::bounds`]).
     pub(super) bound: fn(&[Value]) -> u64,

@@ -73,7 +73,8 @@ pub enum Const {
 /// A function of bytecode: a template, a function, or a body one of them runs apart.
 #[derive(Clone, Debug, PartialEq, Encode, Decode)]
 pub struct Function {
-    /// The name of its item, for messages and disassembly.
+    /// Its item's name (`NAME~N` for a body the item runs apart), for messages and
+    /// listings.
     pub name: String,
     /// Its parameters, in the order callers pass them.
     pub params: Vec<Param>,
@@ -148,7 +149,7 @@ pub enum BundleError {
     TooShort,
     /// The magic bytes are not a bundle's.
     NotABundle,
-    /// A format other than [`VERSION`] (the format read).
+    /// The bundle is of this format, not [`VERSION`].
     Version(u16),
     /// The header's payload length is not the number of bytes that follow it.
     Length {
@@ -159,7 +160,7 @@ pub enum BundleError {
     },
     /// The payload's CRC-32 is not the header's.
     Checksum,
-    /// The payload does not decode (bincode's message).
+    /// The payload does not decode as a bundle, or bytes follow it.
     Decode(String),
     /// The payload decodes to a bundle the verifier refuses.
     Invalid(VerifyError),

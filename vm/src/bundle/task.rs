@@ -58,7 +58,7 @@ pub struct Assembly {
 }
 
 impl Assembly {
-    /// Whether it names no glob: the context's files keep their order.
+    /// Whether it names no glob.
     pub fn is_empty(&self) -> bool {
         self.primary.is_empty() && self.secondary.is_empty() && self.excluded.is_empty()
     }

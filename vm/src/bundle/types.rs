@@ -247,7 +247,8 @@ pub enum TaskType {
     Reduce,
     /// A shell command.
     Script,
-    /// A director's work checked by an evaluator until it passes.
+    /// A director's work judged by an evaluator, again until it passes or the
+    /// iterations run out.
     DirectorEvaluatorLoop,
 }
 
