@@ -10,7 +10,7 @@ use tv_stdlib::types::Type;
 use tv_stdlib::values::parse_json_text;
 use tv_vm::bundle::{Output, ValueType};
 use tv_vm::host::LlmReply;
-use tv_vm::outcome::llm_result;
+use tv_vm::llm_result;
 
 const RECORD: &str = r#"{
     id: string, title: string, summary: string, approved: boolean, score: number,

@@ -159,7 +159,7 @@ fn expressions_read_as_snapshotted_one_per_line() {
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
     {
-        let (expr, diags) = tv_compiler::parser::parse_standalone(line);
+        let (expr, diags) = tv_compiler::parse_standalone(line);
         out.push_str(&format!("{line}\n  => {expr}\n"));
         for d in diags {
             out.push_str(&format!(

@@ -133,7 +133,7 @@ proptest! {
 
     #[test]
     fn random_expressions_parse_or_report_without_panicking(src in "[a-z0-9 _.,()=!<>&|'\"{}\\\\-]{0,64}") {
-        let (_, diags) = tv_compiler::parser::parse_standalone(&src);
+        let (_, diags) = tv_compiler::parse_standalone(&src);
         for d in diags {
             prop_assert!(d.span.end as usize <= src.len());
         }

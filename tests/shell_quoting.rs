@@ -163,8 +163,8 @@ fn every_command_of_the_shell_table_gets_the_verdict_the_table_gives() {
 
 /// What is wrong with the compiler's verdict on `command`, if anything.
 fn verdict_problem(verdict: &str, command: &str) -> Option<String> {
-    use tv_compiler::check::shell::{contexts, Piece};
     use tv_compiler::diag::Severity;
+    use tv_compiler::{contexts, Piece};
     let escaped = command
         .replace('&', "&amp;")
         .replace('<', "&lt;")

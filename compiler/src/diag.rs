@@ -73,7 +73,7 @@ impl Diagnostic {
 }
 
 /// Whether diagnostics are coloured when the user did not say: on a terminal, unless
-/// `NO_COLOR` is set to anything but the empty string (https://no-color.org).
+/// `NO_COLOR` is set to anything but the empty string (<https://no-color.org>).
 pub fn color_by_default(no_color: Option<&std::ffi::OsStr>, is_terminal: bool) -> bool {
     is_terminal && no_color.is_none_or(|v| v.is_empty())
 }

@@ -5,7 +5,7 @@ use std::fmt;
 
 #[derive(Logos, Clone, Debug, PartialEq)]
 #[logos(skip r"[ \t\r\n]+")]
-pub enum Token<'s> {
+pub(crate) enum Token<'s> {
     #[token("{{")]
     Open,
     #[token("}}")]
@@ -98,7 +98,7 @@ impl fmt::Display for Token<'_> {
 }
 
 /// Tokens of `src` with their byte ranges; unknown characters become [`Token::Bad`].
-pub fn lex(src: &str) -> Vec<(Token<'_>, std::ops::Range<usize>)> {
+pub(crate) fn lex(src: &str) -> Vec<(Token<'_>, std::ops::Range<usize>)> {
     let mut lexer = Token::lexer(src);
     let mut out = Vec::new();
     while let Some(tok) = lexer.next() {

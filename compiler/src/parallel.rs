@@ -7,7 +7,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Work below this many items per extra thread stays on the calling thread: handing
 /// work over costs more than a few small templates do.
-pub const MIN_ITEMS_PER_WORKER: usize = 64;
+pub(crate) const MIN_ITEMS_PER_WORKER: usize = 64;
 
 /// Worker threads get the stack a main thread has, so that a deeply nested template
 /// fails or succeeds the same way whichever thread reads it.
@@ -17,7 +17,7 @@ static THREADS: OnceLock<usize> = OnceLock::new();
 
 /// How many threads the compiler uses: the number the driver's options set
 /// ([`set_threads`]), else the machine's parallelism.
-pub fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     *THREADS.get_or_init(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -27,7 +27,7 @@ pub fn threads() -> usize {
 
 /// Sets the number of threads, at least 1; taken only before the first compilation of
 /// the process, whose workers are kept (see [`pool`]). Whether it was taken.
-pub fn set_threads(n: usize) -> bool {
+pub(crate) fn set_threads(n: usize) -> bool {
     THREADS.set(n.max(1)).is_ok()
 }
 
@@ -50,7 +50,7 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
 /// Splits `items` into contiguous chunks of at least `min_per_worker` items, runs `f`
 /// on each on the workers and returns the chunks' results in order. A panic in a
 /// worker is re-raised here.
-pub fn map_chunks<'t, T, R>(
+pub(crate) fn map_chunks<'t, T, R>(
     items: &'t [T],
     min_per_worker: usize,
     f: impl Fn(&'t [T]) -> R + Sync,
@@ -75,7 +75,7 @@ where
 const CHUNKS_PER_THREAD: usize = 4;
 
 /// Runs `f` on every item, on the workers when there are several items.
-pub fn each_mut<T: Send>(items: &mut [T], f: impl Fn(&mut T) + Sync) {
+pub(crate) fn each_mut<T: Send>(items: &mut [T], f: impl Fn(&mut T) + Sync) {
     match pool() {
         Some(pool) if threads() > 1 && items.len() > 1 => {
             pool.install(|| items.par_iter_mut().for_each(&f))
@@ -87,7 +87,7 @@ pub fn each_mut<T: Send>(items: &mut [T], f: impl Fn(&mut T) + Sync) {
 /// Runs `main` on this thread; what it emits is gathered in batches, and each batch
 /// goes to `work` on a worker while `main` goes on (a stage that streams into the next
 /// one). Returns what `main` returned and each batch's result, in emission order.
-pub fn stream<T, R, M>(
+pub(crate) fn stream<T, R, M>(
     main: impl FnOnce(&mut dyn FnMut(T)) -> M,
     work: impl Fn(Vec<T>) -> R + Sync,
 ) -> (M, Vec<R>)
@@ -133,21 +133,6 @@ where
     (m, out.into_iter().map(|(_, r)| r).collect())
 }
 
-/// Runs `a` and `b` at the same time when there are workers (and `big`: enough work
-/// to pay for the hand-over), else one after the other; both results.
-pub fn join<A, B, RA, RB>(big: bool, a: A, b: B) -> (RA, RB)
-where
-    A: FnOnce() -> RA + Send,
-    B: FnOnce() -> RB + Send,
-    RA: Send,
-    RB: Send,
-{
-    match pool() {
-        Some(pool) if big && threads() > 1 => pool.install(|| rayon::join(a, b)),
-        _ => (a(), b()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,12 +149,6 @@ mod tests {
         let mut items: Vec<u32> = (0..1000).collect();
         each_mut(&mut items, |x| *x *= 2);
         assert_eq!(items, (0..1000).map(|x| x * 2).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn joined_work_gives_both_results() {
-        let (a, b) = join(true, || (0..1000u64).sum::<u64>(), || "b");
-        assert_eq!((a, b), (499_500, "b"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(src) = std::str::from_utf8(data) else {
         return;
     };
-    let (expr, diags) = tv_compiler::parser::parse_standalone(src);
+    let (expr, diags) = tv_compiler::parse_standalone(src);
     for d in &diags {
         assert!(
             d.span.start <= d.span.end && d.span.end as usize <= src.len(),

@@ -6,8 +6,8 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use tv_compiler::check::shell::{contexts, Lexer, Piece};
-use tv_vm::shell::shell_quote_in;
+use tv_compiler::{contexts, Lexer, Piece};
+use tv_vm::shell_quote_in;
 
 #[derive(Arbitrary, Debug)]
 enum Part {

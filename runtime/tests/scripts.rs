@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::TaskMeta;
 use tv_vm::host::ScriptRequest;
-use tv_vm::shell::shell_quote;
+use tv_vm::shell_quote;
 
 fn request(command: &str, inputs: serde_json::Value, timeout: Option<u64>) -> ScriptRequest {
     ScriptRequest {

@@ -8,22 +8,28 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::OnceLock;
 
+/// A model provider whose API the runtime speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Provider {
+    /// OpenAI's chat completions API, and servers that speak it.
     OpenAi,
+    /// Anthropic's messages API.
     Anthropic,
 }
 
+/// Every provider with the prefix that names it in a model identifier (`openai:gpt-4o`).
 pub const PROVIDERS: &[(&str, Provider)] = &[
     ("openai", Provider::OpenAi),
     ("anthropic", Provider::Anthropic),
 ];
 
 impl Provider {
+    /// The provider a prefix names; `None` for one that names none.
     pub fn parse(s: &str) -> Option<Provider> {
         PROVIDERS.iter().find(|(n, _)| *n == s).map(|(_, p)| *p)
     }
 
+    /// The prefix that names it.
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
@@ -43,15 +49,22 @@ impl fmt::Display for Provider {
 pub struct ModelRef {
     /// Stated with a prefix or inferred from the name; `None` when neither.
     pub provider: Option<Provider>,
+    /// The model's name, without the provider's prefix.
     pub name: String,
+    /// Whether the identifier stated the provider with a prefix.
     pub explicit_provider: bool,
 }
 
+/// Why a text is not a model identifier.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModelError {
+    /// Nothing but white space.
     Empty,
+    /// White space inside the identifier.
     Whitespace,
+    /// A prefix that names no provider (the prefix).
     UnknownProvider(String),
+    /// A provider's prefix with nothing after its `:`.
     EmptyName,
 }
 
@@ -70,7 +83,7 @@ impl fmt::Display for ModelError {
 }
 
 /// Which provider serves a bare model name, from the vendors' naming schemes.
-pub fn infer_provider(name: &str) -> Option<Provider> {
+pub(crate) fn infer_provider(name: &str) -> Option<Provider> {
     const OPENAI: &[&str] = &[
         "gpt-", "o1", "o3", "o4", "chatgpt-", "text-", "davinci", "babbage",
     ];
@@ -83,6 +96,8 @@ pub fn infer_provider(name: &str) -> Option<Provider> {
     }
 }
 
+/// Reads a model identifier, `provider:model` or a bare name whose provider is inferred;
+/// white space around it is ignored.
 pub fn parse_model(s: &str) -> Result<ModelRef, ModelError> {
     let trimmed = s.trim();
     if trimmed.is_empty() {
@@ -119,17 +134,22 @@ const CAPABILITIES: &str = include_str!("../models.json");
 /// taken, under one name or another).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 pub enum Setting {
+    /// `temperature`.
     #[serde(rename = "temperature")]
     Temperature,
+    /// `top_p`.
     #[serde(rename = "top_p")]
     TopP,
+    /// `stop`: the stop sequences.
     #[serde(rename = "stop")]
     Stop,
+    /// `seed`.
     #[serde(rename = "seed")]
     Seed,
 }
 
 impl Setting {
+    /// Every setting, in the order messages name them.
     pub const ALL: [Setting; 4] = [
         Setting::Temperature,
         Setting::TopP,
@@ -168,8 +188,11 @@ pub struct Capability {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capabilities {
+    /// The date the figures were taken.
     pub taken: String,
+    /// Where each provider's figures were read, keyed by its prefix.
     pub sources: BTreeMap<String, String>,
+    /// What each model takes, keyed `provider:model`.
     pub models: BTreeMap<String, Capability>,
 }
 
@@ -197,7 +220,9 @@ pub fn capability(provider: Provider, model: &str) -> Option<&'static Capability
 /// A setting a request cannot carry to its model, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeftOut {
+    /// The setting.
     pub setting: Setting,
+    /// Why, as a clause for a warning: "`o1` does not take `temperature`".
     pub why: String,
 }
 

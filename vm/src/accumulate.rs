@@ -9,14 +9,14 @@ use tv_stdlib::values::to_text;
 
 /// Accumulated context is kept to the most recent steps that fit in this many bytes,
 /// so a long sequence costs the same per step instead of ever more.
-pub const MAX_ACCUMULATED: usize = 16 * 1024;
+pub(crate) const MAX_ACCUMULATED: usize = 16 * 1024;
 
 /// The accumulated context of one sequence, built step by step: each result is turned
 /// into text once, when it first shows up, and every step's context is a window of the
 /// same buffer ([`SharedText`]), so a step costs the text it adds, not the context it
 /// passes on.
 #[derive(Debug, Default)]
-pub struct Accumulator {
+pub(crate) struct Accumulator {
     full: bool,
     /// Results taken in so far, and how many of them were dropped for the cap.
     seen: usize,
@@ -32,7 +32,7 @@ pub struct Accumulator {
 impl Accumulator {
     /// The context for the next step, given every result so far. Results are only ever
     /// appended; a shorter list, or another format, starts the context afresh.
-    pub fn update(&mut self, results: &Value, full: bool) -> SharedText {
+    pub(crate) fn update(&mut self, results: &Value, full: bool) -> SharedText {
         let items = results.as_array().map(Vec::as_slice).unwrap_or_default();
         if items.len() < self.seen || full != self.full {
             *self = Accumulator {

@@ -7,6 +7,7 @@ use crate::isa::Op;
 use std::fmt::Write as _;
 use tv_stdlib::builtins::BUILTINS;
 
+/// The listing of the whole bundle: its entries, its tasks, then every function.
 pub fn disassemble(b: &Bundle) -> String {
     let mut out = String::new();
     for e in &b.entries {

@@ -10,14 +10,18 @@ use std::sync::Arc;
 /// What the machine asks of the world.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum HostRequest {
+    /// A model call: one turn of a task's session.
     Llm(LlmRequest),
+    /// A script task's command, to run.
     Script(ScriptRequest),
 }
 
 /// One handler session turn (the seeds' HandlerPayload).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LlmRequest {
+    /// The task that makes the call.
     pub task: Arc<TaskMeta>,
+    /// The session's system prompt.
     #[serde(rename = "systemPrompt")]
     pub system_prompt: String,
     /// Shared with the machine, which keeps a session's messages for its later turns.
@@ -39,9 +43,12 @@ pub struct LlmRequest {
     pub requested_files: Vec<String>,
 }
 
+/// One message of a session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Message {
+    /// Who said it.
     pub role: Role,
+    /// What it says.
     pub content: String,
 }
 
@@ -52,12 +59,16 @@ pub struct Message {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// Instructions for the model.
     System,
+    /// The side that asks: prompts, subtask results, feedback.
     User,
+    /// The model.
     Assistant,
 }
 
 impl Message {
+    /// A message of the `user` role.
     pub fn user(content: String) -> Message {
         Message {
             role: Role::User,
@@ -65,6 +76,7 @@ impl Message {
         }
     }
 
+    /// A message of the `assistant` role: what the model said.
     pub fn assistant(content: String) -> Message {
         Message {
             role: Role::Assistant,
@@ -73,8 +85,10 @@ impl Message {
     }
 }
 
+/// A script task's command, with the inputs it is given.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ScriptRequest {
+    /// The script task.
     pub task: Arc<TaskMeta>,
     /// The command line, every interpolated value already shell-quoted.
     pub command: String,
@@ -82,22 +96,31 @@ pub struct ScriptRequest {
     pub inputs: serde_json::Map<String, serde_json::Value>,
 }
 
+/// What the world answers a [`HostRequest`] with: a reply of the same kind.
 #[derive(Clone, Debug, PartialEq)]
 pub enum HostReply {
+    /// The model's reply, or why there is none.
     Llm(Result<LlmReply, HostError>),
+    /// What the command did, or why it did not run.
     Script(Result<ScriptReply, HostError>),
 }
 
+/// A model's reply to one call, and what the call used.
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LlmReply {
+    /// The reply's text.
     pub content: String,
+    /// Tokens of the prompt, as the provider counts them.
     pub input_tokens: u64,
+    /// Tokens of the reply, as the provider counts them.
     pub output_tokens: u64,
     /// A subtask request the model made through the spawning tool.
     pub subtask_request: Option<serde_json::Value>,
     /// Files the host put into the context, and what it could not (missing paths, caps).
     pub context_files: Vec<String>,
+    /// What the host warns of about the call (a damaged cache entry, a server that
+    /// refused a field), for the result's notes.
     pub warnings: Vec<String>,
     /// The model that answered, as the provider names it (empty when unknown).
     pub model: String,
@@ -121,11 +144,15 @@ pub struct LlmReply {
     pub cached: bool,
 }
 
+/// What a script task's command did.
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ScriptReply {
+    /// What the command wrote to its standard output.
     pub stdout: String,
+    /// What it wrote to its standard error.
     pub stderr: String,
+    /// Its exit status (a host may give 128 + N for a command killed by signal N).
     pub exit_code: i32,
     /// Set when the output was cut at the size cap or held bytes that are not UTF-8.
     pub notes: Vec<String>,
@@ -136,6 +163,7 @@ pub struct ScriptReply {
 pub struct HostError {
     /// What the task that made the call fails with.
     pub reason: Reason,
+    /// What went wrong, as a sentence.
     pub message: String,
     /// Set when the call was refused because a resource of the run would not hold it
     /// (`--max-cost`): the task fails with RESOURCE_EXHAUSTION of that resource and
@@ -144,6 +172,7 @@ pub struct HostError {
 }
 
 impl HostError {
+    /// A call that failed for `reason`.
     pub fn new(reason: Reason, message: impl Into<String>) -> HostError {
         HostError {
             reason,
@@ -177,6 +206,7 @@ impl HostError {
 
 /// A deterministic host for tests: answers each request from a function.
 pub trait Host {
+    /// The reply to `request`.
     fn call(&mut self, request: &HostRequest) -> HostReply;
 }
 

@@ -8,6 +8,7 @@
 
 use bincode::{Decode, Encode};
 
+/// One instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
 pub enum Op {
     // The stack and the frame's locals.
@@ -186,6 +187,7 @@ pub enum Quote {
 }
 
 impl Quote {
+    /// Its name in listings.
     pub fn as_str(self) -> &'static str {
         match self {
             Quote::Bare => "bare",
@@ -202,17 +204,26 @@ pub const LOOP_EXHAUSTED: u8 = 1;
 /// [`Op::EndLoop`]: the loop ran out of iterations, and the task accepts its last result.
 pub const LOOP_ACCEPTED: u8 = 2;
 
+/// The comparison [`Op::Compare`] makes, by the standard library's value rules:
+/// numbers by value, strings by code point, other kinds only equal or not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
 pub enum CmpOp {
+    /// `==`
     Eq,
+    /// `!=`
     Ne,
+    /// `<`
     Lt,
+    /// `<=`
     Le,
+    /// `>`
     Gt,
+    /// `>=`
     Ge,
 }
 
 impl CmpOp {
+    /// The operator as templates write it.
     pub fn as_str(self) -> &'static str {
         match self {
             CmpOp::Eq => "==",

@@ -2,7 +2,9 @@
 //! the boundary it halts at for host calls. Nothing here touches the world: no files,
 //! processes, network or clock; the `tv-runtime` crate answers the host calls.
 
-pub mod accumulate;
+#![warn(missing_docs)]
+
+mod accumulate;
 pub mod args;
 pub mod bundle;
 pub mod disasm;
@@ -10,8 +12,16 @@ pub mod host;
 pub mod interp;
 pub mod isa;
 pub mod limits;
-pub mod outcome;
+mod outcome;
 pub mod result;
-pub mod shared;
-pub mod shell;
-pub mod usage;
+mod shared;
+mod shell;
+mod usage;
+
+// The surface is what the runtime, the compiler and the tools use to load, check and run
+// bundles: the public modules above, each named by its path (`tv_vm::bundle::Verified`),
+// and at the root what they use of the machine's inner modules: how a script command
+// quotes a value (the compiler's and the fuzzers' checks of its contexts), and how an
+// LLM reply becomes a task's result (the validation benchmark).
+pub use outcome::llm_result;
+pub use shell::{shell_quote, shell_quote_in};

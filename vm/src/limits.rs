@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// The limits of one run: a task that would pass one fails with RESOURCE_EXHAUSTION.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     /// Nested template calls (frames). Default 64.
@@ -70,7 +71,7 @@ impl Default for Limits {
 /// What copying or building this many bytes of a value costs, in instructions.
 pub const BYTES_PER_INSTRUCTION: u64 = 64;
 
-pub use tv_stdlib::values::weight;
+pub(crate) use tv_stdlib::values::weight;
 
 /// How deeply a value the machine builds may nest arrays and objects: deeper values
 /// could overflow the stack where they are copied, written out or dropped.
@@ -79,7 +80,7 @@ pub const MAX_NESTING: usize = 512;
 /// How deeply `v` nests arrays and objects (0 for a scalar), counted no further than
 /// one level past [`MAX_NESTING`]. It runs after every instruction that wraps a value,
 /// so it allocates nothing; the cut-off bounds its recursion.
-pub fn nesting(v: &serde_json::Value) -> usize {
+pub(crate) fn nesting(v: &serde_json::Value) -> usize {
     fn below(v: &serde_json::Value, depth: usize) -> usize {
         use serde_json::Value;
         if depth > MAX_NESTING {
@@ -100,7 +101,7 @@ pub use crate::usage::{Spending, Spent};
 /// What a run has used of its shared limits. Concurrent branches of one run share
 /// one budget, so no branch can spend what another already has.
 #[derive(Debug, Default)]
-pub struct Budget {
+pub(crate) struct Budget {
     iterations: AtomicU64,
     instructions: AtomicU64,
     turns: AtomicU64,
@@ -114,34 +115,34 @@ pub struct Budget {
 }
 
 impl Budget {
-    pub fn instructions(&self) -> u64 {
+    pub(crate) fn instructions(&self) -> u64 {
         self.instructions.load(Ordering::SeqCst)
     }
 
-    pub fn add_instructions(&self, n: u64) {
+    pub(crate) fn add_instructions(&self, n: u64) {
         self.instructions.fetch_add(n, Ordering::SeqCst);
     }
 
-    pub fn iterations(&self) -> u64 {
+    pub(crate) fn iterations(&self) -> u64 {
         self.iterations.load(Ordering::SeqCst)
     }
 
-    pub fn turns(&self) -> u64 {
+    pub(crate) fn turns(&self) -> u64 {
         self.turns.load(Ordering::SeqCst)
     }
 
-    pub fn tokens(&self) -> u64 {
+    pub(crate) fn tokens(&self) -> u64 {
         self.tokens.load(Ordering::SeqCst)
     }
 
     /// Counts one more loop iteration and returns the new total.
-    pub fn iterate(&self) -> u64 {
+    pub(crate) fn iterate(&self) -> u64 {
         self.iterations.fetch_add(1, Ordering::SeqCst) + 1
     }
 
     /// Charges `bytes` to the memory budget, unless that would pass `limit`: then
     /// nothing is charged and the bytes that would have been held are returned.
-    pub fn reserve(&self, bytes: u64, limit: u64) -> Result<(), u64> {
+    pub(crate) fn reserve(&self, bytes: u64, limit: u64) -> Result<(), u64> {
         let held = self
             .memory
             .fetch_add(bytes, Ordering::SeqCst)
@@ -155,12 +156,12 @@ impl Budget {
     }
 
     /// What the refused charge would have held, once the budget refused one.
-    pub fn refused(&self) -> Option<u64> {
+    pub(crate) fn refused(&self) -> Option<u64> {
         Some(self.refused.load(Ordering::Relaxed)).filter(|&h| h > 0)
     }
 
     /// Gives back bytes charged earlier.
-    pub fn release(&self, bytes: u64) {
+    pub(crate) fn release(&self, bytes: u64) {
         let _ = self
             .memory
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| {
@@ -168,13 +169,9 @@ impl Budget {
             });
     }
 
-    pub fn memory(&self) -> u64 {
-        self.memory.load(Ordering::SeqCst)
-    }
-
     /// Counts answered calls (assistant turns) and their tokens: one reply's, or what a
     /// body the journal gave back had spent.
-    pub fn spend(&self, s: Spent) {
+    pub(crate) fn spend(&self, s: Spent) {
         self.turns.fetch_add(s.calls, Ordering::SeqCst);
         self.tokens
             .fetch_add(s.input_tokens + s.output_tokens, Ordering::SeqCst);

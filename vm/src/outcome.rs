@@ -26,7 +26,7 @@ pub fn llm_result(reply: LlmReply, output: &Output) -> TaskResult {
 /// Why a reply is not JSON of its declared type: what a re-ask tells the model
 /// (DESIGN §13).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Misread {
+pub(crate) enum Misread {
     /// It does not parse as JSON: the parser's error.
     Parse(String),
     /// It parses, but departs from the type there.
@@ -35,7 +35,7 @@ pub enum Misread {
 
 /// [`llm_result`], and why the result failed when its reply is not JSON of the
 /// declared type (a cut reply is not judged: it is not an answer).
-pub fn read_reply(reply: LlmReply, output: &Output) -> (TaskResult, Option<Misread>) {
+pub(crate) fn read_reply(reply: LlmReply, output: &Output) -> (TaskResult, Option<Misread>) {
     if reply.truncated {
         return (truncated(reply), None);
     }
@@ -51,7 +51,7 @@ pub fn read_reply(reply: LlmReply, output: &Output) -> (TaskResult, Option<Misre
 /// `output_format_failure`, keeps the text in `content` and its notes (a reply that
 /// fails its type spent its tokens and had its files all the same), and the reason is
 /// returned. (In place: a result is large, and most tasks have no output format.)
-pub fn conform(r: &mut TaskResult, output: &Output) -> Option<Misread> {
+pub(crate) fn conform(r: &mut TaskResult, output: &Output) -> Option<Misread> {
     let Output::Json(schema) = output else {
         return None;
     };
@@ -98,7 +98,7 @@ fn failed_keeping(error: TaskError, content: String) -> TaskResult {
 
 /// The end of a composite task: its output format applied to a completed result, and
 /// its criteria. `Err` when what the task produced is not a task result at all.
-pub fn finish(r: Value, meta: &TaskMeta) -> Result<TaskResult, serde_json::Error> {
+pub(crate) fn finish(r: Value, meta: &TaskMeta) -> Result<TaskResult, serde_json::Error> {
     let mut r = TaskResult::try_from(r)?;
     if !r.is_failed() {
         conform(&mut r, &meta.output);
@@ -109,7 +109,7 @@ pub fn finish(r: Value, meta: &TaskMeta) -> Result<TaskResult, serde_json::Error
 
 /// A result with its task's `criteria` (DESIGN §19), whatever its status: an atomic or
 /// script task's as its reply comes in, a composite task's by [`finish`].
-pub fn with_criteria(r: &mut TaskResult, meta: &TaskMeta) {
+pub(crate) fn with_criteria(r: &mut TaskResult, meta: &TaskMeta) {
     if let Some(c) = &meta.criteria {
         r.criteria = Some(c.clone());
     }
@@ -172,7 +172,7 @@ fn reply_notes(reply: &LlmReply) -> Map<String, Value> {
 
 /// A script's result: its stdout when it exited 0, else an `unexpected_error`; its
 /// whole output in `notes.scriptOutput` either way.
-pub fn script_result(reply: ScriptReply) -> TaskResult {
+pub(crate) fn script_result(reply: ScriptReply) -> TaskResult {
     let mut output =
         json!({"stdout": reply.stdout, "stderr": reply.stderr, "exitCode": reply.exit_code});
     if !reply.notes.is_empty() {
@@ -197,7 +197,7 @@ pub fn script_result(reply: ScriptReply) -> TaskResult {
 /// `--` before it (DESIGN §18): one starting with `-` would be read as an option
 /// (`git log {{branch}}` with `--output=FILE` writes the file), so the script fails
 /// with `input_validation_failure` before it starts. `hole` is the hole's expression.
-pub fn check_option(v: Value, hole: &str) -> Value {
+pub(crate) fn check_option(v: Value, hole: &str) -> Value {
     let dashed = match &v {
         Value::String(s) => s.starts_with('-'),
         Value::Number(n) => n.to_string().starts_with('-'),
@@ -241,7 +241,7 @@ fn mismatched(should: String, declared: &str, m: &Mismatch, content: String) -> 
 }
 
 /// A template's result checked against its declared `returns`.
-pub fn check_return(r: Value, t: &Type) -> Value {
+pub(crate) fn check_return(r: Value, t: &Type) -> Value {
     if is_failed(&r) {
         return r;
     }
@@ -321,7 +321,7 @@ fn error_of(mut r: Value) -> StepFailure {
 }
 
 /// A sequence whose step `step` (from 0) of `total` failed with `failed`.
-pub fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Value {
+pub(crate) fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Value {
     let f = error_of(failed);
     let message = format!("step {} of {total} failed: {}", step + 1, f.message);
     // Counted from 1, as the message counts them.
@@ -334,7 +334,7 @@ pub fn fail_sequence(failed: Value, partial: Value, step: u16, total: u16) -> Va
 /// A `cond` that says `otherwise="fail"` and none of whose cases held, at `at`
 /// (`file:line:col`); `path` is the value its cases compare, as written (empty when
 /// they test no one value), and `value` what it held.
-pub fn no_case(at: &str, path: &str, value: Value) -> Value {
+pub(crate) fn no_case(at: &str, path: &str, value: Value) -> Value {
     let mut message = format!("{at}: no case of the `<cond>` holds");
     if !path.is_empty() {
         let mut shown = value.to_string();
@@ -365,7 +365,7 @@ pub fn no_case(at: &str, path: &str, value: Value) -> Value {
 }
 
 /// A reduce whose input at `index` of `total` failed with `failed`.
-pub fn fail_reduce(
+pub(crate) fn fail_reduce(
     failed: Value,
     index: Value,
     total: Value,
@@ -394,7 +394,7 @@ pub fn fail_reduce(
 /// body never started): COMPLETE, its value the array of the bodies' values and its
 /// content that array's JSON; or, when a body failed, FAILED for the first item whose
 /// body did, with the completed results beside it (`null` for the others).
-pub fn map_result(results: Vec<Value>) -> Value {
+pub(crate) fn map_result(results: Vec<Value>) -> Value {
     let total = results.len();
     let Some(index) = results.iter().position(is_failed) else {
         let values = Value::Array(results.into_iter().map(into_value).collect());
@@ -449,7 +449,7 @@ fn into_value(r: Value) -> Value {
 /// that is not one fails with `output_format_failure`, the reply kept. (An atomic
 /// evaluator's reply was read as that type already, and re-asked; this reads what a
 /// composite evaluator produced.)
-pub fn evaluation(mut r: Value) -> Value {
+pub(crate) fn evaluation(mut r: Value) -> Value {
     if is_failed(&r) {
         return r;
     }
@@ -482,7 +482,7 @@ pub fn evaluation(mut r: Value) -> Value {
 }
 
 /// The end of a director-evaluator loop (see [`crate::isa::Op::EndLoop`]).
-pub fn end_loop(mut result: Value, evaluation: Value, iterations: Value, mode: u8) -> Value {
+pub(crate) fn end_loop(mut result: Value, evaluation: Value, iterations: Value, mode: u8) -> Value {
     use crate::isa::{LOOP_ACCEPTED, LOOP_EXHAUSTED};
     if mode == LOOP_EXHAUSTED {
         let n = iterations.as_u64().unwrap_or(0);

@@ -2,7 +2,7 @@
 //! [`TaskError`] a failed one carries, with every failure [`Reason`] and exhausted
 //! [`Resource`] as an enum. Their serde attributes are the JSON of DESIGN §7, key
 //! for key and in the order `tvm run` prints them; nothing here builds a result from
-//! what happened (that is [`crate::outcome`]).
+//! what happened (the machine's `outcome` module does, as it runs).
 //!
 //! Inside the machine a result is also a value: templates read `r.content`,
 //! `r.status` or `r.notes.x` of a step's result, so the operand stack holds results
@@ -19,7 +19,9 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Status {
+    /// It did what it was for.
     Complete,
+    /// It failed: `notes.error` says why.
     Failed,
     /// A model's reply asking for a subtask; the machine runs it and goes on, so no
     /// result it returns has this status.
@@ -36,8 +38,11 @@ impl Status {
 /// A task's result (DESIGN §7). Keys are printed in this order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskResult {
+    /// How it ended.
     pub status: Status,
+    /// The reply or value as text.
     pub content: String,
+    /// The error of a failed one, and what else the run notes about it.
     pub notes: Notes,
     /// The parsed reply or value; a `null` that was parsed stays `Some(Value::Null)`.
     #[serde(
@@ -59,6 +64,7 @@ pub struct Notes {
     /// Boxed: most results have none, and results and faults are moved about often.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Box<TaskError>>,
+    /// Every other note, by key.
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -68,11 +74,16 @@ pub struct Notes {
 /// that belongs to the kind.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskError {
+    /// A failure and its reason, or an exhaustion and its resource.
     #[serde(flatten)]
     pub kind: ErrorKind,
+    /// What happened, as a sentence.
     pub message: String,
+    /// What a failure knows besides its message, as an object: a mismatch's `path`,
+    /// `expected` and `actual`, a script's `exitCode`, a failed step's error, ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// How much of the resource an exhaustion used, of what limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Metrics>,
 }
@@ -83,10 +94,18 @@ pub struct TaskError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum ErrorKind {
+    /// The task could not do what it was for.
     #[serde(rename = "TASK_FAILURE")]
-    TaskFailure { reason: Reason },
+    TaskFailure {
+        /// Why.
+        reason: Reason,
+    },
+    /// Something ran out: a limit of the run, or a reply's output limit.
     #[serde(rename = "RESOURCE_EXHAUSTION")]
-    ResourceExhaustion { resource: Resource },
+    ResourceExhaustion {
+        /// What it ran out of.
+        resource: Resource,
+    },
 }
 
 impl ErrorKind {
@@ -110,22 +129,36 @@ impl ErrorKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
+    /// A file of the context could not be had: a `file_paths` command failed, or a
+    /// required file could not be read.
     ContextRetrievalFailure,
+    /// No template matches a subtask request.
     ContextMatchingFailure,
     /// Never reported at run time: a bundle is never reparsed.
     ContextParsingFailure,
     /// Never reported at run time: `tvc` validates templates when it compiles them.
     XmlValidationFailure,
+    /// A value does not parse or does not fit its declared type.
     OutputFormatFailure,
+    /// A script or a provider took longer than it may.
     ExecutionTimeout,
+    /// The run cannot go on (no usable provider, a record that cannot be written, an
+    /// interruption).
     ExecutionHalted,
+    /// A spawned subtask could not run, or ran out of a resource.
     SubtaskFailure,
+    /// A value the task was given is not one it takes: no case of a `<cond>` holds, a
+    /// subtask request is invalid.
     InputValidationFailure,
+    /// Anything else: a script that exits non-zero, a provider's error, a built-in
+    /// given the wrong kind of value.
     UnexpectedError,
+    /// A director-evaluator loop ended at `max_iterations` without success.
     MaxIterationsReached,
 }
 
 impl Reason {
+    /// Every reason, in declaration order.
     pub const ALL: [Reason; 11] = [
         Reason::ContextRetrievalFailure,
         Reason::ContextMatchingFailure,
@@ -166,6 +199,7 @@ pub enum Resource {
 }
 
 impl Resource {
+    /// Every resource, in declaration order.
     pub const ALL: [Resource; 9] = [
         Resource::Depth,
         Resource::Turns,
@@ -182,7 +216,9 @@ impl Resource {
 /// A RESOURCE_EXHAUSTION's `metrics`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Metrics {
+    /// What the run used, or would have with what was refused.
     pub used: u64,
+    /// What it may use.
     pub limit: u64,
 }
 
@@ -253,6 +289,7 @@ impl TaskResult {
         }
     }
 
+    /// Whether it FAILED.
     pub fn is_failed(&self) -> bool {
         self.status == Status::Failed
     }
@@ -394,7 +431,7 @@ pub fn is_failed(r: &Value) -> bool {
 }
 
 /// The value a result stands for in expressions: parsed JSON when there is some.
-pub fn value_of(r: &Value) -> Value {
+pub(crate) fn value_of(r: &Value) -> Value {
     match r.get("parsedContent") {
         Some(v) => v.clone(),
         None => r.get("content").cloned().unwrap_or(Value::Null),
@@ -421,13 +458,13 @@ pub fn set_note(r: &mut Value, key: &str, v: Value) {
 /// entry, a server that refused a field). They differ between a live run, a replayed
 /// one and a cached one, so a prompt holding them would be a different request each
 /// time, and the cassette and the cache would never answer it.
-pub const OPERATOR_NOTES: [&str; 3] = ["usage", "cached", "warnings"];
+pub(crate) const OPERATOR_NOTES: [&str; 3] = ["usage", "cached", "warnings"];
 
 /// A result in value form as a model is sent it: without [`OPERATOR_NOTES`], in its own
 /// notes or in those of any result it holds (a map's partial results, a subtask's
 /// error, a loop's last result). What a result says, its `content` and
 /// `parsedContent`, is data and is never touched, whatever keys it has.
-pub fn for_model(r: &Value) -> Value {
+pub(crate) fn for_model(r: &Value) -> Value {
     let mut v = r.clone();
     strip_operator_notes(&mut v);
     v

@@ -21,11 +21,15 @@ use std::sync::OnceLock;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Spent {
+    /// LLM calls.
     pub calls: u64,
     /// Every input token, read from the provider's prompt cache or not.
     pub input_tokens: u64,
+    /// Tokens of the replies.
     pub output_tokens: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
     pub cache_read_tokens: u64,
+    /// Of the input tokens, those written to the provider's prompt cache.
     pub cache_write_tokens: u64,
     /// Picodollars of the calls whose price is known.
     pub cost: u64,
@@ -65,6 +69,7 @@ impl Spent {
         }
     }
 
+    /// Adds what `other` counts.
     pub fn add(&mut self, other: Spent) {
         self.calls += other.calls;
         self.input_tokens += other.input_tokens;
@@ -182,13 +187,14 @@ const USAGE_KEYS: [&str; 6] = [
 ];
 
 /// Picodollars as dollars.
-pub fn usd(picodollars: u64) -> f64 {
+pub(crate) fn usd(picodollars: u64) -> f64 {
     picodollars as f64 / 1e12
 }
 
 /// What a machine or a run spent, in total and by the model that answered.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spending {
+    /// What every call used, all models together.
     #[serde(flatten)]
     pub total: Spent,
     /// In the order the models first answered; a run uses few models.
@@ -203,6 +209,7 @@ impl Spending {
         self.model(model).add(s);
     }
 
+    /// Adds what `other` spent, model by model.
     pub fn add(&mut self, other: &Spending) {
         self.total.add(other.total);
         for (model, s) in &other.by_model {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use tv_runtime::script::ScriptRunner;
 use tv_vm::bundle::{Bundle, Const, TaskMeta};
 use tv_vm::host::ScriptRequest;
-use tv_vm::shell::shell_quote;
+use tv_vm::shell_quote;
 
 const KEY: &str = "sk-proc-environ-SECRET-31337";
 

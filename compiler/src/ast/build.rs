@@ -10,7 +10,7 @@ use crate::source::SourceFile;
 use crate::xml::{Element, Text, XmlDoc};
 
 /// Builds the items of one file. Problems are reported; what could be read is kept.
-pub fn build_module(
+pub(crate) fn build_module(
     file: FileId,
     source: &SourceFile,
     doc: &XmlDoc,
@@ -21,7 +21,7 @@ pub fn build_module(
 
 /// [`build_module`] of a document whose `<library>` entries were already built (by
 /// [`build_entries`], in document order, while the file was read).
-pub fn build_module_with(
+pub(crate) fn build_module_with(
     file: FileId,
     source: &SourceFile,
     doc: &XmlDoc,
@@ -118,7 +118,7 @@ impl Built {
 }
 
 /// The items of some entries of a `<library>`, and what was wrong with them.
-pub fn build_entries<'s, E: std::borrow::Borrow<Element<'s>>>(entries: &[E]) -> Built {
+pub(crate) fn build_entries<'s, E: std::borrow::Borrow<Element<'s>>>(entries: &[E]) -> Built {
     let mut diags = Diagnostics::new();
     let mut b = Builder {
         diags: &mut diags,
@@ -575,7 +575,7 @@ impl Builder<'_> {
     }
 }
 
-pub fn is_identifier(s: &str) -> bool {
+pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

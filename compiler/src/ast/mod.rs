@@ -14,16 +14,15 @@ pub(crate) mod schema;
 mod testcase;
 mod types;
 
-pub use build::{build_entries, build_module, build_module_with, is_identifier, Built};
+pub use build::Built;
+pub(crate) use build::{build_entries, build_module, build_module_with, is_identifier};
 pub use dump::dump_program;
 pub use expr::{Arg, BinOp, CmpOp, Expr, ExprKind, Literal, Segment, TextPart, TextTemplate};
 pub use head::Head;
-pub use schema::{did_you_mean, did_you_mean_preferring};
+pub(crate) use schema::{did_you_mean, did_you_mean_preferring};
 pub use testcase::{Check, Expect, Reply, TestArg, TestCase, TestValue};
-pub use types::{
-    apply_resolved, resolve as resolve_types, split_top_level, Declared, Resolved, TypeDecl,
-    EVALUATION_RESULT,
-};
+pub(crate) use types::{apply_resolved, resolve as resolve_types, split_top_level};
+pub use types::{Declared, Resolved, TypeDecl};
 
 /// The enumerations of the tree are the language table's word lists.
 pub use crate::language::{AccumulationFormat, FreshContext, Otherwise, OutputKind, TaskType};
@@ -183,7 +182,7 @@ pub struct Input {
 
 /// In a declaration, an input the caller passes: not bound `from` a variable and not
 /// computed by a nested task.
-pub fn is_parameter(i: &Input) -> bool {
+pub(crate) fn is_parameter(i: &Input) -> bool {
     i.from.is_none() && !matches!(i.value, InputValue::Body(_))
 }
 
@@ -191,7 +190,7 @@ pub fn is_parameter(i: &Input) -> bool {
 /// `description`, `system`) names: they reach the model as labelled sections after the
 /// instructions (DESIGN §12), and the checker says so. A `ref` task's inputs are its
 /// callee's arguments, not prompt inputs.
-pub fn unreferenced_inputs(task: &Task) -> Vec<&Input> {
+pub(crate) fn unreferenced_inputs(task: &Task) -> Vec<&Input> {
     if task.kind.node != TaskType::Atomic || task.reference.is_some() {
         return Vec::new();
     }
@@ -325,7 +324,7 @@ pub struct Task {
 }
 
 /// The name a map's item has in its body when `as` does not give one.
-pub const DEFAULT_ITEM: &str = "item";
+pub(crate) const DEFAULT_ITEM: &str = "item";
 
 impl Task {
     /// A reduce over the values its `<inputs>` list: those inputs are what it

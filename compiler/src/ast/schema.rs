@@ -8,19 +8,19 @@ use crate::xml::{Element, Node};
 /// Attributes every element accepts and ignores: namespace declarations and the XML
 /// Schema instance attributes (`xsi:noNamespaceSchemaLocation="tv.xsd"`) with which an
 /// editor finds the schema of `tvc schema`.
-pub fn is_ignored_attr(name: &str) -> bool {
+pub(crate) fn is_ignored_attr(name: &str) -> bool {
     name == "xmlns" || name.starts_with("xmlns:") || name.starts_with("xsi:")
 }
 
 /// The closest candidate, when it is close enough to be a likely typo.
-pub fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn did_you_mean<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     closest(word, candidates).map(|(_, c)| c)
 }
 
 /// [`did_you_mean`] over two lists, where a candidate of `preferred` wins unless one of
 /// `others` is strictly closer: a name the user defined is a likelier meaning of a
 /// misspelling than a built-in spelled alike.
-pub fn did_you_mean_preferring<'a>(
+pub(crate) fn did_you_mean_preferring<'a>(
     word: &str,
     preferred: &[&'a str],
     others: &[&'a str],
@@ -48,7 +48,12 @@ fn suggestion(word: &str, candidates: &[&str]) -> Option<String> {
 
 /// Reports `el`, which is not among the children `allowed` in `<parent>` (in the
 /// table's order, which the help lists).
-pub fn unknown_element(el: &Element, parent: &str, allowed: &[ElementId], diags: &mut Diagnostics) {
+pub(crate) fn unknown_element(
+    el: &Element,
+    parent: &str,
+    allowed: &[ElementId],
+    diags: &mut Diagnostics,
+) {
     let allowed: Vec<&str> = allowed
         .iter()
         .map(|&id| language::element(id).name)
@@ -69,13 +74,13 @@ pub fn unknown_element(el: &Element, parent: &str, allowed: &[ElementId], diags:
 
 /// Reports `el`, a child the table gives `<parent>` that no reader reads there: to the
 /// user, as good as unknown (the table's tests keep this from happening).
-pub fn unread_element(el: &Element, parent: &str, diags: &mut Diagnostics) {
+pub(crate) fn unread_element(el: &Element, parent: &str, diags: &mut Diagnostics) {
     let message = format!("unknown element `<{}>` in `<{parent}>`", el.name);
     diags.error(el.head(), message);
 }
 
 /// Reports every attribute of `el` that the table's `entry` does not give it.
-pub fn check_attrs(el: &Element, entry: ElementId, diags: &mut Diagnostics) {
+pub(crate) fn check_attrs(el: &Element, entry: ElementId, diags: &mut Diagnostics) {
     let entry = language::element(entry);
     for a in &el.attrs {
         if entry.attr(&a.name).is_some() || is_ignored_attr(&a.name) {
@@ -103,7 +108,7 @@ pub fn check_attrs(el: &Element, entry: ElementId, diags: &mut Diagnostics) {
 }
 
 /// Reports non-blank text directly inside an element that holds only elements.
-pub fn no_text(el: &Element, diags: &mut Diagnostics) {
+pub(crate) fn no_text(el: &Element, diags: &mut Diagnostics) {
     for n in &el.children {
         if let Node::Text(t) = n {
             if !t.value.trim().is_empty() {
@@ -120,7 +125,7 @@ pub fn no_text(el: &Element, diags: &mut Diagnostics) {
 }
 
 /// Reports child elements of an element that holds only text.
-pub fn no_elements(el: &Element, diags: &mut Diagnostics) {
+pub(crate) fn no_elements(el: &Element, diags: &mut Diagnostics) {
     for child in el.elements() {
         diags.error(
             child.head(),
@@ -132,7 +137,7 @@ pub fn no_elements(el: &Element, diags: &mut Diagnostics) {
     }
 }
 
-pub fn list(items: &[&str], open: &str, close: &str) -> String {
+pub(crate) fn list(items: &[&str], open: &str, close: &str) -> String {
     items
         .iter()
         .map(|i| format!("{open}{i}{close}"))

@@ -6,7 +6,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-pub fn warn_cycles(program: &Program, calls: &super::Calls, diags: &mut Diagnostics) {
+pub(super) fn warn_cycles(program: &Program, calls: &super::Calls, diags: &mut Diagnostics) {
     let mut reported: HashSet<String> = HashSet::default();
     // Items in source order, so the warnings come out the same every run.
     let order = program.modules.iter().flat_map(|m| m.names());

@@ -192,7 +192,7 @@ impl Checker<'_, '_> {
 }
 
 /// What an atomic or script task's `output_format` says its value is.
-pub fn output_type(task: &Task) -> Type {
+pub(crate) fn output_type(task: &Task) -> Type {
     match &task.output_format {
         Some(f) if f.kind.node == OutputKind::Json => {
             f.schema.as_ref().map_or(Type::Any, |s| s.node.clone())
@@ -202,7 +202,7 @@ pub fn output_type(task: &Task) -> Type {
 }
 
 /// Where the body's result type is written, to point at it in a mismatch.
-pub fn output_schema_span(body: &Body) -> Option<Span> {
+pub(super) fn output_schema_span(body: &Body) -> Option<Span> {
     match body {
         Body::Task(t) => match t.kind.node {
             TaskType::Atomic | TaskType::Script => t

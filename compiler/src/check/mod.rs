@@ -15,14 +15,14 @@ mod operators;
 mod outline;
 mod records;
 mod scope;
-pub mod shell;
+pub(crate) mod shell;
 #[cfg(test)]
 mod shell_tests;
 mod task;
 mod testcases;
 
-pub use infer::{output_type as infer_output_type, Sketch};
-pub use outline::Outline;
+pub(crate) use infer::{output_type as infer_output_type, Sketch};
+pub(crate) use outline::Outline;
 
 use crate::ast::{Item, Program, Template};
 use crate::diag::{Diagnostic, Diagnostics};
@@ -76,7 +76,7 @@ pub struct Symbols {
 }
 
 /// Which items each item calls, and where: the call graph.
-pub type Calls = HashMap<String, Vec<(String, Span)>>;
+pub(crate) type Calls = HashMap<String, Vec<(String, Span)>>;
 
 /// Every item by name, with its signature; made by registration, then read by every
 /// body's check, and kept as [`Symbols::items`].
@@ -86,7 +86,7 @@ type Tables = HashMap<String, Signature>;
 type Sketches<'o> = HashMap<&'o str, &'o Sketch>;
 
 /// Checks one body at a time against the tables, which every worker borrows.
-pub struct Checker<'t, 'd> {
+pub(crate) struct Checker<'t, 'd> {
     diags: &'d mut Diagnostics,
     items: &'t Tables,
     returns: &'t HashMap<String, Type>,
@@ -100,7 +100,7 @@ pub struct Checker<'t, 'd> {
     step: Option<Span>,
 }
 
-pub fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
+pub(crate) fn check_program(program: &Program, diags: &mut Diagnostics) -> Symbols {
     let outlines: Vec<Vec<Outline>> = program
         .modules
         .iter()

@@ -4,7 +4,7 @@
 use tv_stdlib::types::Type;
 
 #[derive(Clone, Debug)]
-pub struct Binding {
+pub(super) struct Binding {
     pub name: String,
     pub ty: Type,
     /// When the variable may be `null` where it is visible: why (a loop's variables
@@ -14,13 +14,13 @@ pub struct Binding {
 
 /// What encloses the expression, for the "how to declare it" part of a message.
 #[derive(Clone, Debug)]
-pub enum Owner {
+pub(super) enum Owner {
     Template(String),
     Task(String),
 }
 
 #[derive(Clone, Debug)]
-pub struct Scope {
+pub(super) struct Scope {
     bindings: Vec<Binding>,
     pub owner: Owner,
     /// True inside a reduce's `inner_task`, where the accumulator is not yet known.
@@ -31,7 +31,7 @@ pub struct Scope {
 }
 
 /// The operator variables and where each one is defined.
-pub const CONTEXT_VARS: &[(&str, &str)] = &[
+pub(super) const CONTEXT_VARS: &[(&str, &str)] = &[
     (
         "output",
         "a step of a sequential task after the first one (the previous step's value)",
@@ -59,7 +59,7 @@ pub const CONTEXT_VARS: &[(&str, &str)] = &[
 ];
 
 impl Scope {
-    pub fn new(owner: Owner) -> Self {
+    pub(super) fn new(owner: Owner) -> Self {
         Scope {
             bindings: Vec::new(),
             owner,
@@ -68,7 +68,7 @@ impl Scope {
         }
     }
 
-    pub fn bind(&mut self, name: &str, ty: Type) {
+    pub(super) fn bind(&mut self, name: &str, ty: Type) {
         self.bindings.push(Binding {
             name: name.to_string(),
             ty,
@@ -78,29 +78,29 @@ impl Scope {
 
     /// Marks the innermost binding of `name`, if there is one, as `null` for `why`
     /// where this scope is seen.
-    pub fn may_be_null(&mut self, name: &str, why: &'static str) {
+    pub(super) fn may_be_null(&mut self, name: &str, why: &'static str) {
         if let Some(b) = self.bindings.iter_mut().rev().find(|b| b.name == name) {
             b.null = Some(why);
         }
     }
 
-    pub fn bind_context(&mut self, names: &[&str]) {
+    pub(super) fn bind_context(&mut self, names: &[&str]) {
         for n in names {
             self.bind(n, Type::Any);
         }
     }
 
     /// The innermost binding of a name.
-    pub fn lookup(&self, name: &str) -> Option<&Binding> {
+    pub(super) fn lookup(&self, name: &str) -> Option<&Binding> {
         self.bindings.iter().rev().find(|b| b.name == name)
     }
 
-    pub fn names(&self) -> Vec<&str> {
+    pub(super) fn names(&self) -> Vec<&str> {
         self.bindings.iter().map(|b| b.name.as_str()).collect()
     }
 
     /// The help line for an undeclared variable.
-    pub fn declare_help(&self, name: &str) -> String {
+    pub(super) fn declare_help(&self, name: &str) -> String {
         if self.in_inner_task && matches!(name, "accumulator" | "current_result") {
             return format!(
                 "`{name}` exists only in the reduction_task: inner tasks run ahead of the reduction and cannot see it"

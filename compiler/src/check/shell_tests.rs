@@ -127,7 +127,7 @@ fn a_quoted_value_leaves_the_lexer_as_a_hole_leaves_it() {
             hole.text(before);
             spliced.text(before);
             assert_eq!(hole.hole().map(|h| h.quote), Ok(quote));
-            spliced.text(&tv_vm::shell::shell_quote_in(value, quote));
+            spliced.text(&tv_vm::shell_quote_in(value, quote));
             assert!(hole.same_shape(&spliced), "{command:?} with {value:?}");
             hole.text(after);
             spliced.text(after);

@@ -16,7 +16,7 @@ use tv_vm::isa::{Op, Quote};
 
 /// The bundle of `p`, or an error for each count that does not fit the operand that
 /// encodes it (more than 255 arguments, 65,535 locals, ...): `tvc` never cuts one.
-pub fn generate(p: &ir::Program, sources: &SourceMap) -> Result<Bundle, Vec<Diagnostic>> {
+pub(crate) fn generate(p: &ir::Program, sources: &SourceMap) -> Result<Bundle, Vec<Diagnostic>> {
     // Functions are generated on the workers, each listing its own constants; the
     // lists are pooled here, in function order.
     let parts = crate::parallel::map_chunks(

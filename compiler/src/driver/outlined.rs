@@ -104,7 +104,7 @@ fn loaded(
 /// compilation's modules of user files have their items' heads instead of their items.
 /// The files are read a second time, a window of items at a time, to check the
 /// bodies and, when asked and while nothing is wrong, to lower them.
-pub fn check_sources_outlined(
+pub(crate) fn check_sources_outlined(
     mut sources: SourceMap,
     mut diags: Diagnostics,
     unusable: HashSet<FileId>,

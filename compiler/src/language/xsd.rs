@@ -19,7 +19,7 @@ use std::fmt::Write;
 
 /// One definition of the schema, or a comment between them.
 #[derive(Debug)]
-pub enum Def {
+pub(super) enum Def {
     /// `<!-- ===== text ===== -->`, opening a part of the schema.
     Section(&'static str),
     /// A comment right above the next definition.
@@ -55,7 +55,7 @@ const HEADER: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 const SLOT_ATTRIBUTES: &str = "SlotAttributes";
 
 /// The schema's definitions, in the order it prints them.
-pub static LAYOUT: &[Def] = &[
+pub(super) static LAYOUT: &[Def] = &[
     Def::Section("Roots: a file's root is a task, a template or a library."),
     Def::Root(E::Task),
     Def::Root(E::Template),

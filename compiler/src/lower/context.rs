@@ -40,13 +40,13 @@ const SUBTASK: ContextSettings = ContextSettings {
 /// defaults themselves conflict (atomic and sequential inherit *and* refresh), the
 /// inherited context wins and fresh context is off: no workspace is searched unless a
 /// template asks for it.
-pub fn merge(kind: TaskType, stated: Option<&ContextManagement>) -> ContextSettings {
+pub(super) fn merge(kind: TaskType, stated: Option<&ContextManagement>) -> ContextSettings {
     defaults(kind).merged(&statement(stated))
 }
 
 /// The settings of a template's atomic body when a subtask request runs it: the
 /// subtask defaults under what the template states.
-pub fn spawned(stated: Option<&ContextManagement>) -> ContextSettings {
+pub(super) fn spawned(stated: Option<&ContextManagement>) -> ContextSettings {
     SUBTASK.merged(&statement(stated))
 }
 
@@ -77,7 +77,7 @@ fn statement(stated: Option<&ContextManagement>) -> StatedContext {
 /// after the conflict rule: on for reduce and director-evaluator loops, off for
 /// sequences and maps), so that the seeds' defaults have their effect.
 #[derive(Clone, Debug, Default)]
-pub struct Defaults {
+pub(super) struct Defaults {
     pub model: Option<Spanned<String>>,
     pub provider: Option<Box<Spanned<String>>>,
     pub system: Option<TextTemplate>,
@@ -91,7 +91,7 @@ pub struct Defaults {
 
 impl Defaults {
     /// These defaults with a composite task's own settings over them.
-    pub fn under(&self, task: &Task) -> Defaults {
+    pub(super) fn under(&self, task: &Task) -> Defaults {
         let own = task.model_settings();
         let base = &self.settings;
         let stated = task.context.as_deref();
@@ -123,7 +123,7 @@ impl Defaults {
     /// An atomic task's model and provider, its own or inherited. An inherited one that
     /// contradicts the task's own (a `claude-*` model under `<provider>openai`) gives way
     /// to it: the inner setting wins (a task's own pair is checked by the checker).
-    pub fn model_and_provider(&self, task: &Task) -> (Option<String>, Option<String>) {
+    pub(super) fn model_and_provider(&self, task: &Task) -> (Option<String>, Option<String>) {
         let provider_of = |m: &str| models::parse_model(m).ok().and_then(|m| m.provider);
         let named = |p: &str| Provider::parse(p);
         let own_model = task.model.as_ref().map(|m| m.node.clone());
@@ -151,7 +151,7 @@ impl Defaults {
     /// stated fresh context and subset inheritance where the task states none, and
     /// associative matching off when the task names its files and no one stated
     /// `fresh_context` enabled (explicit paths take precedence).
-    pub fn atomic_context(&self, task: &Task, has_files: bool) -> ContextSettings {
+    pub(super) fn atomic_context(&self, task: &Task, has_files: bool) -> ContextSettings {
         let mut c = merge(task.kind.node, task.context.as_deref());
         let stated = task.context.as_deref();
         let own_fresh = stated

@@ -28,7 +28,7 @@ pub(crate) use windows::Windows;
 
 /// The IR of a program that holds its items (a program checked from outlines is
 /// lowered a window at a time, by `crate::driver::compile_to_bytes`).
-pub fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
+pub(crate) fn lower(program: &ast::Program, symbols: &Symbols, sources: &SourceMap) -> ir::Program {
     assert!(
         program.modules.iter().all(|m| m.heads.is_none()),
         "a program checked from outlines is lowered by compile_to_bytes"

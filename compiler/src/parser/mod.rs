@@ -20,11 +20,11 @@ mod descent;
 mod tests;
 
 /// Parentheses, calls and `{{` nested deeper than this are refused before parsing.
-pub const MAX_EXPR_DEPTH: usize = 64;
+pub(crate) const MAX_EXPR_DEPTH: usize = 64;
 
 /// The tree an expression builds nests at most this deep, counting operators and
 /// path segments as well as brackets (see `TreeDepth`).
-pub const MAX_EXPR_TREE_DEPTH: usize = 256;
+pub(crate) const MAX_EXPR_TREE_DEPTH: usize = 256;
 
 impl chumsky::span::Span for Span {
     type Context = FileId;
@@ -55,7 +55,7 @@ type Tok<'s> = (Token<'s>, Span);
 type Err<'s> = extra::Err<Rich<'s, Token<'s>, Span>>;
 
 /// Splits text into literal runs and `{{ ... }}` holes, parsing each hole.
-pub fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
+pub(crate) fn parse_template(text: &Text, diags: &mut Diagnostics) -> TextTemplate {
     let s: &str = &text.value;
     let braces = memchr::memchr_iter(b'{', s.as_bytes()).count();
     // A hole opens with two braces and adds up to two parts: room for all of them.
@@ -158,7 +158,7 @@ fn parse_hole<'s>(
 
 /// Parses a whole text as one expression (the `test` of a case, a `<condition>`).
 /// A test wrapped entirely in `{{ }}` is accepted too.
-pub fn parse_test(text: &Text, diags: &mut Diagnostics) -> Expr {
+pub(crate) fn parse_test(text: &Text, diags: &mut Diagnostics) -> Expr {
     let span = text.trimmed_span();
     let mut tokens: Vec<Tok> = crate::lexer::lex(&text.value)
         .into_iter()

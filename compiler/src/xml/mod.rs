@@ -22,7 +22,7 @@ pub use tree::{Attr, Element, Node, OffsetMap, Text, XmlDoc};
 
 /// Elements nested deeper than this are reported and skipped, so no later recursive
 /// pass can exhaust the stack on hostile input.
-pub const MAX_DEPTH: usize = 200;
+pub(crate) const MAX_DEPTH: usize = 200;
 
 struct Open<'a> {
     el: Element<'a>,
@@ -40,7 +40,7 @@ pub fn parse<'a>(file: FileId, src: &'a str, diags: &mut Diagnostics) -> XmlDoc<
 /// [`parse`], handing each entry of a `<library>` root to `entries` as soon as it is
 /// read, so that later stages can start on it while the rest of the file is read. The
 /// entries are not kept in the tree: the root comes back without them.
-pub fn parse_streaming<'a, 'd>(
+pub(crate) fn parse_streaming<'a, 'd>(
     file: FileId,
     src: &'a str,
     diags: &'d mut Diagnostics,

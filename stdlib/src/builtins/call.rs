@@ -9,7 +9,9 @@ use std::fmt;
 /// A built-in called with a value it cannot use. `function` is the name as called.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BuiltinError {
+    /// The built-in's name.
     pub function: String,
+    /// What went wrong, as a clause that follows the name.
     pub message: String,
 }
 
@@ -21,11 +23,17 @@ impl fmt::Display for BuiltinError {
 
 impl std::error::Error for BuiltinError {}
 
+/// One built-in function: its signature for the checker and the implementation the
+/// machine calls.
 #[derive(Debug)]
 pub struct Builtin {
+    /// The name templates call it by.
     pub name: &'static str,
+    /// Its parameters in order.
     pub params: &'static [BuiltinParam],
+    /// The type of its result.
     pub returns: Ret,
+    /// One sentence on what it returns, kept beside its signature.
     pub doc: &'static str,
     /// The largest weight of its result beyond the result's own node ([`crate::bounds`]).
     pub(super) bound: fn(&[Value]) -> u64,
@@ -33,9 +41,12 @@ pub struct Builtin {
     pub(super) function: fn(&Call) -> Result<Value, BuiltinError>,
 }
 
+/// A parameter of a built-in.
 #[derive(Debug)]
 pub struct BuiltinParam {
+    /// Its name, as signatures and error messages show it.
     pub name: &'static str,
+    /// The values it takes.
     pub ty: Ty,
     /// Optional parameters come last.
     pub optional: bool,
@@ -45,13 +56,21 @@ pub struct BuiltinParam {
 /// types some built-ins take, so the checker can refuse an argument that never works.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ty {
+    /// Any value.
     Any,
+    /// A string.
     String,
+    /// A number.
     Number,
+    /// `true` or `false`.
     Boolean,
+    /// `null`.
     Null,
+    /// An object.
     Object,
+    /// An array of anything.
     Array,
+    /// An array of strings.
     Strings,
     /// Something with a length or members: `len`, the haystack of `contains`.
     StringArrayOrObject,
@@ -131,7 +150,9 @@ impl fmt::Display for Ty {
 /// The result type, possibly following the first argument (`default`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ret {
+    /// Always this type.
     Fixed(Ty),
+    /// The type of the first argument (`default`, which returns it or its fallback).
     SameAsFirst,
 }
 
@@ -159,14 +180,18 @@ impl Builtin {
         NODE + (self.bound)(args)
     }
 
+    /// How many arguments a call must give: the parameters that are not optional.
     pub fn min_arity(&self) -> usize {
         self.params.iter().filter(|p| !p.optional).count()
     }
 
+    /// How many arguments a call may give: all its parameters.
     pub fn max_arity(&self) -> usize {
         self.params.len()
     }
 
+    /// The signature as the language's documentation shows it:
+    /// `join(items: array, separator?: string) -> string`.
     pub fn signature(&self) -> String {
         let params: Vec<String> = self
             .params

@@ -13,7 +13,6 @@ pub use call::{Builtin, BuiltinError, BuiltinParam, Ret, Ty};
 use crate::bounds;
 use crate::functions as f;
 use call::{opt, p};
-use serde_json::Value;
 
 /// The place of a built-in in [`BUILTINS`]: what a bundle's `Builtin` instruction names.
 /// Only this module makes one, from a name found in the table or as one of the constants
@@ -27,20 +26,26 @@ impl BuiltinId {
         self.0
     }
 
+    /// The built-in it names.
     pub fn builtin(self) -> &'static Builtin {
         &BUILTINS[usize::from(self.0)]
     }
 }
 
-/// Built-ins the compiler and the machine use by themselves, besides calls written in a
-/// template (a test checks each against the table): `parse_json` reads an object or array
-/// argument written as text, and the result bound of an evaluator's reply; `merge` adds a
-/// loop's script output to its evaluation.
+// Built-ins the compiler and the machine use by themselves, besides calls written in a
+// template (a test checks each against the table).
+
+/// `len`: how many items a failed reduction had, for its error.
 pub const LEN: BuiltinId = BuiltinId(3);
+/// `get`: a reduction reads each item's result with it.
 pub const GET: BuiltinId = BuiltinId(11);
+/// `parse_json`: reads an object or array argument written as text; its result bound is
+/// that of an evaluator's reply.
 pub const PARSE_JSON: BuiltinId = BuiltinId(13);
+/// `merge`: adds a loop's script output to its evaluation.
 pub const MERGE: BuiltinId = BuiltinId(17);
 
+/// Every built-in, at the index a bundle names it by.
 pub static BUILTINS: &[Builtin] = &[
     Builtin {
         name: "upper",
@@ -208,9 +213,13 @@ pub fn find(name: &str) -> Option<BuiltinId> {
     Some(BuiltinId(i as u16))
 }
 
-/// Calls a built-in by name, for callers that hold one (tests, tools): the machine calls
-/// by index through [`Builtin::call`]. An unknown name is an error, not a panic.
-pub fn call(name: &str, args: &[Value]) -> Result<Value, BuiltinError> {
+/// Calls a built-in by name, for the tests: the machine calls by index through
+/// [`Builtin::call`]. An unknown name is an error, not a panic.
+#[cfg(test)]
+pub(crate) fn call(
+    name: &str,
+    args: &[serde_json::Value],
+) -> Result<serde_json::Value, BuiltinError> {
     match lookup(name) {
         Some(builtin) => builtin.call(args),
         None => Err(BuiltinError {

@@ -3,9 +3,9 @@
 //! share with the VM (text, truthiness, equality, JSON from model output) are in
 //! [`crate::values`].
 
-pub type Value = serde_json::Value;
+type Value = serde_json::Value;
 
-pub use crate::builtins::call::BuiltinError;
+pub(crate) use crate::builtins::call::BuiltinError;
 use crate::builtins::call::Call;
 use crate::values::{equal, int_of, parse_json_text, to_text};
 use serde_json::Number;

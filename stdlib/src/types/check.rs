@@ -122,7 +122,7 @@ impl fmt::Display for Mismatch {
 
 /// One step of a JSON path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PathStep<'a> {
+pub(crate) enum PathStep<'a> {
     /// An array element, counted from 0.
     Index(usize),
     /// An object's field.
@@ -131,7 +131,7 @@ pub enum PathStep<'a> {
 
 /// A JSON path as messages write it: `$` for the whole value, `[i]` for an element,
 /// `.name` for a field whose name is an identifier and `["a name"]` for any other.
-pub fn json_path(steps: &[PathStep<'_>]) -> String {
+pub(crate) fn json_path(steps: &[PathStep<'_>]) -> String {
     use std::fmt::Write as _;
     let mut out = String::from("$");
     for step in steps {

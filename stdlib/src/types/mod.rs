@@ -1,26 +1,33 @@
 //! The types of the template language (DESIGN §5, §13): scalars, arrays, records with
 //! optional fields, and unions of string literals; where a value departs from one
-//! ([`check`]), how one is written ([`parse`]) and the JSON Schema a provider is sent
-//! ([`schema`]).
+//! ([`Mismatch`]), how one is written ([`parse_with`]) and the JSON Schema a provider is
+//! sent ([`json_schema`]).
 
 mod check;
 mod parse;
 mod schema;
 
-pub use check::{json_path, Mismatch, PathStep, MISSING};
+pub use check::{Mismatch, MISSING};
 pub use parse::{is_scalar_name, parse_with, TypeError};
 pub use schema::{json_schema, smallest_value, strict_schema, strict_wrapped, WRAPPED};
 
 use std::fmt;
 use std::sync::Arc;
 
+/// A type of the template language.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
+    /// Any value: what is known only at run time.
     Any,
+    /// A string.
     String,
+    /// A number, whole or not.
     Number,
+    /// `true` or `false`.
     Boolean,
+    /// `null`.
     Null,
+    /// An object of any fields.
     Object,
     /// `array` and `[]` are `Array(Any)`; `string[]` is `Array(String)`.
     Array(Box<Type>),
@@ -36,20 +43,25 @@ pub enum Type {
 pub struct Record {
     /// The name it was declared with (`<type name="Review">`); `None` when written inline.
     pub name: Option<String>,
+    /// Its fields, in the order written.
     pub fields: Vec<Field>,
     /// How many types it holds written out, itself included: [`Type::size`].
     size: usize,
 }
 
+/// A field of a record type.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Field {
+    /// Its name.
     pub name: String,
     /// Written `name?: T`: the value may leave it out or give `null`.
     pub optional: bool,
+    /// The type of its value.
     pub ty: Type,
 }
 
 impl Record {
+    /// A record of these fields, under a declared name or none.
     pub fn new(name: Option<String>, fields: Vec<Field>) -> Record {
         let size = fields
             .iter()
@@ -57,6 +69,7 @@ impl Record {
         Record { name, fields, size }
     }
 
+    /// Its field of this name.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
     }
@@ -87,9 +100,6 @@ pub const MAX_NESTING: usize = 32;
 /// few lines long could otherwise stand for billions of fields, and so take that long
 /// to check or to write as a schema.
 pub const MAX_SIZE: usize = 10_000;
-
-/// The former name of [`MAX_NESTING`], when only arrays nested.
-pub const MAX_ARRAY_NESTING: usize = MAX_NESTING;
 
 /// The names a type may be written with, for "expected one of" messages.
 pub const TYPE_NAMES: &str = "string, number, boolean, null, object, array (or []), any, T[], a record `{name: T, other?: T}`, string literals `\"a\"|\"b\"`, or a declared type";
@@ -193,6 +203,7 @@ impl Type {
         }
     }
 
+    /// Whether it says more than `any`.
     pub fn is_known(&self) -> bool {
         *self != Type::Any
     }

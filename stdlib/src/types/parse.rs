@@ -17,7 +17,9 @@ use std::sync::Arc;
 /// Why a written type is not one, and where (byte offsets into the text parsed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TypeError {
+    /// Where in the text, in bytes.
     pub span: Range<usize>,
+    /// What is wrong, as a sentence.
     pub message: String,
     /// The name, when the error is a name that is neither a scalar nor declared, so
     /// the caller can suggest one it knows.

@@ -29,6 +29,7 @@ pub use task::{
 pub use types::{TaskType, ValueType};
 pub use verified::{EntryError, Names, Verified, VerifyError};
 
+/// The first four bytes of every bundle file.
 pub const MAGIC: &[u8; 4] = b"TVB\0";
 /// Bumped whenever an older reader would misread the bytes of a newer writer. A reader
 /// reads its own format only: an older bundle is refused with a message that says to
@@ -36,15 +37,21 @@ pub const MAGIC: &[u8; 4] = b"TVB\0";
 pub const VERSION: u16 = 8;
 const HEADER: usize = 4 + 2 + 4 + 4;
 /// The largest payload a reader accepts.
-pub const MAX_PAYLOAD: usize = 256 << 20;
+pub(crate) const MAX_PAYLOAD: usize = 256 << 20;
 
 /// A compiled program.
 #[derive(Clone, Debug, PartialEq, Encode, Decode)]
 pub struct Bundle {
+    /// The version of the `tvc` that wrote it.
     pub compiler_version: String,
+    /// The constants `Const` instructions load, by index.
     pub constants: Vec<Const>,
+    /// Every function, by the index calls and entries name.
     pub functions: Vec<Function>,
+    /// What host calls need about each atomic or script task, by the index
+    /// instructions name.
     pub tasks: Vec<Arc<TaskMeta>>,
+    /// The items a run may start at, by name.
     pub entries: Vec<Entry>,
     /// Source file paths, for the source map.
     pub files: Vec<String>,
@@ -53,18 +60,27 @@ pub struct Bundle {
 /// A constant; arrays and objects are built at run time.
 #[derive(Clone, Debug, PartialEq, Encode, Decode)]
 pub enum Const {
+    /// `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number.
     Num(f64),
+    /// A string.
     Str(String),
 }
 
+/// A function of bytecode: a template, a function, or a body one of them runs apart.
 #[derive(Clone, Debug, PartialEq, Encode, Decode)]
 pub struct Function {
+    /// Its item's name (`NAME~N` for a body the item runs apart), for messages and
+    /// listings.
     pub name: String,
+    /// Its parameters, in the order callers pass them.
     pub params: Vec<Param>,
     /// Locals including the parameters, which come first.
     pub locals: u16,
+    /// Its instructions.
     pub code: Vec<Op>,
     /// Source position of each instruction (`lines[pc]`).
     pub lines: Vec<Loc>,
@@ -78,24 +94,32 @@ pub struct Function {
     pub doc: String,
 }
 
+/// A parameter of a function.
 #[derive(Clone, Debug, PartialEq, Encode, Decode)]
 pub struct Param {
+    /// Its name: a run's named arguments are bound by it.
     pub name: String,
+    /// The type its argument is checked against.
     pub ty: ValueType,
     /// What the source says of it (a root task's `<input name>` text), for `tvm info`.
     pub doc: String,
 }
 
+/// A position in the source: where an instruction came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Encode, Decode, Default)]
 pub struct Loc {
+    /// The file, as an index into [`Bundle::files`].
     pub file: u32,
+    /// The line, from 1.
     pub line: u32,
+    /// The column in characters, from 1.
     pub col: u32,
 }
 
 /// What template selection for subtask requests looks at.
 #[derive(Clone, Debug, PartialEq, Encode, Decode)]
 pub struct MatchInfo {
+    /// The kind of task the template is; a request may ask for one.
     pub task_type: TaskType,
     /// The template's `subtype`, any word its author chose.
     pub subtype: Option<String>,
@@ -109,20 +133,36 @@ pub struct MatchInfo {
 /// subtask pass theirs (none, or the parent's).
 pub const CONTEXT_PARAM: &str = "(context)";
 
+/// An item a run may start at.
 #[derive(Clone, Debug, PartialEq, Encode, Decode)]
 pub struct Entry {
+    /// The item's name, as `tvm run --entry` takes it.
     pub name: String,
+    /// Its function, as an index into [`Bundle::functions`].
     pub function: u32,
 }
 
+/// Why bytes are not a bundle this machine runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BundleError {
+    /// Fewer bytes than a header.
     TooShort,
+    /// The magic bytes are not a bundle's.
     NotABundle,
+    /// The bundle is of this format, not [`VERSION`].
     Version(u16),
-    Length { declared: usize, actual: usize },
+    /// The header's payload length is not the number of bytes that follow it.
+    Length {
+        /// The length the header states.
+        declared: usize,
+        /// The bytes that follow the header.
+        actual: usize,
+    },
+    /// The payload's CRC-32 is not the header's.
     Checksum,
+    /// The payload does not decode as a bundle, or bytes follow it.
     Decode(String),
+    /// The payload decodes to a bundle the verifier refuses.
     Invalid(VerifyError),
 }
 
@@ -333,6 +373,7 @@ impl Bundle {
         Verified::new(bundle).map_err(BundleError::Invalid)
     }
 
+    /// The entry of this name.
     pub fn entry(&self, name: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.name == name)
     }
@@ -359,6 +400,7 @@ impl Bundle {
         Some((e.function, values))
     }
 
+    /// A source position as messages write it: `file:line:col`.
     pub fn location(&self, loc: Loc) -> String {
         let file = self
             .files

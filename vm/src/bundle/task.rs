@@ -11,18 +11,27 @@ use std::fmt;
 /// What a host call needs to know about the task that makes it.
 #[derive(Clone, Debug, PartialEq, Serialize, Encode, Decode)]
 pub struct TaskMeta {
+    /// The item it is in and its place there (`review#2`), for messages and records.
     pub name: String,
+    /// The model identifier its `<model>` states or inherits; `None` for the run's.
     pub model: Option<String>,
+    /// The provider it states or inherits (`openai`); `None` to go by the model's prefix
+    /// or the run's default.
     pub provider: Option<String>,
+    /// How its reply is read: text, or JSON of a type.
     pub output: Output,
     /// How many more times a reply that does not read as its output format is asked
     /// for, with feedback (DESIGN §13): `<output_format retries="N">`, default 1.
     pub retries: u32,
+    /// What it receives of the context around it.
     pub context: ContextSettings,
+    /// The files its context holds (`file_paths`).
     pub file_paths: FilePaths,
+    /// The success criteria it states, which its results carry.
     pub criteria: Option<String>,
     /// Script timeout in seconds.
     pub timeout: Option<u64>,
+    /// Where the task is in the source.
     pub loc: Loc,
     /// Sampling settings the task states on its `<model>`; the run's defaults fill the rest.
     pub settings: ModelSettings,
@@ -40,12 +49,16 @@ pub struct TaskMeta {
 /// come first, secondary ones after the ranked rest, excluded ones never.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Encode, Decode)]
 pub struct Assembly {
+    /// The globs of the files that come first.
     pub primary: Vec<String>,
+    /// The globs of the files that come after the ranked rest.
     pub secondary: Vec<String>,
+    /// The globs of the files left out.
     pub excluded: Vec<String>,
 }
 
 impl Assembly {
+    /// Whether it names no glob.
     pub fn is_empty(&self) -> bool {
         self.primary.is_empty() && self.secondary.is_empty() && self.excluded.is_empty()
     }
@@ -61,6 +74,7 @@ pub struct ModelSettings {
     pub max_tokens: Option<u64>,
     /// 0 to 1.
     pub top_p: Option<f64>,
+    /// The seed of sampling, for providers that take one.
     pub seed: Option<i64>,
     /// The sequences (one to [`MAX_STOP_SEQUENCES`]) that end the reply where the
     /// model writes one. Written as a string when there is one, as before there could
@@ -76,7 +90,10 @@ pub const MAX_STOP_SEQUENCES: usize = 4;
 mod stop_text {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    pub fn serialize<S: Serializer>(stop: &Option<Vec<String>>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        stop: &Option<Vec<String>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match stop.as_deref() {
             Some([one]) => one.serialize(s),
             other => other.serialize(s),
@@ -90,7 +107,9 @@ mod stop_text {
         Several(Vec<String>),
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<String>>, D::Error> {
         Ok(Option::<Written>::deserialize(d)?.map(|w| match w {
             Written::One(s) => vec![s],
             Written::Several(v) => v,
@@ -110,6 +129,7 @@ impl ModelSettings {
         }
     }
 
+    /// Whether no setting is set.
     pub fn is_empty(&self) -> bool {
         *self == ModelSettings::default()
     }
@@ -166,8 +186,10 @@ impl TaskMeta {
     }
 }
 
+/// How a task's reply is read (`<output_format>`).
 #[derive(Clone, Debug, PartialEq, Serialize, Encode, Decode)]
 pub enum Output {
+    /// As text, whatever it holds.
     Text,
     /// JSON, optionally of a declared type (`object`, `string[]`, ...).
     Json(Option<ValueType>),
@@ -176,9 +198,15 @@ pub enum Output {
 /// Context settings after defaults and explicit settings are merged (DESIGN §3).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Encode, Decode)]
 pub struct ContextSettings {
+    /// What it receives of the context around it (`inherit_context`).
     pub inherit: Inherit,
+    /// Whether earlier steps' results reach later steps (`accumulate_data`).
     pub accumulate: bool,
+    /// Whether accumulated results are given whole rather than summarised
+    /// (`accumulation_format` `full`).
     pub full_output: bool,
+    /// Whether files of the workspace that match the request join the context
+    /// (`fresh_context`).
     pub fresh: bool,
 }
 
@@ -186,9 +214,13 @@ pub struct ContextSettings {
 /// states nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StatedContext {
+    /// `inherit_context`.
     pub inherit: Option<Inherit>,
+    /// `accumulate_data`.
     pub accumulate: Option<bool>,
+    /// `accumulation_format`: whether `full`.
     pub full_output: Option<bool>,
+    /// `fresh_context`.
     pub fresh: Option<bool>,
 }
 
@@ -233,13 +265,16 @@ impl fmt::Display for ContextSettings {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Encode, Decode)]
 #[serde(rename_all = "lowercase")]
 pub enum Inherit {
+    /// All of it.
     Full,
+    /// Nothing.
     None,
     /// The lines of the inherited context that share a word with the request.
     Subset,
 }
 
 impl Inherit {
+    /// The word templates write it with.
     pub fn as_str(self) -> &'static str {
         match self {
             Inherit::Full => "full",
@@ -248,6 +283,7 @@ impl Inherit {
         }
     }
 
+    /// The setting a word names; `None` for a word that names none.
     pub fn parse(s: &str) -> Option<Inherit> {
         match s {
             "full" => Some(Inherit::Full),
@@ -264,11 +300,16 @@ impl fmt::Display for Inherit {
     }
 }
 
+/// The files a task's context holds (`file_paths`): the host reads them.
 #[derive(Clone, Debug, PartialEq, Serialize, Encode, Decode)]
 pub enum FilePaths {
+    /// No file.
     None,
+    /// These paths (`<path>`).
     Literal(Vec<String>),
+    /// The paths this shell command prints, one a line (`<command>`).
     Command(String),
+    /// The workspace's files that best match this text (`<description>`).
     Description(String),
 }
 

@@ -36,6 +36,7 @@ impl ValueType {
         self.0.clone()
     }
 
+    /// The type, borrowed.
     pub fn as_type(&self) -> &Type {
         &self.0
     }
@@ -238,10 +239,16 @@ impl Serialize for ValueType {
 /// naming one finds no template rather than an unknown word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Encode, Decode)]
 pub enum TaskType {
+    /// One model call.
     Atomic,
+    /// Steps in order.
     Sequential,
+    /// A fold over a list.
     Reduce,
+    /// A shell command.
     Script,
+    /// A director's work judged by an evaluator, again until it passes or the
+    /// iterations run out.
     DirectorEvaluatorLoop,
 }
 

@@ -92,6 +92,7 @@ impl Deref for Verified {
 }
 
 /// Why no entry point was chosen. Its display lists the entry points.
+/// Why a run has no entry point to start at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EntryError {
     /// No entry has the name given.
@@ -103,7 +104,9 @@ pub enum EntryError {
 /// A bundle's entry points by name: those no other item calls, then the others.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Names {
+    /// The entry points: the items no other item calls.
     pub roots: Vec<String>,
+    /// The items another item calls, which a run may still start at.
     pub called: Vec<String>,
 }
 

@@ -14,7 +14,7 @@ use crate::isa::Op;
 use tv_stdlib::builtins::BUILTINS;
 
 /// The deepest operand stack a frame may need.
-pub const MAX_STACK: usize = 4096;
+pub(crate) const MAX_STACK: usize = 4096;
 
 /// What verifying one function needs of the rest of its bundle: a whole [`Bundle`], or
 /// what [`super::lean`] keeps of one while it reads a bundle function by function.
@@ -42,6 +42,7 @@ impl Around for Bundle {
     }
 }
 
+/// Verifies a whole bundle; the error says what is wrong and in which function.
 pub fn verify(b: &Bundle) -> Result<(), String> {
     for (i, f) in b.functions.iter().enumerate() {
         verify_function(b, f).map_err(|e| in_function(i, f, e))?;

@@ -53,8 +53,11 @@ pub enum Step {
 /// a call of `function` with `args`, run as a concurrent branch of the machine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Body {
+    /// The function to call, by index.
     pub function: u32,
+    /// Its arguments, one per parameter.
     pub args: Vec<Value>,
+    /// Which body of which iteration it is.
     pub tag: BodyTag,
 }
 
@@ -63,7 +66,9 @@ pub struct Body {
 /// the same tags, so the journal names a body by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BodyTag {
+    /// The machine's iteration, numbered from 0 in the order they began.
     pub each: u64,
+    /// The item of that iteration, from 0.
     pub index: u64,
 }
 
@@ -105,9 +110,14 @@ pub(crate) enum Waiting {
 /// What is used of the limits so far.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Usage {
+    /// Instructions the run executed, its concurrent branches included, as of this
+    /// machine's last stop (copying or building values counts by their size).
     pub instructions: u64,
+    /// Loop iterations the run began, its branches included.
     pub iterations: u64,
+    /// LLM calls the run had answered (assistant turns), its branches included.
     pub turns: u64,
+    /// Tokens, input and output, the run's replies reported, its branches included.
     pub tokens: u64,
     /// The run's LLM calls, tokens and cost, by model.
     pub spending: Spending,
@@ -121,6 +131,8 @@ impl Usage {
     }
 }
 
+/// The interpreter: runs one function of a verified bundle, halting at each host call
+/// (see [`Step`]) until it returns.
 pub struct Vm<'b> {
     pub(crate) bundle: &'b Bundle,
     pub(crate) limits: Limits,
@@ -182,6 +194,7 @@ impl<'b> Vm<'b> {
         vm
     }
 
+    /// What the run has used of its limits so far.
     pub fn usage(&self) -> Usage {
         Usage {
             instructions: self.instructions,

@@ -9,11 +9,11 @@ use tv_stdlib::text::{words, Words};
 use tv_stdlib::values::kind_of;
 
 /// Below this Jaccard score no template is a match for a description.
-pub const MIN_MATCH: f64 = 0.1;
+pub(crate) const MIN_MATCH: f64 = 0.1;
 
 /// The subtask request in a reply: one the host took from a tool call, or a JSON
 /// reply `{"status": "CONTINUATION", "subtask_request": {...}}` (also under `notes`).
-pub fn request_in(tool: Option<&Value>, parsed: Option<&Value>) -> Option<Value> {
+pub(crate) fn request_in(tool: Option<&Value>, parsed: Option<&Value>) -> Option<Value> {
     if let Some(t) = tool {
         return Some(t.clone());
     }
@@ -46,24 +46,24 @@ pub fn validate(req: &Value) -> Result<(), String> {
 
 /// The most paths a request's `file_paths` may name, and the longest path: a model's
 /// list is untrusted and each path read or refused costs a look-up and a warning.
-pub const MAX_REQUESTED_FILES: usize = 100;
+pub(crate) const MAX_REQUESTED_FILES: usize = 100;
 const MAX_PATH_BYTES: usize = 4096;
 
 /// What a subtask request states about its context (the seeds' `context_management`
 /// and `file_paths`), checked. A field left `None` was not stated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Overrides {
-    pub stated: StatedContext,
+pub(crate) struct Overrides {
+    pub(crate) stated: StatedContext,
     /// Paths the subtask's atomic tasks read instead of their templates' `file_paths`;
     /// empty when the request names none.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
 }
 
 /// The request's `context_management` and `file_paths`. Values outside the seeds'
 /// vocabulary, and two settings that contradict each other (fresh context with an
 /// inherited one), are refused: the model gets an `input_validation_failure` instead
 /// of a silently different subtask.
-pub fn overrides(req: &Value) -> Result<Overrides, String> {
+pub(crate) fn overrides(req: &Value) -> Result<Overrides, String> {
     let mut o = Overrides::default();
     match req.get("context_management") {
         None | Some(Value::Null) => {}
@@ -182,7 +182,7 @@ impl Overrides {
     /// the compatible value (fresh context stated on ⇒ nothing inherited; an inherited
     /// context stated ⇒ no fresh context). Named files take precedence over matching:
     /// with them, fresh context runs only when the request states it.
-    pub fn apply(&self, base: &ContextSettings) -> ContextSettings {
+    pub(crate) fn apply(&self, base: &ContextSettings) -> ContextSettings {
         let mut s = base.merged(&self.stated);
         if !self.files.is_empty() && self.stated.fresh != Some(true) {
             s.fresh = false;
@@ -192,7 +192,7 @@ impl Overrides {
 }
 
 /// |A ∩ B| / |A ∪ B| over lower-cased words.
-pub fn jaccard(a: &str, b: &str) -> f64 {
+pub(crate) fn jaccard(a: &str, b: &str) -> f64 {
     let set = |s| -> BTreeSet<_> { words(s, Words::default()).collect() };
     let (a, b) = (set(a), set(b));
     let union = a.union(&b).count();
@@ -206,7 +206,7 @@ pub fn jaccard(a: &str, b: &str) -> f64 {
 /// template of that type (and subtype) whose description matches best. A hint names
 /// only what matching could select (atomic templates): the model chooses among the
 /// author's subtasks, never an arbitrary entry point such as a script.
-pub fn select(bundle: &Bundle, req: &Value) -> Result<u32, String> {
+pub(crate) fn select(bundle: &Bundle, req: &Value) -> Result<u32, String> {
     let hints = req.get("template_hints").and_then(Value::as_array);
     for hint in hints.into_iter().flatten().filter_map(Value::as_str) {
         let selectable = bundle.entry(hint).filter(|e| {
@@ -248,7 +248,11 @@ pub fn select(bundle: &Bundle, req: &Value) -> Result<u32, String> {
 /// are strict, as for `tvm run`: an input the template does not take, and a parameter
 /// the request leaves out, are refused by name (never passed on as `null`). The context
 /// a template inherits is not an input: it comes from the session that asked.
-pub fn arguments(bundle: &Bundle, function: u32, inputs: &Value) -> Result<Vec<Value>, String> {
+pub(crate) fn arguments(
+    bundle: &Bundle,
+    function: u32,
+    inputs: &Value,
+) -> Result<Vec<Value>, String> {
     let Some(f) = bundle.functions.get(function as usize) else {
         return Err("the selected template does not exist".into());
     };
@@ -307,7 +311,7 @@ pub fn arguments(bundle: &Bundle, function: u32, inputs: &Value) -> Result<Vec<V
 /// subtask's error (its value form, as a failed subtask's result holds it). The message
 /// is the seeds' "Subtask execution failed" followed by the subtask error's own, so that
 /// the reason shows where the message is read, not only in the details.
-pub fn failure(request: &Value, error: Value, depth: usize, partial: &str) -> TaskResult {
+pub(crate) fn failure(request: &Value, error: Value, depth: usize, partial: &str) -> TaskResult {
     let message = match error.get("message").and_then(Value::as_str) {
         Some(why) if !why.is_empty() => format!("Subtask execution failed: {why}"),
         _ => "Subtask execution failed".to_string(),

@@ -21,10 +21,11 @@ use tv_stdlib::types::{parse_with, Type, TypeError, SCALAR_NAMES, TYPE_NAMES};
 
 mod resolve;
 
-pub use resolve::{apply as apply_resolved, resolve, Resolved};
+pub use resolve::Resolved;
+pub(crate) use resolve::{apply as apply_resolved, resolve};
 
 /// The predeclared record every evaluator's reply is read as (DESIGN §13).
-pub const EVALUATION_RESULT: &str = "EvaluationResult";
+pub(crate) const EVALUATION_RESULT: &str = "EvaluationResult";
 
 /// `<type name="Review">{approved: boolean}</type>`, as written.
 #[derive(Clone, Debug)]
@@ -215,7 +216,7 @@ fn type_error(written: &WrittenText, e: &TypeError, what: &str, known: &[&str]) 
 
 /// The byte ranges of `s` between its top-level commas: those outside braces,
 /// brackets, parentheses and quotes (`r:{a: string, b: number}, n:number` is two).
-pub fn split_top_level(s: &str) -> Vec<Range<usize>> {
+pub(crate) fn split_top_level(s: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let (mut depth, mut start, mut quote) = (0usize, 0, None::<char>);
     let mut chars = s.char_indices();

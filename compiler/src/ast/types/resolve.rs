@@ -15,7 +15,7 @@ pub type Resolved = HashMap<Span, Type>;
 /// Resolves every declaration and every type set aside while building, writes the
 /// types into the tree and lists the declared types in `program.types`. Returns the
 /// resolved types, for items built again later (`tvc compile` of a large program).
-pub fn resolve(program: &mut Program, diags: &mut Diagnostics) -> Resolved {
+pub(crate) fn resolve(program: &mut Program, diags: &mut Diagnostics) -> Resolved {
     let decls: Vec<TypeDecl> = program
         .modules
         .iter_mut()
@@ -66,7 +66,7 @@ pub fn resolve(program: &mut Program, diags: &mut Diagnostics) -> Resolved {
 }
 
 /// Writes the resolved types into an item.
-pub fn apply(found: &Resolved, item: &mut Item) {
+pub(crate) fn apply(found: &Resolved, item: &mut Item) {
     if !found.is_empty() {
         item_types(item, &mut |t| {
             if let Some(ty) = found.get(&t.span) {

@@ -12,7 +12,7 @@ use std::cell::Cell;
 const MAX_NESTING: u32 = 4;
 
 /// The longest code string read: every hole after it reads it again.
-pub const MAX_CODE: usize = 16 << 10;
+pub(crate) const MAX_CODE: usize = 16 << 10;
 
 thread_local! {
     static NESTING: Cell<u32> = const { Cell::new(0) };

@@ -19,7 +19,7 @@ pub(super) struct Arg<'a> {
 
 /// What reads a hole.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     /// Data; `option`: a value starting with `-` would be read as an option.
     Data { option: bool },
     /// Code: where it stands, as a phrase ("in the code `sh -c` runs").

@@ -5,7 +5,7 @@ use super::verdict::Arg;
 
 /// Words (and holes) one simple command may have before the compiler stops following
 /// it: every hole looks back over its command's words, so this bounds the work.
-pub const MAX_WORDS: usize = 4096;
+pub(crate) const MAX_WORDS: usize = 4096;
 
 /// The first of the holes kept in `slot` and `hole`: only the first hole refused is
 /// reported, and all the holes of one list are refused for one reason, so the first

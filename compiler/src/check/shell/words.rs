@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 /// Groups and substitutions that may nest before the compiler stops following them:
 /// a hole looks out through every one it is in.
-pub const MAX_NESTING: usize = 256;
+pub(crate) const MAX_NESTING: usize = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -70,10 +70,10 @@ const OPERATORS: &[&str] = &[
 ];
 
 /// The first hole refused once what reads it is known, and where it stands.
-pub type Late = Option<(usize, String)>;
+pub(super) type Late = Option<(usize, String)>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Words {
+pub(super) struct Words {
     /// Open levels, innermost last; the first is the whole text.
     levels: Vec<Level>,
     /// Operator characters not read yet.
@@ -124,34 +124,34 @@ impl Words {
     }
 
     /// A character of a word; `quoted`: inside quotes or after a backslash.
-    pub fn literal(&mut self, c: char, quoted: bool) {
+    pub(super) fn literal(&mut self, c: char, quoted: bool) {
         if let Some(w) = self.word() {
             w.push(c, quoted);
         }
     }
 
     /// A quote opens: a word begins, even if nothing is inside.
-    pub fn quote(&mut self) {
+    pub(super) fn quote(&mut self) {
         if let Some(w) = self.word() {
             w.quoted = true;
         }
     }
 
     /// An expansion (`$x`, `$(...)`, a backtick) in the word; unquoted, it may split.
-    pub fn expansion(&mut self, quoted: bool) {
+    pub(super) fn expansion(&mut self, quoted: bool) {
         if let Some(w) = self.word() {
             w.opaque(!quoted);
         }
     }
 
     /// A space or tab.
-    pub fn blank(&mut self) {
+    pub(super) fn blank(&mut self) {
         self.flush();
         self.end_word();
     }
 
     /// One of `\n ; & | < > ( )` outside quotes.
-    pub fn operator(&mut self, c: char) {
+    pub(super) fn operator(&mut self, c: char) {
         if self.ops.is_empty() && matches!(c, '<' | '>') {
             // `2>` and `{fd}>` name a descriptor, not a word of the command.
             let level = self.level();
@@ -168,7 +168,7 @@ impl Words {
     }
 
     /// The end of the text: every open command ends.
-    pub fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         self.flush();
         while self.levels.len() > 1 {
             self.close();
@@ -177,7 +177,7 @@ impl Words {
     }
 
     /// A hole at the top level or inside the author's quotes there: what reads it.
-    pub fn hole(&mut self, hole: usize) -> Verdict {
+    pub(super) fn hole(&mut self, hole: usize) -> Verdict {
         self.flush();
         self.level();
         let Some(level) = self.levels.last_mut() else {

@@ -75,7 +75,7 @@ pub(super) const fn group(group: &'static Group, occurs: Occurs, mixed: bool) ->
     }
 }
 
-pub const TYPE_DECL: Element = Element {
+pub(super) const TYPE_DECL: Element = Element {
     id: E::TypeDecl,
     name: "type",
     doc: "A named type, usable wherever a type is: {approved: boolean, findings: string[]}.",
@@ -84,7 +84,7 @@ pub const TYPE_DECL: Element = Element {
     xsd_type: Some("TypeDeclaration"),
 };
 
-pub const TEST: Element = Element {
+pub(super) const TEST: Element = Element {
     id: E::Test,
     name: "test",
     doc: "A test of an entry point, run offline by `tvm test`: arguments, replies, expectations.",
@@ -100,7 +100,7 @@ pub const TEST: Element = Element {
     xsd_type: Some("Test"),
 };
 
-pub const TEST_ARG: Element = Element {
+pub(super) const TEST_ARG: Element = Element {
     id: E::TestArg,
     name: "arg",
     doc:
@@ -117,7 +117,7 @@ pub const TEST_ARG: Element = Element {
     xsd_type: None,
 };
 
-pub const REPLY: Element = Element {
+pub(super) const REPLY: Element = Element {
     id: E::Reply,
     name: "reply",
     doc: "An offline reply of the model: the text, to requests that contain `match` when given.",
@@ -130,7 +130,7 @@ pub const REPLY: Element = Element {
     xsd_type: None,
 };
 
-pub const CASSETTE: Element = Element {
+pub(super) const CASSETTE: Element = Element {
     id: E::Cassette,
     name: "cassette",
     doc: "A recorded cassette whose replies answer the test's model calls.",
@@ -143,7 +143,7 @@ pub const CASSETTE: Element = Element {
     xsd_type: None,
 };
 
-pub const EXPECT: Element = Element {
+pub(super) const EXPECT: Element = Element {
     id: E::Expect,
     name: "expect",
     doc: "What the result must be: a value at `path` equal to or containing a text, or the status.",

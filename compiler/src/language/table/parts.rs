@@ -10,19 +10,19 @@ use crate::language::words::{
 use crate::language::{words, Content, Element, ElementId as E, Occurs, ValueKind};
 use ValueKind::*;
 
-pub const DESCRIPTION: Element = text(
+pub(crate) const DESCRIPTION: Element = text(
     E::Description,
     "description",
     Template,
     "The human-facing summary of the task; its prompt when there are no instructions.",
 );
-pub const INSTRUCTIONS: Element = text(
+pub(crate) const INSTRUCTIONS: Element = text(
     E::Instructions,
     "instructions",
     Template,
     "The prompt sent to the model, with {{ }} holes.",
 );
-pub const SYSTEM: Element = text(
+pub(crate) const SYSTEM: Element = text(
     E::System,
     "system",
     Template,
@@ -30,7 +30,7 @@ pub const SYSTEM: Element = text(
 );
 
 /// The model and its sampling settings (DESIGN §12).
-pub const MODEL: Element = Element {
+pub(crate) const MODEL: Element = Element {
     id: E::Model,
     name: "model",
     doc: "The model, `provider:model` or a known name; empty keeps the run's model. Attributes set sampling.",
@@ -57,68 +57,68 @@ pub const MODEL: Element = Element {
     xsd_type: Some("Model"),
 };
 
-pub const PROVIDER: Element = text(
+pub(crate) const PROVIDER: Element = text(
     E::Provider,
     "provider",
     Words(PROVIDERS),
     "The provider the task's model is asked through: openai or anthropic.",
 );
-pub const CRITERIA: Element = text(
+pub(crate) const CRITERIA: Element = text(
     E::Criteria,
     "criteria",
     Template,
     "What a good result is, kept in the task's metadata.",
 );
-pub const OUTPUT_SLOT: Element = text(
+pub(crate) const OUTPUT_SLOT: Element = text(
     E::OutputSlot,
     "output_slot",
     Text,
     "The name the task's result is stored under for later steps.",
 );
-pub const INPUT_SOURCE: Element = text(
+pub(crate) const INPUT_SOURCE: Element = text(
     E::InputSource,
     "input_source",
     Text,
     "The name of the earlier result the task reads.",
 );
-pub const MANUAL_XML: Element = text(
+pub(crate) const MANUAL_XML: Element = text(
     E::ManualXml,
     "manual_xml",
     Words(BOOLEAN),
     "true: the task's XML is written by hand and kept as written.",
 );
-pub const DISABLE_REPARSING: Element = text(
+pub(crate) const DISABLE_REPARSING: Element = text(
     E::DisableReparsing,
     "disable_reparsing",
     Words(BOOLEAN),
     "true: the task's reply is not parsed again as a task.",
 );
-pub const MAX_ITERATIONS: Element = text(
+pub(crate) const MAX_ITERATIONS: Element = text(
     E::MaxIterations,
     "max_iterations",
     Count(&words::POSITIVE),
     "director_evaluator_loop: the most rounds (a positive whole number).",
 );
-pub const ON_MAX_ITERATIONS: Element = text(
+pub(crate) const ON_MAX_ITERATIONS: Element = text(
     E::OnMaxIterations,
     "on_max_iterations",
     Words(OnMaxIterations::LIST),
     "director_evaluator_loop: accept the last result or fail when the rounds run out.",
 );
-pub const SUBTASKS: Element = text(
+pub(crate) const SUBTASKS: Element = text(
     E::Subtasks,
     "subtasks",
     Words(FreshContext::LIST),
     "enabled: the model is offered the spawn_subtask tool.",
 );
-pub const INITIAL_VALUE: Element = text(
+pub(crate) const INITIAL_VALUE: Element = text(
     E::InitialValue,
     "initial_value",
     Template,
     "reduce: the accumulator's first value.",
 );
 
-pub const OUTPUT_FORMAT: Element = Element {
+pub(crate) const OUTPUT_FORMAT: Element = Element {
     id: E::OutputFormat,
     name: "output_format",
     doc: "How the reply is read: type json or text, a schema type, retries.",
@@ -139,7 +139,7 @@ pub const OUTPUT_FORMAT: Element = Element {
     xsd_type: Some("OutputFormat"),
 };
 
-pub const CONTEXT_MANAGEMENT: Element = Element {
+pub(crate) const CONTEXT_MANAGEMENT: Element = Element {
     id: E::ContextManagement,
     name: "context_management",
     doc: "What context the task inherits, accumulates and searches for.",
@@ -152,32 +152,32 @@ pub const CONTEXT_MANAGEMENT: Element = Element {
     ]),
     xsd_type: Some("ContextManagement"),
 };
-pub const INHERIT_CONTEXT: Element = text(
+pub(crate) const INHERIT_CONTEXT: Element = text(
     E::InheritContext,
     "inherit_context",
     Words(INHERIT_WORDS),
     "What the task sees of its parent's context: full, none or subset.",
 );
-pub const ACCUMULATE_DATA: Element = text(
+pub(crate) const ACCUMULATE_DATA: Element = text(
     E::AccumulateData,
     "accumulate_data",
     Words(BOOLEAN),
     "true: each step sees what the earlier steps produced.",
 );
-pub const ACCUMULATION_FORMAT: Element = text(
+pub(crate) const ACCUMULATION_FORMAT: Element = text(
     E::AccumulationFormat,
     "accumulation_format",
     Words(AccumulationFormat::LIST),
     "What is accumulated of each step: full (full_output) or minimal (notes_only).",
 );
-pub const FRESH_CONTEXT: Element = text(
+pub(crate) const FRESH_CONTEXT: Element = text(
     E::FreshContext,
     "fresh_context",
     Words(FreshContext::LIST),
     "enabled: relevant context is searched for anew.",
 );
 
-pub const FILE_PATHS: Element = Element {
+pub(crate) const FILE_PATHS: Element = Element {
     id: E::FilePaths,
     name: "file_paths",
     doc: "Files whose contents are given to the task: paths, a command, or a description.",
@@ -189,19 +189,19 @@ pub const FILE_PATHS: Element = Element {
     content: any_of(&[E::Path, E::FilePathsCommand, E::FilePathsDescription]),
     xsd_type: Some("FilePaths"),
 };
-pub const PATH: Element = text(
+pub(crate) const PATH: Element = text(
     E::Path,
     "path",
     Template,
     "A file's path, relative to the workspace.",
 );
-pub const FILE_PATHS_COMMAND: Element = text(
+pub(crate) const FILE_PATHS_COMMAND: Element = text(
     E::FilePathsCommand,
     "command",
     Template,
     "A command that prints the paths, one a line.",
 );
-pub const FILE_PATHS_DESCRIPTION: Element = text(
+pub(crate) const FILE_PATHS_DESCRIPTION: Element = text(
     E::FilePathsDescription,
     "description",
     Template,
@@ -220,11 +220,11 @@ const fn inputs(id: E, doc: &'static str) -> Element {
     }
 }
 
-pub const INPUTS: Element = inputs(
+pub(crate) const INPUTS: Element = inputs(
     E::Inputs,
     "The task's inputs: declared, bound to a variable, or computed by a nested task.",
 );
-pub const INPUT: Element = Element {
+pub(crate) const INPUT: Element = Element {
     id: E::Input,
     name: "input",
     doc: "An input: its documentation or literal value as text, from=\"variable\", or one nested task, call or cond.",
@@ -245,7 +245,7 @@ pub const INPUT: Element = Element {
     xsd_type: Some("Input"),
 };
 
-pub const CONTEXT_RELEVANCE: Element = Element {
+pub(crate) const CONTEXT_RELEVANCE: Element = Element {
     id: E::ContextRelevance,
     name: "context_relevance",
     doc: "Which inputs count when context is searched for.",
@@ -253,7 +253,7 @@ pub const CONTEXT_RELEVANCE: Element = Element {
     content: repeated(E::RelevanceInput, Occurs::ANY),
     xsd_type: Some("ContextRelevance"),
 };
-pub const RELEVANCE_INPUT: Element = Element {
+pub(crate) const RELEVANCE_INPUT: Element = Element {
     id: E::RelevanceInput,
     name: "input",
     doc: "Whether one input counts when context is searched for.",
@@ -265,7 +265,7 @@ pub const RELEVANCE_INPUT: Element = Element {
     xsd_type: None,
 };
 
-pub const CONTEXT_ASSEMBLY: Element = Element {
+pub(crate) const CONTEXT_ASSEMBLY: Element = Element {
     id: E::ContextAssembly,
     name: "context_assembly",
     doc: "What context to put first, second, and leave out.",
@@ -277,26 +277,26 @@ pub const CONTEXT_ASSEMBLY: Element = Element {
     ]),
     xsd_type: Some("ContextAssembly"),
 };
-pub const PRIMARY_ELEMENTS: Element = text(
+pub(crate) const PRIMARY_ELEMENTS: Element = text(
     E::PrimaryElements,
     "primary_elements",
     Template,
     "What context to put first.",
 );
-pub const SECONDARY_ELEMENTS: Element = text(
+pub(crate) const SECONDARY_ELEMENTS: Element = text(
     E::SecondaryElements,
     "secondary_elements",
     Template,
     "What context to add when there is room.",
 );
-pub const EXCLUDED_ELEMENTS: Element = text(
+pub(crate) const EXCLUDED_ELEMENTS: Element = text(
     E::ExcludedElements,
     "excluded_elements",
     Template,
     "What context to leave out.",
 );
 
-pub const SCRIPT_EXECUTION: Element = Element {
+pub(crate) const SCRIPT_EXECUTION: Element = Element {
     id: E::ScriptExecution,
     name: "script_execution",
     doc: "script: the command to run, its timeout and inputs.",
@@ -304,24 +304,24 @@ pub const SCRIPT_EXECUTION: Element = Element {
     content: any_of(&[E::Command, E::Timeout, E::ScriptInputs]),
     xsd_type: Some("ScriptExecution"),
 };
-pub const COMMAND: Element = text(
+pub(crate) const COMMAND: Element = text(
     E::Command,
     "command",
     Template,
     "The command line; a {{ }} hole is quoted for its place in it.",
 );
-pub const TIMEOUT: Element = text(
+pub(crate) const TIMEOUT: Element = text(
     E::Timeout,
     "timeout",
     Count(&words::POSITIVE),
     "The most seconds the command may run.",
 );
-pub const SCRIPT_INPUTS: Element = inputs(
+pub(crate) const SCRIPT_INPUTS: Element = inputs(
     E::ScriptInputs,
     "The inputs given to the command (environment and stdin).",
 );
 
-pub const TERMINATION_CONDITION: Element = Element {
+pub(crate) const TERMINATION_CONDITION: Element = Element {
     id: E::TerminationCondition,
     name: "termination_condition",
     doc: "director_evaluator_loop: the expression that ends the loop.",
@@ -332,7 +332,7 @@ pub const TERMINATION_CONDITION: Element = Element {
     },
     xsd_type: Some("TerminationCondition"),
 };
-pub const CONDITION: Element = text(
+pub(crate) const CONDITION: Element = text(
     E::Condition,
     "condition",
     Expression,

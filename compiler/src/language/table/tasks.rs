@@ -85,7 +85,7 @@ pub static BODY: Group = Group {
 
 const TASK_FIELDS: Content = group(&TASK_CONTENT, Occurs::ANY, false);
 
-pub const TASK: Element = Element {
+pub(crate) const TASK: Element = Element {
     id: E::Task,
     name: "task",
     doc: "A task: an LLM call, a script, or a composition of tasks (type, default atomic).",
@@ -106,7 +106,7 @@ pub const TASK: Element = Element {
     xsd_type: Some("Task"),
 };
 
-pub const LIBRARY_TASK: Element = Element {
+pub(crate) const LIBRARY_TASK: Element = Element {
     id: E::LibraryTask,
     name: "task",
     doc: "A named task: an entry point (`tvm run --entry NAME`) that callers may `ref`.",
@@ -139,28 +139,28 @@ const fn slot(id: E, name: &'static str, doc: &'static str) -> Element {
     }
 }
 
-pub const DIRECTOR: Element = slot(
+pub(crate) const DIRECTOR: Element = slot(
     E::Director,
     "director",
     "director_evaluator_loop: the task that produces a result each round.",
 );
-pub const EVALUATOR: Element = slot(
+pub(crate) const EVALUATOR: Element = slot(
     E::Evaluator,
     "evaluator",
     "director_evaluator_loop: the task that judges each result.",
 );
-pub const INNER_TASK: Element = slot(
+pub(crate) const INNER_TASK: Element = slot(
     E::InnerTask,
     "inner_task",
     "reduce: the task run on each input.",
 );
-pub const REDUCTION_TASK: Element = slot(
+pub(crate) const REDUCTION_TASK: Element = slot(
     E::ReductionTask,
     "reduction_task",
     "reduce: the task that folds each result into the accumulator.",
 );
 
-pub const TEMPLATE: Element = Element {
+pub(crate) const TEMPLATE: Element = Element {
     id: E::Template,
     name: "template",
     doc: "A function template: a named body that `call` and `task ref` run with arguments.",
@@ -181,7 +181,7 @@ pub const TEMPLATE: Element = Element {
     xsd_type: Some("Template"),
 };
 
-pub const LIBRARY: Element = Element {
+pub(crate) const LIBRARY: Element = Element {
     id: E::Library,
     name: "library",
     doc: "A file of templates, named tasks, named types and tests, in any order.",
@@ -190,7 +190,7 @@ pub const LIBRARY: Element = Element {
     xsd_type: None,
 };
 
-pub const STEPS: Element = Element {
+pub(crate) const STEPS: Element = Element {
     id: E::Steps,
     name: "steps",
     doc: "sequential: the tasks, calls and conds run in order.",
@@ -199,7 +199,7 @@ pub const STEPS: Element = Element {
     xsd_type: Some("Steps"),
 };
 
-pub const CALL: Element = Element {
+pub(crate) const CALL: Element = Element {
     id: E::Call,
     name: "call",
     doc: "Run a template with arguments.",
@@ -212,7 +212,7 @@ pub const CALL: Element = Element {
     xsd_type: Some("Call"),
 };
 
-pub const CALL_ARG: Element = Element {
+pub(crate) const CALL_ARG: Element = Element {
     id: E::CallArg,
     name: "arg",
     doc: "An argument, by position or by name: text with {{ }} holes, a variable's name, or one task, call or cond.",
@@ -225,7 +225,7 @@ pub const CALL_ARG: Element = Element {
     xsd_type: Some("CallArgument"),
 };
 
-pub const COND: Element = Element {
+pub(crate) const COND: Element = Element {
     id: E::Cond,
     name: "cond",
     doc: "Run the body of the first case whose test holds.",
@@ -238,7 +238,7 @@ pub const COND: Element = Element {
     xsd_type: Some("Cond"),
 };
 
-pub const CASE: Element = Element {
+pub(crate) const CASE: Element = Element {
     id: E::Case,
     name: "case",
     doc: "A test and the task, call or cond run when it holds.",

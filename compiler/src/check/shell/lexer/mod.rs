@@ -11,7 +11,7 @@ mod heredoc;
 
 /// A construct that changes how the characters inside it are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Frame {
+pub(super) enum Frame {
     /// `"..."`
     Double,
     /// `'...'`

@@ -26,11 +26,10 @@ mod verdict;
 mod word;
 mod words;
 
-pub use lexer::{Frame, Lexer};
-pub use positional::MAX_CODE;
-pub use tv_vm::isa::Quote;
-pub use word::MAX_WORDS;
-pub use words::MAX_NESTING;
+pub use lexer::Lexer;
+pub(crate) use tv_vm::isa::Quote;
+#[cfg(test)]
+pub(crate) use {positional::MAX_CODE, word::MAX_WORDS, words::MAX_NESTING};
 
 /// A piece of a command: literal text, or a hole whose value is unknown.
 #[derive(Clone, Copy, Debug)]
@@ -72,7 +71,7 @@ pub struct Refusal {
 }
 
 /// The quoting context of every hole of a command template.
-pub fn template_contexts(t: &crate::ast::TextTemplate) -> Result<Vec<Hole>, Refusal> {
+pub(crate) fn template_contexts(t: &crate::ast::TextTemplate) -> Result<Vec<Hole>, Refusal> {
     let pieces: Vec<Piece> = t
         .parts
         .iter()

@@ -15,8 +15,7 @@ mod again;
 mod outlined;
 mod windowed;
 pub use outlined::{
-    check_paths_outlined, check_paths_to_compile, check_sources_outlined, outlines, Outlined,
-    OUTLINE_TAGS,
+    check_paths_outlined, check_paths_to_compile, outlines, Outlined, OUTLINE_TAGS,
 };
 pub use windowed::{compile_to_bytes, compile_to_bytes_in, WINDOW};
 
@@ -25,7 +24,7 @@ pub use windowed::{compile_to_bytes, compile_to_bytes_in, WINDOW};
 const PARALLEL_READ_BYTES: usize = 256 * 1024;
 
 /// Files larger than this are refused before they are read into memory.
-pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How the driver works, set once per process by its caller (the `tvc` binary reads
 /// them from its environment; the compiler reads no variable).
@@ -67,7 +66,7 @@ pub struct Compilation {
 
 /// Expands directories into the `*.xml` files below them, sorted, so that a program
 /// is the same whatever order the file system lists it in.
-pub fn collect_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn collect_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -247,7 +246,7 @@ pub fn from_bytes(bytes: Vec<u8>) -> (String, Option<(usize, String)>) {
 }
 
 /// Runs every front-end stage over loaded sources.
-pub fn check_sources(
+pub(crate) fn check_sources(
     mut sources: SourceMap,
     mut diags: Diagnostics,
     unusable: HashSet<FileId>,
