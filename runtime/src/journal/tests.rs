@@ -258,3 +258,70 @@ fn an_ended_journals_file_becomes_the_next_ones_and_starts_empty() {
     assert!(left.is_empty(), "{left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Journals [`Journal::open`] refuses: a name, what the file holds (`None`: no file),
+/// and the refusal as `tvm` prints it, `{p}` standing for the journal's path.
+fn refused_journals() -> Vec<(&'static str, Option<Vec<u8>>, String)> {
+    let header = serde_json::to_string(&header()).unwrap();
+    let format_3 = FORMAT_1.replace(r#""journal":1"#, r#""journal":3"#);
+    vec![
+        ("missing", None, "the journal {p} does not exist".into()),
+        (
+            "empty",
+            Some(Vec::new()),
+            "the journal {p} is empty: the run stopped before it began".into(),
+        ),
+        (
+            "torn header",
+            Some(br#"{"journal":2,"bund"#.to_vec()),
+            "the journal {p} is empty: the run stopped before it began".into(),
+        ),
+        (
+            "not UTF-8",
+            Some(b"\xff\n".to_vec()),
+            "the journal {p} is damaged: it is not UTF-8".into(),
+        ),
+        (
+            "not a header",
+            Some(b"[1]\n".to_vec()),
+            "{p}:1: not a journal header: invalid length 1, expected struct Header with 6 elements"
+                .into(),
+        ),
+        (
+            "format 1",
+            Some(format!("{FORMAT_1}\n").into_bytes()),
+            "{p} was written by an older tvm (journal format 1); this tvm reads format 2: \
+             finish the run with the tvm that started it, or run it again"
+                .into(),
+        ),
+        (
+            "format 3",
+            Some(format!("{format_3}\n").into_bytes()),
+            "{p}: journal format 3 is not the format 2 this tvm reads".into(),
+        ),
+        (
+            "a damaged record",
+            Some(format!("{header}\n{{\"event\":\"lost\"}}\n").into_bytes()),
+            "{p}:2: the journal is damaged: unknown variant `lost`, expected one of \
+             `script_started`, `answered`, `body_ended` at line 1 column 15"
+                .into(),
+        ),
+    ]
+}
+
+#[test]
+fn each_journal_open_refuses_reads_as_tvm_has_always_printed_it() {
+    let dir = folder("refused");
+    for (name, content, expected) in refused_journals() {
+        let path = dir.join(format!("{}.journal", name.replace(' ', "-")));
+        if let Some(bytes) = content {
+            std::fs::write(&path, bytes).unwrap();
+        }
+        let Err(e) = Journal::open(&path) else {
+            panic!("{name}: opened");
+        };
+        let expected = expected.replace("{p}", &path.display().to_string());
+        assert_eq!(e.to_string(), expected, "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
