@@ -53,12 +53,71 @@ impl fmt::Display for CacheKey {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub enum Lookup {
     Hit(Value),
     Miss,
-    /// the entry exists but cannot be used: a warning naming the file and what is wrong
-    Damaged(String),
+    /// The entry exists but cannot be used (its kind: `Read`, `Damaged` or `TooLarge`):
+    /// a warning naming the file and what is wrong, and the call is made.
+    Damaged(CacheError),
+}
+
+/// Why the reply cache could not be opened, an entry read or a reply stored, as a value
+/// callers branch on; its message names the folder or entry and what is wrong, as `tvm`
+/// prints it.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct CacheError {
+    kind: CacheKind,
+    message: String,
+    /// The file system's error, whose words the message already holds.
+    #[source]
+    source: Option<io::Error>,
+}
+
+/// What went wrong, for the code that decides what to do about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheKind {
+    /// The cache's folder is not one, or cannot be made.
+    Open,
+    /// An entry is there but cannot be read (not a regular file, the file system's
+    /// error).
+    Read,
+    /// An entry's bytes are not an entry of the key asked: cut short, changed since it
+    /// was written, another key's, another layout's.
+    Damaged,
+    /// An entry, or a reply to store, is larger than an entry may be.
+    TooLarge,
+    /// A reply could not be stored.
+    Write,
+}
+
+impl CacheError {
+    fn new(kind: CacheKind, message: impl Into<String>) -> CacheError {
+        CacheError {
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    fn because(mut self, source: io::Error) -> CacheError {
+        self.source = Some(source);
+        self
+    }
+
+    pub fn kind(&self) -> CacheKind {
+        self.kind
+    }
+}
+
+/// Two failures are the same when they are of one kind and say the same (the file
+/// system's errors have no equality of their own).
+impl PartialEq for CacheError {
+    fn eq(&self, other: &CacheError) -> bool {
+        self.kind == other.kind && self.message == other.message
+    }
 }
 
 pub struct ReplyCache {
@@ -71,14 +130,17 @@ pub struct ReplyCache {
 
 impl ReplyCache {
     /// Opens the cache in `dir`, creating it (and its parents) when it does not exist.
-    pub fn open(dir: &Path) -> Result<ReplyCache, String> {
+    pub fn open(dir: &Path) -> Result<ReplyCache, CacheError> {
         let name = dir.display();
         if dir.exists() && !dir.is_dir() {
-            return Err(format!("the cache directory {name} is a file"));
+            let message = format!("the cache directory {name} is a file");
+            return Err(CacheError::new(CacheKind::Open, message));
         }
         let entries = dir.join(LAYOUT);
-        fs::create_dir_all(&entries)
-            .map_err(|e| format!("cannot create the cache directory {name}: {e}"))?;
+        fs::create_dir_all(&entries).map_err(|e| {
+            let message = format!("cannot create the cache directory {name}: {e}");
+            CacheError::new(CacheKind::Open, message).because(e)
+        })?;
         Ok(ReplyCache {
             dir: dir.to_path_buf(),
             entries,
@@ -120,20 +182,28 @@ impl ReplyCache {
     pub fn get(&self, key: &CacheKey) -> Lookup {
         let path = self.path(key);
         let name = path.display();
-        let damaged = |why: String| {
-            Lookup::Damaged(format!("the reply cache entry {name} is damaged: {why}"))
+        let damaged = |kind, why: String| {
+            let message = format!("the reply cache entry {name} is damaged: {why}");
+            CacheError::new(kind, message)
         };
         let bytes = match files::read(&path, files::CACHE_ENTRY) {
             Ok(bytes) => bytes,
             Err(FileError::Missing) => return Lookup::Miss,
             Err(FileError::TooLarge(_)) => {
-                return damaged("it is larger than the 16 MiB an entry may have".into())
+                let why = "it is larger than the 16 MiB an entry may have";
+                return Lookup::Damaged(damaged(CacheKind::TooLarge, why.into()));
             }
-            Err(e) => return damaged(format!("it {e}")),
+            Err(e) => {
+                let read = damaged(CacheKind::Read, format!("it {e}"));
+                return Lookup::Damaged(match e {
+                    FileError::Io(e) => read.because(e),
+                    _ => read,
+                });
+            }
         };
         match decode(key, &bytes) {
             Ok(reply) => Lookup::Hit(reply),
-            Err(why) => damaged(why),
+            Err(why) => Lookup::Damaged(damaged(CacheKind::Damaged, why)),
         }
     }
 
@@ -141,22 +211,25 @@ impl ReplyCache {
     /// the entry's folder and renamed over the final name, so readers and crashes see the
     /// old entry or the new one, never part of one; two processes storing the same key
     /// both succeed, and the last rename stays.
-    pub fn put(&self, key: &CacheKey, reply: &Value) -> Result<(), String> {
+    pub fn put(&self, key: &CacheKey, reply: &Value) -> Result<(), CacheError> {
         let path = self.path(key);
-        let text =
-            serde_json::to_string(reply).map_err(|e| format!("cannot encode the reply: {e}"))?;
+        let text = serde_json::to_string(reply).map_err(|e| {
+            CacheError::new(CacheKind::Write, format!("cannot encode the reply: {e}"))
+        })?;
         if (FRAME_LEN + text.len()) as u64 > MAX_ENTRY_BYTES {
-            return Err(format!(
+            return Err(CacheError::new(CacheKind::TooLarge, format!(
                 "a reply of {} bytes is too large for the reply cache (at most {MAX_ENTRY_BYTES} bytes an entry); it is not stored",
                 text.len()
-            ));
+            )));
         }
         let crc = crc32fast::hash(text.as_bytes());
         let entry = format!("{HEAD}{key}{CHECKSUM}{crc:08x}{REPLY}{text}{TAIL}");
 
         let folder = path.parent().unwrap_or(&self.entries);
-        fs::create_dir_all(folder)
-            .map_err(|e| format!("cannot create the cache folder {}: {e}", folder.display()))?;
+        fs::create_dir_all(folder).map_err(|e| {
+            let message = format!("cannot create the cache folder {}: {e}", folder.display());
+            CacheError::new(CacheKind::Write, message).because(e)
+        })?;
         let (temp, mut file) = temporary(folder, key)?;
         // Synced before the rename: after a power loss the final name holds the whole
         // entry or is absent (and a torn entry would still fail its checksum).
@@ -168,7 +241,8 @@ impl ReplyCache {
             .and_then(|()| fs::rename(&temp, &path))
             .map_err(|e| {
                 let _ = fs::remove_file(&temp);
-                format!("cannot write the reply cache entry {}: {e}", path.display())
+                let message = format!("cannot write the reply cache entry {}: {e}", path.display());
+                CacheError::new(CacheKind::Write, message).because(e)
             })
     }
 
@@ -180,7 +254,7 @@ impl ReplyCache {
 /// A new temporary file next to the entry, named after the key, this process and a
 /// counter, and created with create-new so that no two writers ever share one (a file
 /// left by a crashed process of the same id is stepped over).
-fn temporary(folder: &Path, key: &CacheKey) -> Result<(PathBuf, File), String> {
+fn temporary(folder: &Path, key: &CacheKey) -> Result<(PathBuf, File), CacheError> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut attempts = 0;
     loop {
@@ -190,10 +264,11 @@ fn temporary(folder: &Path, key: &CacheKey) -> Result<(PathBuf, File), String> {
             Ok(file) => return Ok((temp, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 100 => attempts += 1,
             Err(e) => {
-                return Err(format!(
+                let message = format!(
                     "cannot create a temporary file in the cache folder {}: {e}",
                     folder.display()
-                ))
+                );
+                return Err(CacheError::new(CacheKind::Write, message).because(e));
             }
         }
     }

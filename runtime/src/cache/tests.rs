@@ -35,16 +35,14 @@ fn one_entry(scratch: &Scratch) -> (ReplyCache, CacheKey, PathBuf) {
     (cache, key, path)
 }
 
-/// Asserts that the entry of `key` at `path` is damaged, with a message that names
-/// the file and says `why`.
-fn assert_damaged(cache: &ReplyCache, key: &CacheKey, path: &Path, why: &str) {
+/// Asserts that the entry of `key` at `path` is damaged, of `kind`, with the warning
+/// that names the file and says `why`.
+fn assert_damaged(cache: &ReplyCache, key: &CacheKey, path: &Path, kind: CacheKind, why: &str) {
     match cache.get(key) {
-        Lookup::Damaged(message) => {
-            let file = path.display().to_string();
-            assert!(
-                message.contains(&file) && message.contains(why),
-                "{message}"
-            );
+        Lookup::Damaged(e) => {
+            assert_eq!(e.kind(), kind, "{e}");
+            let expected = format!("the reply cache entry {} is damaged: {why}", path.display());
+            assert_eq!(e.to_string(), expected);
         }
         other => panic!("expected a damaged entry ({why}), got {other:?}"),
     }
@@ -107,6 +105,10 @@ fn keys_are_64_lowercase_hex_characters_without_the_request_text() {
     }
 }
 
+const CHANGED: &str = "its checksum does not match: it was changed after it was written";
+const SHORT: &str = "it ends too early (a write was cut short)";
+const FOREIGN: &str = "it is not an entry of this cache's version 1 layout";
+
 #[test]
 fn an_entry_changed_after_it_was_written_is_damaged() {
     let scratch = Scratch::new("edited");
@@ -114,14 +116,14 @@ fn an_entry_changed_after_it_was_written_is_damaged() {
     // Still JSON, still the same shape: only the checksum tells.
     let text = fs::read_to_string(&path).unwrap().replace("Teal.", "Teak.");
     fs::write(&path, text).unwrap();
-    assert_damaged(&cache, &key, &path, "checksum does not match");
+    assert_damaged(&cache, &key, &path, CacheKind::Damaged, CHANGED);
     // A flipped bit in the reply.
     cache.put(&key, &reply("Teal.")).unwrap();
     let mut bytes = fs::read(&path).unwrap();
     let at = bytes.len() - 20;
     bytes[at] ^= 1;
     fs::write(&path, bytes).unwrap();
-    assert_damaged(&cache, &key, &path, "checksum does not match");
+    assert_damaged(&cache, &key, &path, CacheKind::Damaged, CHANGED);
 }
 
 #[test]
@@ -131,11 +133,11 @@ fn an_entry_that_does_not_parse_or_is_cut_short_is_damaged() {
     let whole = fs::read(&path).unwrap();
     for cut in [0, 10, HEAD.len() + 10, whole.len() / 2, whole.len() - 1] {
         fs::write(&path, &whole[..cut]).unwrap();
-        assert_damaged(&cache, &key, &path, "ends too early");
+        assert_damaged(&cache, &key, &path, CacheKind::Damaged, SHORT);
     }
     for text in ["not json at all", "{\"key\": 1}", "\u{0}\u{ff}"] {
         fs::write(&path, text).unwrap();
-        assert_damaged(&cache, &key, &path, "not an entry");
+        assert_damaged(&cache, &key, &path, CacheKind::Damaged, FOREIGN);
     }
     // A reply that is not JSON, with a checksum that matches it.
     let bad = b"{\"oops";
@@ -145,7 +147,9 @@ fn an_entry_that_does_not_parse_or_is_cut_short_is_damaged() {
     forged.extend_from_slice(bad);
     forged.extend_from_slice(TAIL.as_bytes());
     fs::write(&path, forged).unwrap();
-    assert_damaged(&cache, &key, &path, "its reply is not JSON");
+    let why = serde_json::from_slice::<Value>(bad).unwrap_err();
+    let why = format!("its reply is not JSON ({why})");
+    assert_damaged(&cache, &key, &path, CacheKind::Damaged, &why);
 }
 
 #[test]
@@ -156,7 +160,8 @@ fn an_entry_under_the_name_of_another_key_is_damaged() {
     let other_path = cache.path(&other);
     fs::create_dir_all(other_path.parent().unwrap()).unwrap();
     fs::copy(&path, &other_path).unwrap();
-    assert_damaged(&cache, &other, &other_path, &format!("another key ({key})"));
+    let why = format!("it holds the entry of another key ({key})");
+    assert_damaged(&cache, &other, &other_path, CacheKind::Damaged, &why);
 }
 
 #[test]
@@ -166,10 +171,12 @@ fn an_entry_over_the_size_cap_or_not_a_file_is_damaged_without_being_read() {
     // Sparse: the size is there, the bytes are not.
     let handle = File::options().write(true).open(&path).unwrap();
     handle.set_len(MAX_ENTRY_BYTES + 1).unwrap();
-    assert_damaged(&cache, &key, &path, "larger than the 16 MiB");
+    let why = "it is larger than the 16 MiB an entry may have";
+    assert_damaged(&cache, &key, &path, CacheKind::TooLarge, why);
     fs::remove_file(&path).unwrap();
     fs::create_dir(&path).unwrap();
-    assert_damaged(&cache, &key, &path, "it is a directory, not a regular file");
+    let why = "it is a directory, not a regular file";
+    assert_damaged(&cache, &key, &path, CacheKind::Read, why);
 }
 
 #[test]
@@ -205,29 +212,33 @@ fn opening_creates_the_directory_and_refuses_a_file() {
     let file = scratch.0.join("file");
     fs::write(&file, "x").unwrap();
     let error = ReplyCache::open(&file).err().unwrap();
-    let named = error.contains(&file.display().to_string());
-    assert!(named && error.contains("is a file"), "{error}");
+    assert_eq!(error.kind(), CacheKind::Open);
     let under = ReplyCache::open(&file.join("below")).err().unwrap();
-    assert!(under.contains("cannot create"), "{under}");
+    assert_eq!(under.kind(), CacheKind::Open);
 }
 
-/// Entries `get` reports as damaged: what is put at the entry's path, and the warning
-/// as `tvm` prints it, `{p}` standing for the entry's path.
-fn damaged_entries() -> Vec<(&'static str, fn(&Path), &'static str)> {
+/// Entries `get` reports as damaged: what is put at the entry's path, the kind, and the
+/// warning as `tvm` prints it, `{p}` standing for the entry's path.
+type Spoiled = (&'static str, fn(&Path), CacheKind, &'static str);
+
+fn damaged_entries() -> Vec<Spoiled> {
     vec![
         (
             "over the cap",
             |p| File::create(p).unwrap().set_len(MAX_ENTRY_BYTES + 1).unwrap(),
+            CacheKind::TooLarge,
             "the reply cache entry {p} is damaged: it is larger than the 16 MiB an entry may have",
         ),
         (
             "a folder",
             |p| fs::create_dir(p).unwrap(),
+            CacheKind::Read,
             "the reply cache entry {p} is damaged: it is a directory, not a regular file",
         ),
         (
             "cut short",
             |p| fs::write(p, HEAD).unwrap(),
+            CacheKind::Damaged,
             "the reply cache entry {p} is damaged: it ends too early (a write was cut short)",
         ),
         (
@@ -236,6 +247,7 @@ fn damaged_entries() -> Vec<(&'static str, fn(&Path), &'static str)> {
                 let text = fs::read_to_string(p).unwrap().replace("Teal.", "Teak.");
                 fs::write(p, text).unwrap();
             },
+            CacheKind::Damaged,
             "the reply cache entry {p} is damaged: its checksum does not match: it was changed after it was written",
         ),
     ]
@@ -243,7 +255,7 @@ fn damaged_entries() -> Vec<(&'static str, fn(&Path), &'static str)> {
 
 #[test]
 fn each_cache_failure_reads_as_tvm_has_always_printed_it() {
-    for (name, spoil, expected) in damaged_entries() {
+    for (name, spoil, kind, expected) in damaged_entries() {
         let scratch = Scratch::new(&format!("table-{}", name.replace(' ', "-")));
         let (cache, key, path) = one_entry(&scratch);
         if name != "edited" {
@@ -254,48 +266,50 @@ fn each_cache_failure_reads_as_tvm_has_always_printed_it() {
             panic!("{name}: not damaged");
         };
         let expected = expected.replace("{p}", &path.display().to_string());
-        assert_eq!(e.to_string(), expected, "{name}");
+        assert_eq!((e.kind(), e.to_string()), (kind, expected), "{name}");
     }
     let scratch = Scratch::new("table-refused");
     let file = scratch.0.join("file");
     fs::create_dir_all(&scratch.0).unwrap();
     fs::write(&file, "x").unwrap();
-    let shown = file.display();
-    let refusals = [
-        (
-            ReplyCache::open(&file).err().map(|e| e.to_string()),
-            format!("the cache directory {shown} is a file"),
-        ),
-        (
-            ReplyCache::open(&file.join("below"))
-                .err()
-                .map(|e| e.to_string()),
-            format!(
-                "cannot create the cache directory {shown}/below: Not a directory (os error 20)"
-            ),
-        ),
-    ];
-    for (got, expected) in refusals {
-        assert_eq!(got.as_deref(), Some(expected.as_str()));
-    }
     let cache = ReplyCache::open(&scratch.0.join("c")).unwrap();
     let key = cache.key(&request("Name a colour."));
     let shard = scratch.0.join("c/v1").join(&key.as_str()[..2]);
     fs::write(&shard, "in the way").unwrap();
-    let e = cache
-        .put(&key, &reply("Teal."))
-        .err()
-        .map(|e| e.to_string());
-    let expected = format!(
-        "cannot create the cache folder {}: File exists (os error 17)",
-        shard.display()
-    );
-    assert_eq!(e.as_deref(), Some(expected.as_str()));
     let huge = json!("x".repeat(MAX_ENTRY_BYTES as usize));
-    let e = cache.put(&key, &huge).err().map(|e| e.to_string());
-    let expected = format!(
-        "a reply of {} bytes is too large for the reply cache (at most {MAX_ENTRY_BYTES} bytes an entry); it is not stored",
-        MAX_ENTRY_BYTES + 2
-    );
-    assert_eq!(e.as_deref(), Some(expected.as_str()));
+    let refusals = [
+        (
+            ReplyCache::open(&file).err(),
+            CacheKind::Open,
+            format!("the cache directory {} is a file", file.display()),
+        ),
+        (
+            ReplyCache::open(&file.join("below")).err(),
+            CacheKind::Open,
+            format!(
+                "cannot create the cache directory {}/below: Not a directory (os error 20)",
+                file.display()
+            ),
+        ),
+        (
+            cache.put(&key, &reply("Teal.")).err(),
+            CacheKind::Write,
+            format!(
+                "cannot create the cache folder {}: File exists (os error 17)",
+                shard.display()
+            ),
+        ),
+        (
+            cache.put(&key, &huge).err(),
+            CacheKind::TooLarge,
+            format!(
+                "a reply of {} bytes is too large for the reply cache (at most {MAX_ENTRY_BYTES} bytes an entry); it is not stored",
+                MAX_ENTRY_BYTES + 2
+            ),
+        ),
+    ];
+    for (got, kind, expected) in refusals {
+        let got = got.map(|e| (e.kind(), e.to_string()));
+        assert_eq!(got, Some((kind, expected)));
+    }
 }
