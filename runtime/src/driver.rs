@@ -71,7 +71,7 @@ impl<H: AsyncHost> Calls<'_, H> {
         }
         match journal.body_ended(name, &request, &r, spent).await {
             Ok(()) => r,
-            Err(e) => TaskResult::failed(TaskError::failure(Reason::ExecutionHalted, e)),
+            Err(e) => TaskResult::failed(TaskError::failure(e.reason(), e.to_string())),
         }
     }
 
