@@ -53,12 +53,71 @@ impl fmt::Display for CacheKey {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub enum Lookup {
     Hit(Value),
     Miss,
-    /// the entry exists but cannot be used: a warning naming the file and what is wrong
-    Damaged(String),
+    /// The entry exists but cannot be used (its kind: `Read`, `Damaged` or `TooLarge`):
+    /// a warning naming the file and what is wrong, and the call is made.
+    Damaged(CacheError),
+}
+
+/// Why the reply cache could not be opened, an entry read or a reply stored, as a value
+/// callers branch on; its message names the folder or entry and what is wrong, as `tvm`
+/// prints it.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct CacheError {
+    kind: CacheKind,
+    message: String,
+    /// The file system's error, whose words the message already holds.
+    #[source]
+    source: Option<io::Error>,
+}
+
+/// What went wrong, for the code that decides what to do about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheKind {
+    /// The cache's folder is not one, or cannot be made.
+    Open,
+    /// An entry is there but cannot be read (not a regular file, the file system's
+    /// error).
+    Read,
+    /// An entry's bytes are not an entry of the key asked: cut short, changed since it
+    /// was written, another key's, another layout's.
+    Damaged,
+    /// An entry, or a reply to store, is larger than an entry may be.
+    TooLarge,
+    /// A reply could not be stored.
+    Write,
+}
+
+impl CacheError {
+    fn new(kind: CacheKind, message: impl Into<String>) -> CacheError {
+        CacheError {
+            kind,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    fn because(mut self, source: io::Error) -> CacheError {
+        self.source = Some(source);
+        self
+    }
+
+    pub fn kind(&self) -> CacheKind {
+        self.kind
+    }
+}
+
+/// Two failures are the same when they are of one kind and say the same (the file
+/// system's errors have no equality of their own).
+impl PartialEq for CacheError {
+    fn eq(&self, other: &CacheError) -> bool {
+        self.kind == other.kind && self.message == other.message
+    }
 }
 
 pub struct ReplyCache {
@@ -71,14 +130,17 @@ pub struct ReplyCache {
 
 impl ReplyCache {
     /// Opens the cache in `dir`, creating it (and its parents) when it does not exist.
-    pub fn open(dir: &Path) -> Result<ReplyCache, String> {
+    pub fn open(dir: &Path) -> Result<ReplyCache, CacheError> {
         let name = dir.display();
         if dir.exists() && !dir.is_dir() {
-            return Err(format!("the cache directory {name} is a file"));
+            let message = format!("the cache directory {name} is a file");
+            return Err(CacheError::new(CacheKind::Open, message));
         }
         let entries = dir.join(LAYOUT);
-        fs::create_dir_all(&entries)
-            .map_err(|e| format!("cannot create the cache directory {name}: {e}"))?;
+        fs::create_dir_all(&entries).map_err(|e| {
+            let message = format!("cannot create the cache directory {name}: {e}");
+            CacheError::new(CacheKind::Open, message).because(e)
+        })?;
         Ok(ReplyCache {
             dir: dir.to_path_buf(),
             entries,
@@ -120,20 +182,28 @@ impl ReplyCache {
     pub fn get(&self, key: &CacheKey) -> Lookup {
         let path = self.path(key);
         let name = path.display();
-        let damaged = |why: String| {
-            Lookup::Damaged(format!("the reply cache entry {name} is damaged: {why}"))
+        let damaged = |kind, why: String| {
+            let message = format!("the reply cache entry {name} is damaged: {why}");
+            CacheError::new(kind, message)
         };
         let bytes = match files::read(&path, files::CACHE_ENTRY) {
             Ok(bytes) => bytes,
             Err(FileError::Missing) => return Lookup::Miss,
             Err(FileError::TooLarge(_)) => {
-                return damaged("it is larger than the 16 MiB an entry may have".into())
+                let why = "it is larger than the 16 MiB an entry may have";
+                return Lookup::Damaged(damaged(CacheKind::TooLarge, why.into()));
             }
-            Err(e) => return damaged(format!("it {e}")),
+            Err(e) => {
+                let read = damaged(CacheKind::Read, format!("it {e}"));
+                return Lookup::Damaged(match e {
+                    FileError::Io(e) => read.because(e),
+                    _ => read,
+                });
+            }
         };
         match decode(key, &bytes) {
             Ok(reply) => Lookup::Hit(reply),
-            Err(why) => damaged(why),
+            Err(why) => Lookup::Damaged(damaged(CacheKind::Damaged, why)),
         }
     }
 
@@ -141,22 +211,25 @@ impl ReplyCache {
     /// the entry's folder and renamed over the final name, so readers and crashes see the
     /// old entry or the new one, never part of one; two processes storing the same key
     /// both succeed, and the last rename stays.
-    pub fn put(&self, key: &CacheKey, reply: &Value) -> Result<(), String> {
+    pub fn put(&self, key: &CacheKey, reply: &Value) -> Result<(), CacheError> {
         let path = self.path(key);
-        let text =
-            serde_json::to_string(reply).map_err(|e| format!("cannot encode the reply: {e}"))?;
+        let text = serde_json::to_string(reply).map_err(|e| {
+            CacheError::new(CacheKind::Write, format!("cannot encode the reply: {e}"))
+        })?;
         if (FRAME_LEN + text.len()) as u64 > MAX_ENTRY_BYTES {
-            return Err(format!(
+            return Err(CacheError::new(CacheKind::TooLarge, format!(
                 "a reply of {} bytes is too large for the reply cache (at most {MAX_ENTRY_BYTES} bytes an entry); it is not stored",
                 text.len()
-            ));
+            )));
         }
         let crc = crc32fast::hash(text.as_bytes());
         let entry = format!("{HEAD}{key}{CHECKSUM}{crc:08x}{REPLY}{text}{TAIL}");
 
         let folder = path.parent().unwrap_or(&self.entries);
-        fs::create_dir_all(folder)
-            .map_err(|e| format!("cannot create the cache folder {}: {e}", folder.display()))?;
+        fs::create_dir_all(folder).map_err(|e| {
+            let message = format!("cannot create the cache folder {}: {e}", folder.display());
+            CacheError::new(CacheKind::Write, message).because(e)
+        })?;
         let (temp, mut file) = temporary(folder, key)?;
         // Synced before the rename: after a power loss the final name holds the whole
         // entry or is absent (and a torn entry would still fail its checksum).
@@ -168,7 +241,8 @@ impl ReplyCache {
             .and_then(|()| fs::rename(&temp, &path))
             .map_err(|e| {
                 let _ = fs::remove_file(&temp);
-                format!("cannot write the reply cache entry {}: {e}", path.display())
+                let message = format!("cannot write the reply cache entry {}: {e}", path.display());
+                CacheError::new(CacheKind::Write, message).because(e)
             })
     }
 
@@ -180,7 +254,7 @@ impl ReplyCache {
 /// A new temporary file next to the entry, named after the key, this process and a
 /// counter, and created with create-new so that no two writers ever share one (a file
 /// left by a crashed process of the same id is stepped over).
-fn temporary(folder: &Path, key: &CacheKey) -> Result<(PathBuf, File), String> {
+fn temporary(folder: &Path, key: &CacheKey) -> Result<(PathBuf, File), CacheError> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut attempts = 0;
     loop {
@@ -190,10 +264,11 @@ fn temporary(folder: &Path, key: &CacheKey) -> Result<(PathBuf, File), String> {
             Ok(file) => return Ok((temp, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 100 => attempts += 1,
             Err(e) => {
-                return Err(format!(
+                let message = format!(
                     "cannot create a temporary file in the cache folder {}: {e}",
                     folder.display()
-                ))
+                );
+                return Err(CacheError::new(CacheKind::Write, message).because(e));
             }
         }
     }
@@ -241,217 +316,4 @@ fn decode(key: &CacheKey, bytes: &[u8]) -> Result<Value, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    /// A cache folder in the temporary folder, removed when dropped.
-    struct Scratch(PathBuf);
-    impl Scratch {
-        fn new(name: &str) -> Scratch {
-            let dir = std::env::temp_dir().join(format!("tv-cache-{}-{name}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            Scratch(dir)
-        }
-    }
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn request(prompt: &str) -> Value {
-        json!({"provider": "openai", "endpoint": "/v1/chat/completions",
-               "body": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": prompt}]}})
-    }
-
-    fn reply(text: &str) -> Value {
-        json!({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-               "usage": {"prompt_tokens": 12, "completion_tokens": 3}})
-    }
-
-    /// A cache in `scratch` with one entry, its key and its file.
-    fn one_entry(scratch: &Scratch) -> (ReplyCache, CacheKey, PathBuf) {
-        let cache = ReplyCache::open(&scratch.0).unwrap();
-        let key = cache.key(&request("Name a colour."));
-        cache.put(&key, &reply("Teal.")).unwrap();
-        let path = cache.path(&key);
-        (cache, key, path)
-    }
-
-    /// Asserts that the entry of `key` at `path` is damaged, with a message that names
-    /// the file and says `why`.
-    fn assert_damaged(cache: &ReplyCache, key: &CacheKey, path: &Path, why: &str) {
-        match cache.get(key) {
-            Lookup::Damaged(message) => {
-                let file = path.display().to_string();
-                assert!(
-                    message.contains(&file) && message.contains(why),
-                    "{message}"
-                );
-            }
-            other => panic!("expected a damaged entry ({why}), got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn a_stored_reply_is_a_hit_and_an_absent_one_a_miss() {
-        let scratch = Scratch::new("hit");
-        let (cache, key, path) = one_entry(&scratch);
-        assert_eq!(cache.get(&key), Lookup::Hit(reply("Teal.")));
-        assert!(path.starts_with(scratch.0.join("v1").join(&key.as_str()[..2])));
-        assert_eq!(cache.dir(), scratch.0);
-        let absent = cache.key(&request("Name a shape."));
-        assert_eq!(cache.get(&absent), Lookup::Miss);
-        // Stored again, the entry is replaced.
-        cache.put(&key, &reply("Ochre.")).unwrap();
-        assert_eq!(cache.get(&key), Lookup::Hit(reply("Ochre.")));
-    }
-
-    #[test]
-    fn each_occurrence_of_a_request_has_its_own_key_and_a_second_run_the_same_keys() {
-        let scratch = Scratch::new("occurrences");
-        let first = ReplyCache::open(&scratch.0).unwrap();
-        let asked = request("Pick a number.");
-        let keys: Vec<CacheKey> = (0..3).map(|_| first.key(&asked)).collect();
-        assert!(keys[0] != keys[1] && keys[1] != keys[2] && keys[0] != keys[2]);
-        for (i, key) in keys.iter().enumerate() {
-            first.put(key, &reply(&i.to_string())).unwrap();
-        }
-        // Another request does not move this one's count.
-        let other = first.key(&request("Pick a letter."));
-        assert!(!keys.contains(&other));
-        let second = ReplyCache::open(&scratch.0).unwrap();
-        for (i, key) in keys.iter().enumerate() {
-            assert_eq!(&second.key(&asked), key);
-            assert_eq!(second.get(key), Lookup::Hit(reply(&i.to_string())));
-        }
-    }
-
-    #[test]
-    fn a_key_is_the_sha_256_of_the_request_text_a_newline_and_the_occurrence() {
-        let cache = ReplyCache::open(&Scratch::new("vector").0).unwrap();
-        // printf '{"a":1}\n0' | sha256sum, then with 1: a key never changes between
-        // versions, or every cache goes cold.
-        let first = "70d1cde45d6c92fd130c9bbfe1fc0c9d1bb79c2f3f7d50b1e037ccb37efbcb9a";
-        let second = "fa23b941500a395097e7c289eca072d607c8aea5983da4a10a857a3cb280a867";
-        assert_eq!(cache.key(&json!({"a": 1})).as_str(), first);
-        assert_eq!(cache.key(&json!({"a": 1})).as_str(), second);
-    }
-
-    #[test]
-    fn keys_are_64_lowercase_hex_characters_without_the_request_text() {
-        let cache = ReplyCache::open(&Scratch::new("hex").0).unwrap();
-        for prompt in ["", "secret-word", "ab"] {
-            let key = cache.key(&request(prompt));
-            assert_eq!(key.as_str().len(), 64);
-            let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
-            assert!(key.as_str().bytes().all(hex), "{key}");
-            assert!(!key.as_str().contains("secret"));
-        }
-    }
-
-    #[test]
-    fn an_entry_changed_after_it_was_written_is_damaged() {
-        let scratch = Scratch::new("edited");
-        let (cache, key, path) = one_entry(&scratch);
-        // Still JSON, still the same shape: only the checksum tells.
-        let text = fs::read_to_string(&path).unwrap().replace("Teal.", "Teak.");
-        fs::write(&path, text).unwrap();
-        assert_damaged(&cache, &key, &path, "checksum does not match");
-        // A flipped bit in the reply.
-        cache.put(&key, &reply("Teal.")).unwrap();
-        let mut bytes = fs::read(&path).unwrap();
-        let at = bytes.len() - 20;
-        bytes[at] ^= 1;
-        fs::write(&path, bytes).unwrap();
-        assert_damaged(&cache, &key, &path, "checksum does not match");
-    }
-
-    #[test]
-    fn an_entry_that_does_not_parse_or_is_cut_short_is_damaged() {
-        let scratch = Scratch::new("garbage");
-        let (cache, key, path) = one_entry(&scratch);
-        let whole = fs::read(&path).unwrap();
-        for cut in [0, 10, HEAD.len() + 10, whole.len() / 2, whole.len() - 1] {
-            fs::write(&path, &whole[..cut]).unwrap();
-            assert_damaged(&cache, &key, &path, "ends too early");
-        }
-        for text in ["not json at all", "{\"key\": 1}", "\u{0}\u{ff}"] {
-            fs::write(&path, text).unwrap();
-            assert_damaged(&cache, &key, &path, "not an entry");
-        }
-        // A reply that is not JSON, with a checksum that matches it.
-        let bad = b"{\"oops";
-        let mut forged = whole[..HEAD.len() + KEY_LEN + CHECKSUM.len()].to_vec();
-        forged.extend_from_slice(format!("{:08x}", crc32fast::hash(bad)).as_bytes());
-        forged.extend_from_slice(REPLY.as_bytes());
-        forged.extend_from_slice(bad);
-        forged.extend_from_slice(TAIL.as_bytes());
-        fs::write(&path, forged).unwrap();
-        assert_damaged(&cache, &key, &path, "its reply is not JSON");
-    }
-
-    #[test]
-    fn an_entry_under_the_name_of_another_key_is_damaged() {
-        let scratch = Scratch::new("moved");
-        let (cache, key, path) = one_entry(&scratch);
-        let other = cache.key(&request("Name a colour."));
-        let other_path = cache.path(&other);
-        fs::create_dir_all(other_path.parent().unwrap()).unwrap();
-        fs::copy(&path, &other_path).unwrap();
-        assert_damaged(&cache, &other, &other_path, &format!("another key ({key})"));
-    }
-
-    #[test]
-    fn an_entry_over_the_size_cap_or_not_a_file_is_damaged_without_being_read() {
-        let scratch = Scratch::new("large");
-        let (cache, key, path) = one_entry(&scratch);
-        // Sparse: the size is there, the bytes are not.
-        let handle = File::options().write(true).open(&path).unwrap();
-        handle.set_len(MAX_ENTRY_BYTES + 1).unwrap();
-        assert_damaged(&cache, &key, &path, "larger than the 16 MiB");
-        fs::remove_file(&path).unwrap();
-        fs::create_dir(&path).unwrap();
-        assert_damaged(&cache, &key, &path, "it is a directory, not a regular file");
-    }
-
-    #[test]
-    fn a_put_leaves_nothing_but_its_entry_and_concurrent_puts_of_a_key_all_succeed() {
-        let scratch = Scratch::new("atomic");
-        let (_, key, path) = one_entry(&scratch);
-        // Two cache objects stand for two processes storing the same key at once.
-        std::thread::scope(|s| {
-            for writer in 0..2 {
-                let cache = ReplyCache::open(&scratch.0).unwrap();
-                let key = &key;
-                s.spawn(move || {
-                    for i in 0..50 {
-                        cache.put(key, &reply(&format!("{writer}/{i}"))).unwrap();
-                        assert!(matches!(cache.get(key), Lookup::Hit(_)));
-                    }
-                });
-            }
-        });
-        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, [path.file_name().unwrap()]);
-    }
-
-    #[test]
-    fn opening_creates_the_directory_and_refuses_a_file() {
-        let scratch = Scratch::new("open");
-        let nested = scratch.0.join("a/b");
-        assert!(ReplyCache::open(&nested).is_ok());
-        assert!(nested.join("v1").is_dir());
-        let file = scratch.0.join("file");
-        fs::write(&file, "x").unwrap();
-        let error = ReplyCache::open(&file).err().unwrap();
-        let named = error.contains(&file.display().to_string());
-        assert!(named && error.contains("is a file"), "{error}");
-        let under = ReplyCache::open(&file.join("below")).err().unwrap();
-        assert!(under.contains("cannot create"), "{under}");
-    }
-}
+mod tests;

@@ -114,6 +114,15 @@ impl fmt::Display for FileError {
     }
 }
 
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FileError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 impl From<io::Error> for FileError {
     fn from(e: io::Error) -> FileError {
         match e.kind() {

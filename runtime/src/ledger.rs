@@ -96,7 +96,7 @@ impl Ledger {
         };
         match cache.get(key) {
             Lookup::Miss => Ok(None),
-            Lookup::Damaged(why) => Err(why),
+            Lookup::Damaged(why) => Err(why.to_string()),
             Lookup::Hit(stored) => match read(&stored) {
                 Ok(reply) => Ok(Some(LlmReply {
                     cost: Some(0),
@@ -193,7 +193,7 @@ impl Ledger {
     pub async fn store(ledger: &Arc<Ledger>, key: CacheKey, raw: Value) -> Option<String> {
         let ledger = Arc::clone(ledger);
         let stored = tokio::task::spawn_blocking(move || match &ledger.cache {
-            Some(cache) => cache.put(&key, &raw),
+            Some(cache) => cache.put(&key, &raw).map_err(|e| e.to_string()),
             None => Ok(()),
         })
         .await

@@ -15,18 +15,19 @@
 
 use crate::config::{Environment, Purpose, RunConfig};
 use crate::host::RunHost;
-use crate::journal::{Header, Journal};
+use crate::journal::{Header, Journal, JournalError};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use tv_vm::bundle::Verified;
 use tv_vm::limits::Limits;
 
 /// Why a run cannot be resumed; each reads as `tvm` prints it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
-    /// The journal cannot be read: missing, locked by a run, damaged, of another format.
-    #[error("{0}")]
-    Journal(String),
+    /// The journal cannot be read: missing, locked by a run, damaged, of another format;
+    /// its kind says which.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
     /// The bundle's bytes are not those the run used.
     #[error(
         "the journal {} was written for a bundle with SHA-256 {}, but {} has {}: it was recompiled or replaced; \
@@ -87,7 +88,7 @@ pub struct Resumable {
 impl Resume {
     /// Opens the journal at `path` (see [`Journal::open`]).
     pub fn open(path: &Path) -> Result<Resume, ResumeError> {
-        let (header, journal) = Journal::open(path).map_err(ResumeError::Journal)?;
+        let (header, journal) = Journal::open(path)?;
         Ok(Resume {
             path: path.to_path_buf(),
             header,

@@ -222,7 +222,7 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
                 .map(|p| p.name.clone())
                 .zip(values.clone())
                 .collect();
-            Some(Journal::create(path, &header)?)
+            Some(Journal::create(path, &header).map_err(|e| e.to_string())?)
         }
         None => None,
     };

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tv_runtime::batch::front::{open_inputs, survey};
 use tv_runtime::host::priced;
 use tv_runtime::nats::front::{self, Publishing};
-use tv_runtime::nats::{self, BatchRecord, Server, WorkerOptions};
+use tv_runtime::nats::{self, BatchRecord, NatsError, Server, WorkerOptions};
 
 #[derive(Args)]
 pub struct WorkerArgs {
@@ -37,6 +37,11 @@ pub struct WorkerArgs {
     connect: ConnectArgs,
 }
 
+/// What the server's failure says, as `tvm` prints it.
+fn said(e: NatsError) -> String {
+    e.to_string()
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -51,14 +56,14 @@ pub fn batch(args: BatchArgs) -> Result<ExitCode, String> {
         .to(args.nats.nats.as_deref().unwrap_or_default());
     let url = to.shown();
     runtime()?.block_on(async {
-        let server = Server::connect(&to).await?;
+        let server = Server::connect(&to).await.map_err(said)?;
         if args.nats.status || args.nats.collect {
             let name = match &args.nats.name {
                 Some(n) => n.clone(),
-                None => front::only_batch(&server).await?,
+                None => front::only_batch(&server).await.map_err(said)?,
             };
             if args.nats.status {
-                let s = nats::status(&server, &name).await?;
+                let s = nats::status(&server, &name).await.map_err(said)?;
                 output::print(&format!("{}\n", s.line(&name)))?;
                 return Ok(ExitCode::SUCCESS);
             }
@@ -90,7 +95,8 @@ async fn publish(server: &Server, url: &str, args: BatchArgs) -> Result<ExitCode
         survey: survey(&inputs_path)?,
         max_deliveries: args.nats.max_deliveries,
         name: args.nats.name.as_deref(),
-    })?;
+    })
+    .map_err(said)?;
     let rows = record.rows;
     let inputs = open_inputs(&inputs_path)?;
     let done = nats::publish(
@@ -101,7 +107,8 @@ async fn publish(server: &Server, url: &str, args: BatchArgs) -> Result<ExitCode
         &record,
         BufReader::new(inputs),
     )
-    .await?;
+    .await
+    .map_err(said)?;
     let batch = &record.batch;
     output::say(&format!(
         "tvm: batch {batch}: {rows} rows: {} queued, {} there already, {} failed as they are not rows\n\
@@ -116,7 +123,9 @@ async fn publish(server: &Server, url: &str, args: BatchArgs) -> Result<ExitCode
 
 async fn collect(server: &Server, name: &str, args: &BatchArgs) -> Result<ExitCode, String> {
     let out_path = needed(&args.out, "--out FILE")?;
-    let s = front::collect_to(server, name, out_path, args.nats.wait).await?;
+    let s = front::collect_to(server, name, out_path, args.nats.wait)
+        .await
+        .map_err(said)?;
     let missing = s.rows.saturating_sub(s.finished);
     let mut line = format!(
         "tvm: batch {name}: {} rows: {} completed, {} failed",
@@ -162,15 +171,17 @@ pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
         tv_cli::log::above(None);
         Ok(h)
     };
-    let worked = runtime()?.block_on(async {
-        let to = args.connect.to(&args.nats);
-        let server = Server::connect(&to).await?;
-        output::say(&format!(
-            "tvm worker: taking rows from {} ({concurrency} at once)\n",
-            to.shown()
-        ));
-        nats::work(&server, &options, make_host).await
-    })?;
+    let worked = runtime()?
+        .block_on(async {
+            let to = args.connect.to(&args.nats);
+            let server = Server::connect(&to).await?;
+            output::say(&format!(
+                "tvm worker: taking rows from {} ({concurrency} at once)\n",
+                to.shown()
+            ));
+            nats::work(&server, &options, make_host).await
+        })
+        .map_err(said)?;
     let mut line = format!(
         "tvm worker: no row for a while; stopping. {} rows completed, {} failed, {} given up to other workers",
         worked.completed, worked.failed, worked.lost

@@ -422,7 +422,10 @@ fn ledger(
     Ok(Ledger {
         prices,
         budget: config.cost.max_cost.map(CostBudget::new),
-        cache: cache.map(ReplyCache::open).transpose()?,
+        cache: cache
+            .map(ReplyCache::open)
+            .transpose()
+            .map_err(|e| e.to_string())?,
         shared,
     })
 }

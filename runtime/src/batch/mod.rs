@@ -166,7 +166,7 @@ pub async fn run_until<H: AsyncHost>(
                         let run = Run::new(bundle, function, values, limits);
                         let (ran, journal) = match journal {
                             Some(Err(why)) => {
-                                let e = TaskError::failure(Reason::ExecutionHalted, why);
+                                let e = TaskError::failure(why.reason(), why.to_string());
                                 (Ran::unstarted(TaskResult::failed(e)), None)
                             }
                             Some(Ok(j)) => {

@@ -16,7 +16,7 @@
 
 use super::folder::{self, Found};
 use super::results;
-use crate::journal::{Header, Journal, Spares};
+use crate::journal::{Header, Journal, JournalError, JournalKind, Spares};
 use nix::fcntl::Flock;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -187,11 +187,13 @@ impl State {
     /// for its arguments `args` (by parameter name), whose file is made with its first
     /// record ([`Journal::deferred`]): rows that keep nothing (answered by the echo
     /// provider) make no file, and the others sync their header with their first call.
+    /// A journal left without a whole header (the row stopped as it began) or for other
+    /// arguments starts afresh; any other journal that cannot be resumed fails the row.
     pub fn journal(
         &self,
         index: u64,
         args: serde_json::Map<String, Value>,
-    ) -> Result<Journal, String> {
+    ) -> Result<Journal, JournalError> {
         let path = self.journal_path(index);
         // What a stopped run of this batch left: a plain file, never one through a link.
         let left = match self.resuming {
@@ -199,22 +201,29 @@ impl State {
             false => None,
         };
         if left.as_ref().is_some_and(|m| !m.is_file()) {
-            return Err(format!(
-                "{} is not a journal tvm wrote (a link or a special file); tvm neither reads \
-                 nor removes it: remove it, then run the batch again",
-                path.display()
+            return Err(JournalError::new(
+                JournalKind::Open,
+                format!(
+                    "{} is not a journal tvm wrote (a link or a special file); tvm neither \
+                     reads nor removes it: remove it, then run the batch again",
+                    path.display()
+                ),
             ));
         }
         let held = left.is_some_and(|m| m.len() > 0);
         if held {
-            let (header, journal) = Journal::open(&path)?;
-            if header.args == args {
-                return Ok(journal);
+            match Journal::open(&path) {
+                Ok((header, journal)) if header.args == args => return Ok(journal),
+                // The inputs changed under the batch: this row's journal is not for it.
+                Ok(_) => {}
+                // Nothing was kept before the row stopped.
+                Err(e) if *e.kind() == JournalKind::Empty => {}
+                Err(e) => return Err(e),
             }
-            // The inputs changed under the batch: this row's journal is not for it.
-            drop(journal);
-            std::fs::remove_file(&path)
-                .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+            std::fs::remove_file(&path).map_err(|e| {
+                let message = format!("cannot remove {}: {e}", path.display());
+                JournalError::new(JournalKind::Write, message).because(e)
+            })?;
         }
         let header = Header {
             args,
@@ -326,3 +335,6 @@ fn done_rows(
     }
     Ok((file, finished))
 }
+
+#[cfg(test)]
+mod tests;

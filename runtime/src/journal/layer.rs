@@ -7,7 +7,7 @@ use crate::host::{AsyncHost, BodyId, CallId};
 use std::future::Future;
 use tv_vm::host::{HostReply, HostRequest, LlmRequest};
 use tv_vm::limits::Spending;
-use tv_vm::result::{Reason, TaskError, TaskResult};
+use tv_vm::result::{TaskError, TaskResult};
 
 /// `host`'s calls, kept in `journal`.
 pub struct Journaled<'a, H> {
@@ -55,7 +55,7 @@ impl<H: AsyncHost> AsyncHost for Journaled<'_, H> {
             .await
         {
             Ok(()) => result,
-            Err(e) => TaskResult::failed(TaskError::failure(Reason::ExecutionHalted, e)),
+            Err(e) => TaskResult::failed(TaskError::failure(e.reason(), e.to_string())),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The journal's lock: one process at a time writes a journal (and one batch at a time
 //! uses a state folder).
 
+use super::{JournalError, JournalKind};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
@@ -20,38 +21,49 @@ use std::path::Path;
 /// is written. Who holds it is read from `/proc/locks`, where the kernel lists each
 /// lock with the holder's pid and the file's device and inode: always the true holder,
 /// never a stale record.
-pub(super) fn lock_exclusive(path: &Path, file: File) -> Result<Flock<File>, String> {
+pub(super) fn lock_exclusive(path: &Path, file: File) -> Result<Flock<File>, JournalError> {
     let shown = path.display();
     lock(file).map_err(|refused| match refused {
-        Refused::Held(holder) => format!(
-            "the journal {shown} is in use by {holder}: a second run on it would repeat its \
-             calls and scripts; wait for that run to end, or stop it, then resume"
+        Refused::Held(holder) => JournalError::new(
+            JournalKind::Locked,
+            format!(
+                "the journal {shown} is in use by {holder}: a second run on it would repeat its \
+                 calls and scripts; wait for that run to end, or stop it, then resume"
+            ),
         ),
-        Refused::Failed(errno) => format!("cannot lock the journal {shown}: {errno}"),
+        Refused::Failed(errno) => JournalError::new(
+            JournalKind::Open,
+            format!("cannot lock the journal {shown}: {errno}"),
+        )
+        .because(errno),
     })
 }
 
 /// Creates the journal file at `path` for a new run and locks it: an empty one left by
 /// a run that stopped before its header is taken over; one that holds a run is refused.
-pub(super) fn create_locked(path: &Path) -> Result<Flock<File>, String> {
+pub(super) fn create_locked(path: &Path) -> Result<Flock<File>, JournalError> {
     let shown = path.display();
     let mut options = OpenOptions::new();
     options.read(true).append(true);
+    let unopened = |message: String, e: Box<dyn std::error::Error + Send + Sync>| {
+        JournalError::new(JournalKind::Open, message).because(e)
+    };
     // create-new: two runs starting at once cannot both create it.
     let file = match options.clone().create_new(true).open(path) {
         // One that exists must be a regular file: a FIFO would take the records away.
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {
             crate::files::open_with(path, &mut options)
-                .map_err(|e| format!("the journal {shown} {e}"))?
+                .map_err(|e| unopened(format!("the journal {shown} {e}"), e.into()))?
         }
-        opened => opened.map_err(|e| format!("cannot create the journal {shown}: {e}"))?,
+        opened => opened
+            .map_err(|e| unopened(format!("cannot create the journal {shown}: {e}"), e.into()))?,
     };
     let file = lock_exclusive(path, file)?;
     // Checked under the lock: a run that held it may have written its header since.
     if file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
-        return Err(format!(
+        return Err(JournalError::new(JournalKind::Exists, format!(
             "the journal {shown} already exists: resume it with `tvm resume {shown}`, or remove it to start afresh"
-        ));
+        )));
     }
     Ok(file)
 }
@@ -123,8 +135,14 @@ mod tests {
         let first = lock_exclusive(&path, File::create(&path).expect("created")).expect("locked");
         let again = File::open(&path).expect("opened");
         let err = lock_exclusive(&path, again).expect_err("held by the first");
-        let me = format!("(pid {})", std::process::id());
-        assert!(err.contains("is in use by") && err.contains(&me), "{err}");
+        assert_eq!(err.kind(), &JournalKind::Locked);
+        let expected = format!(
+            "the journal {} is in use by another process (pid {}): a second run on it would \
+             repeat its calls and scripts; wait for that run to end, or stop it, then resume",
+            path.display(),
+            std::process::id()
+        );
+        assert_eq!(err.to_string(), expected);
         drop(first);
         let third = File::open(&path).expect("opened");
         assert!(

@@ -23,12 +23,14 @@
 //! the order they were written and refuses a record it does not know as damage, so a
 //! `tvm` from before body records refuses a journal that holds one.
 
+mod error;
 mod layer;
 mod lock;
 mod remote;
 mod spare;
 mod writer;
 
+pub use error::{JournalError, JournalKind};
 pub use layer::Journaled;
 pub use remote::RemoteLog;
 use remote::Sink;
@@ -53,7 +55,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tv_vm::host::{HostError, HostReply, HostRequest, LlmReply, ScriptReply};
 use tv_vm::limits::Spending;
-use tv_vm::result::{Reason, TaskResult};
+use tv_vm::result::TaskResult;
 
 /// The journal format; a reader refuses any other. Format 2 keeps the run's settings
 /// as one [`RunConfig`]; format 1 kept them field by field.
@@ -76,23 +78,20 @@ pub struct Header {
 impl Header {
     /// Reads a header from its JSON, refusing another format than this tvm's first,
     /// with what to do about it; `shown` names where it was read.
-    pub fn read(value: Value, shown: &str) -> Result<Header, String> {
+    pub fn read(value: Value, shown: &str) -> Result<Header, JournalError> {
         let format = value.get("journal").and_then(Value::as_u64);
-        match format {
-            Some(1) => {
-                return Err(format!(
-                    "{shown} was written by an older tvm (journal format 1); this tvm reads \
-                     format {FORMAT}: finish the run with the tvm that started it, or run it again"
-                ))
-            }
+        let message = match format {
+            Some(1) => format!(
+                "{shown} was written by an older tvm (journal format 1); this tvm reads \
+                 format {FORMAT}: finish the run with the tvm that started it, or run it again"
+            ),
             Some(f) if f != u64::from(FORMAT) => {
-                return Err(format!(
-                    "{shown}: journal format {f} is not the format {FORMAT} this tvm reads"
-                ))
+                format!("{shown}: journal format {f} is not the format {FORMAT} this tvm reads")
             }
-            _ => {}
-        }
-        serde_json::from_value(value).map_err(|e| format!("{shown}:1: not a journal header: {e}"))
+            _ => return serde_json::from_value(value).map_err(|e| not_a_header(&shown, e)),
+        };
+        let found = format.unwrap_or_default();
+        Err(JournalError::new(JournalKind::Format { found }, message))
     }
 
     /// The header of a run of `entry` of the bundle at `bundle` (made absolute, so a
@@ -206,9 +205,9 @@ impl Journal {
     /// stopped before its header may be taken over), locks it, refuses one that holds a
     /// run already, and writes and syncs the header, so an unwritable path or a full disk
     /// is reported before any host call is made.
-    pub fn create(path: &Path, header: &Header) -> Result<Journal, String> {
+    pub fn create(path: &Path, header: &Header) -> Result<Journal, JournalError> {
         let out = Output::open(path, create_locked(path)?, true);
-        let line = serde_json::to_string(header).map_err(|e| e.to_string())?;
+        let line = serde_json::to_string(header).map_err(unwritable)?;
         out.write(&line, true)?;
         let out = Sink::File(out);
         Ok(Journal::over(out, header.echo(), false, Held::default()))
@@ -233,7 +232,7 @@ impl Journal {
         header: &Header,
         lines: &str,
         log: std::sync::Arc<dyn RemoteLog>,
-    ) -> Result<Journal, String> {
+    ) -> Result<Journal, JournalError> {
         let shown = log.name();
         let held = Held::read(lines.lines().enumerate().skip(1), &shown)?;
         Ok(Journal::over(Sink::Remote(log), header.echo(), false, held))
@@ -274,27 +273,36 @@ impl Journal {
 
     /// Opens a journal to resume it: its header, and a journal that answers what it
     /// holds. A last line cut short by the crash is dropped; any other damage is refused.
-    pub fn open(path: &Path) -> Result<(Header, Journal), String> {
+    pub fn open(path: &Path) -> Result<(Header, Journal), JournalError> {
         let shown = path.display();
+        let refused = |kind, e: files::FileError| {
+            JournalError::new(kind, format!("the journal {shown} {e}")).because(e)
+        };
         let file = files::open_with(path, OpenOptions::new().read(true).append(true))
-            .map_err(|e| format!("the journal {shown} {e}"))?;
+            .map_err(|e| refused(JournalKind::Open, e))?;
         // Locked before it is read, so that what it holds cannot change underneath.
         let mut file = lock_exclusive(path, file)?;
-        let text = files::read_open(&file, files::JOURNAL)
-            .map_err(|e| format!("the journal {shown} {e}"))?;
+        let text =
+            files::read_open(&file, files::JOURNAL).map_err(|e| refused(JournalKind::Read, e))?;
         let complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let lines = std::str::from_utf8(&text[..complete])
-            .map_err(|_| format!("the journal {shown} is damaged: it is not UTF-8"))?;
+        let lines = std::str::from_utf8(&text[..complete]).map_err(|e| {
+            let kind = JournalKind::Damaged { line: None };
+            JournalError::new(
+                kind,
+                format!("the journal {shown} is damaged: it is not UTF-8"),
+            )
+            .because(e)
+        })?;
         let mut lines = lines.lines().enumerate();
         let header: Header = match lines.next() {
             Some((_, l)) => {
-                let value: Value = serde_json::from_str(l)
-                    .map_err(|e| format!("{shown}:1: not a journal header: {e}"))?;
+                let value: Value = serde_json::from_str(l).map_err(|e| not_a_header(&shown, e))?;
                 Header::read(value, &shown.to_string())?
             }
             None => {
-                return Err(format!(
-                    "the journal {shown} is empty: the run stopped before it began"
+                return Err(JournalError::new(
+                    JournalKind::Empty,
+                    format!("the journal {shown} is empty: the run stopped before it began"),
                 ))
             }
         };
@@ -303,7 +311,7 @@ impl Journal {
         // then go to the new end.
         file.set_len(complete as u64)
             .and_then(|()| file.seek(SeekFrom::End(0)).map(|_| ()))
-            .map_err(|e| format!("cannot write the journal {shown}: {e}"))?;
+            .map_err(|e| writer::failed(JournalKind::Write, path, e))?;
         let out = Sink::File(Output::open(path, file, false));
         let journal = Journal::over(out, header.echo(), false, held);
         Ok((header, journal))
@@ -363,7 +371,7 @@ impl Journal {
         request: &str,
         result: &TaskResult,
         spent: &Spending,
-    ) -> Result<(), String> {
+    ) -> Result<(), JournalError> {
         let record = Record::BodyEnded {
             body: name.to_string(),
             request: request.to_string(),
@@ -392,10 +400,13 @@ impl Journal {
         let hash = request_hash(request);
         if let Some((journaled, answer)) = held {
             if *journaled != hash {
-                return halted(request, format!(
+                let kind = JournalKind::Mismatch {
+                    call: call.to_string(),
+                };
+                return halted(request, JournalError::new(kind, format!(
                     "the journal {} does not match this run: call {call} asks something else than it did (were the bundle, the arguments or the workspace changed?)",
                     self.name()
-                ));
+                )));
             }
             self.replayed.fetch_add(1, Ordering::Relaxed);
             return match answer.clone() {
@@ -437,8 +448,8 @@ impl Journal {
         }
     }
 
-    async fn append(&self, record: &Record, sync: bool) -> Result<(), String> {
-        let line = serde_json::to_string(record).map_err(|e| e.to_string())?;
+    async fn append(&self, record: &Record, sync: bool) -> Result<(), JournalError> {
+        let line = serde_json::to_string(record).map_err(unwritable)?;
         self.out.append(line, sync).await
     }
 }
@@ -448,11 +459,14 @@ impl Held {
     fn read<'a>(
         lines: impl Iterator<Item = (usize, &'a str)>,
         shown: &dyn std::fmt::Display,
-    ) -> Result<Held, String> {
+    ) -> Result<Held, JournalError> {
         let mut held = Held::default();
         for (i, line) in lines {
-            let record: Record = serde_json::from_str(line)
-                .map_err(|e| format!("{shown}:{}: the journal is damaged: {e}", i + 1))?;
+            let record: Record = serde_json::from_str(line).map_err(|e| {
+                let kind = JournalKind::Damaged { line: Some(i + 1) };
+                let message = format!("{shown}:{}: the journal is damaged: {e}", i + 1);
+                JournalError::new(kind, message).because(e)
+            })?;
             held.take(record);
         }
         Ok(held)
@@ -493,9 +507,20 @@ impl Held {
     }
 }
 
+/// A first line that is not a header, in the journal `shown`.
+fn not_a_header(shown: &dyn std::fmt::Display, e: serde_json::Error) -> JournalError {
+    let kind = JournalKind::Damaged { line: Some(1) };
+    JournalError::new(kind, format!("{shown}:1: not a journal header: {e}")).because(e)
+}
+
+/// A record that cannot be put into words (it always can: its fields are JSON's).
+fn unwritable(e: serde_json::Error) -> JournalError {
+    JournalError::new(JournalKind::Write, e.to_string()).because(e)
+}
+
 /// The run stops: its record of what happened can no longer be trusted or kept.
-fn halted(request: &HostRequest, message: String) -> HostReply {
-    let e = HostError::new(Reason::ExecutionHalted, message);
+fn halted(request: &HostRequest, e: JournalError) -> HostReply {
+    let e = HostError::from(e);
     match request {
         HostRequest::Llm(_) => HostReply::Llm(Err(e)),
         HostRequest::Script(_) => HostReply::Script(Err(e)),

@@ -3,6 +3,7 @@
 //! over after another stopped resumes it without repeating its finished calls.
 
 use super::writer::Output;
+use super::JournalError;
 use futures::future::BoxFuture;
 use std::path::Path;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::sync::Arc;
 /// returns; one refused because another process wrote the log meanwhile (it took the
 /// run over) is an error, and the run stops rather than write beside it.
 pub trait RemoteLog: Send + Sync {
-    fn append(&self, line: String) -> BoxFuture<'_, Result<(), String>>;
+    fn append(&self, line: String) -> BoxFuture<'_, Result<(), JournalError>>;
     /// What to call the log in messages.
     fn name(&self) -> String;
 }
@@ -46,14 +47,14 @@ impl Sink {
 
     /// Appends one line; with `sync`, it and every line before it are durable when
     /// this returns (a remote log's always are).
-    pub(super) async fn append(&self, line: String, sync: bool) -> Result<(), String> {
+    pub(super) async fn append(&self, line: String, sync: bool) -> Result<(), JournalError> {
         match self {
             Sink::File(out) => out.append(line, sync).await,
             Sink::Remote(log) => log.append(line).await,
         }
     }
 
-    pub(super) async fn sync(&self) -> Result<(), String> {
+    pub(super) async fn sync(&self) -> Result<(), JournalError> {
         match self {
             Sink::File(out) => out.sync().await,
             Sink::Remote(_) => Ok(()),

@@ -1,4 +1,5 @@
 use super::*;
+use tv_vm::result::Reason;
 
 fn header() -> Header {
     use crate::config::{Calls, ContextPart, Models, RunConfig, Sampling};
@@ -104,8 +105,9 @@ fn a_journal_of_format_1_is_refused_with_what_to_do() {
     let Err(e) = Journal::open(&path) else {
         panic!("a format-1 journal was opened");
     };
+    assert_eq!(e.kind(), &JournalKind::Format { found: 1 });
     assert_eq!(
-        e,
+        e.to_string(),
         format!(
             "{} was written by an older tvm (journal format 1); this tvm reads format 2: \
              finish the run with the tvm that started it, or run it again",
@@ -117,10 +119,9 @@ fn a_journal_of_format_1_is_refused_with_what_to_do() {
     let Err(e) = Journal::open(&path) else {
         panic!("a format-3 journal was opened");
     };
-    assert!(
-        e.ends_with(": journal format 3 is not the format 2 this tvm reads"),
-        "{e}"
-    );
+    assert_eq!(e.kind(), &JournalKind::Format { found: 3 });
+    let why = ": journal format 3 is not the format 2 this tvm reads";
+    assert_eq!(e.to_string(), format!("{}{why}", path.display()));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -259,5 +260,149 @@ fn an_ended_journals_file_becomes_the_next_ones_and_starts_empty() {
     Spares::clear(&dir);
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
     assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Journals [`Journal::open`] refuses: a name, what the file holds (`None`: no file),
+/// the kind, and the refusal as `tvm` prints it, `{p}` standing for the journal's path.
+fn refused_journals() -> Vec<(&'static str, Option<Vec<u8>>, JournalKind, &'static str)> {
+    let header = serde_json::to_string(&header()).unwrap();
+    let format_3 = FORMAT_1.replace(r#""journal":1"#, r#""journal":3"#);
+    let damaged = |line| JournalKind::Damaged { line };
+    vec![
+        (
+            "missing",
+            None,
+            JournalKind::Open,
+            "the journal {p} does not exist",
+        ),
+        (
+            "a folder",
+            Some(Vec::new()),
+            JournalKind::Open,
+            "the journal {p} cannot be read: Is a directory (os error 21)",
+        ),
+        (
+            "empty",
+            Some(Vec::new()),
+            JournalKind::Empty,
+            "the journal {p} is empty: the run stopped before it began",
+        ),
+        (
+            "torn header",
+            Some(br#"{"journal":2,"bund"#.to_vec()),
+            JournalKind::Empty,
+            "the journal {p} is empty: the run stopped before it began",
+        ),
+        (
+            "not UTF-8",
+            Some(b"\xff\n".to_vec()),
+            damaged(None),
+            "the journal {p} is damaged: it is not UTF-8",
+        ),
+        (
+            "not a header",
+            Some(b"[1]\n".to_vec()),
+            damaged(Some(1)),
+            "{p}:1: not a journal header: invalid length 1, expected struct Header with 6 elements",
+        ),
+        (
+            "format 1",
+            Some(format!("{FORMAT_1}\n").into_bytes()),
+            JournalKind::Format { found: 1 },
+            "{p} was written by an older tvm (journal format 1); this tvm reads format 2: \
+             finish the run with the tvm that started it, or run it again",
+        ),
+        (
+            "format 3",
+            Some(format!("{format_3}\n").into_bytes()),
+            JournalKind::Format { found: 3 },
+            "{p}: journal format 3 is not the format 2 this tvm reads",
+        ),
+        (
+            "a damaged record",
+            Some(format!("{header}\n{{\"event\":\"lost\"}}\n").into_bytes()),
+            damaged(Some(2)),
+            "{p}:2: the journal is damaged: unknown variant `lost`, expected one of \
+             `script_started`, `answered`, `body_ended` at line 1 column 15",
+        ),
+    ]
+}
+
+#[test]
+fn each_journal_refusal_has_its_kind_and_reads_as_tvm_has_always_printed_it() {
+    let dir = folder("refused");
+    for (name, content, kind, expected) in refused_journals() {
+        let path = dir.join(format!("{}.journal", name.replace(' ', "-")));
+        match content {
+            Some(_) if name == "a folder" => std::fs::create_dir(&path).unwrap(),
+            Some(bytes) => std::fs::write(&path, bytes).unwrap(),
+            None => {}
+        }
+        let Err(e) = Journal::open(&path) else {
+            panic!("{name}: opened");
+        };
+        let expected = expected.replace("{p}", &path.display().to_string());
+        assert_eq!((e.kind(), e.to_string()), (&kind, expected), "{name}");
+    }
+    // A new run's journal: one that holds a run, and one a run holds.
+    let path = dir.join("held.journal");
+    drop(Journal::create(&path, &header()).expect("created"));
+    let shown = path.display();
+    let exists = Journal::create(&path, &header()).err();
+    let held = Journal::open(&path).expect("opened");
+    let refusals = [
+        (
+            exists,
+            JournalKind::Exists,
+            format!(
+                "the journal {shown} already exists: resume it with `tvm resume {shown}`, or \
+                 remove it to start afresh"
+            ),
+        ),
+        (
+            Journal::open(&path).err(),
+            JournalKind::Locked,
+            format!(
+                "the journal {shown} is in use by another process (pid {}): a second run on it \
+                 would repeat its calls and scripts; wait for that run to end, or stop it, then \
+                 resume",
+                std::process::id()
+            ),
+        ),
+    ];
+    for (e, kind, expected) in refusals {
+        let e = e.expect("refused");
+        assert_eq!((e.kind(), e.to_string()), (&kind, expected));
+    }
+    drop(held);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_call_asked_otherwise_than_the_journal_recorded_it_halts_the_run() {
+    let dir = folder("mismatch");
+    let path = dir.join("run.journal");
+    let host = Counting(AtomicUsize::new(0));
+    let journal = Journal::create(&path, &header()).expect("created");
+    runtime().block_on(journal.call(&host, FIRST, &llm("first")));
+    drop(journal);
+    let (_, resumed) = Journal::open(&path).expect("opened");
+    let reply = runtime().block_on(resumed.call(&host, FIRST, &llm("changed")));
+    let HostReply::Llm(Err(e)) = reply else {
+        panic!("a changed call was answered: {reply:?}");
+    };
+    assert_eq!(e.reason, Reason::ExecutionHalted);
+    let expected = format!(
+        "the journal {} does not match this run: call 1 asks something else than it did \
+         (were the bundle, the arguments or the workspace changed?)",
+        path.display()
+    );
+    assert_eq!(e.message, expected);
+    assert_eq!(
+        host.0.load(Ordering::SeqCst),
+        1,
+        "the changed call was not made"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

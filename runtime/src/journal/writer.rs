@@ -10,7 +10,7 @@
 
 use super::lock::create_locked;
 use super::spare::Spares;
-use super::Header;
+use super::{Header, JournalError, JournalKind};
 use nix::fcntl::Flock;
 use std::fs::File;
 use std::io::Write;
@@ -98,23 +98,23 @@ impl Output {
 
     /// Writes one line; with `sync`, it and every line before it are on the disk when
     /// this returns.
-    pub(super) fn write(&self, line: &str, sync: bool) -> Result<(), String> {
+    pub(super) fn write(&self, line: &str, sync: bool) -> Result<(), JournalError> {
         write(&self.path, &self.writer, line, sync)
     }
 
     /// [`Output::write`], on the blocking pool when it syncs or makes a file.
-    pub(super) async fn append(&self, line: String, sync: bool) -> Result<(), String> {
+    pub(super) async fn append(&self, line: String, sync: bool) -> Result<(), JournalError> {
         if (!sync && self.quick()) || tokio::runtime::Handle::try_current().is_err() {
             return self.write(&line, sync);
         }
         let (path, writer) = (self.path.clone(), self.writer.clone());
         tokio::task::spawn_blocking(move || write(&path, &writer, &line, sync))
             .await
-            .map_err(|e| format!("cannot write the journal {}: {e}", self.path.display()))?
+            .map_err(|e| failed(JournalKind::Write, &self.path, e))?
     }
 
     /// Syncs the lines written since the last sync, on the blocking pool.
-    pub(super) async fn sync(&self) -> Result<(), String> {
+    pub(super) async fn sync(&self) -> Result<(), JournalError> {
         let pending = self.writer.lock().is_ok_and(|w| match *w {
             Writer::Open {
                 unsynced, unnamed, ..
@@ -130,25 +130,35 @@ impl Output {
         let (path, writer) = (self.path.clone(), self.writer.clone());
         tokio::task::spawn_blocking(move || sync(&path, &writer))
             .await
-            .map_err(|e| format!("cannot write the journal {}: {e}", self.path.display()))?
+            .map_err(|e| failed(JournalKind::Sync, &self.path, e))?
     }
 }
 
-fn locked(writer: &Mutex<Writer>) -> Result<std::sync::MutexGuard<'_, Writer>, String> {
-    writer
-        .lock()
-        .map_err(|_| "the journal writer failed earlier".to_string())
+/// A write (`kind`) of the journal at `path` that failed for `e`.
+pub(super) fn failed(
+    kind: JournalKind,
+    path: &Path,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> JournalError {
+    let message = format!("cannot write the journal {}: {e}", path.display());
+    JournalError::new(kind, message).because(e)
 }
 
-fn write(path: &Path, writer: &Mutex<Writer>, line: &str, sync: bool) -> Result<(), String> {
+fn locked(writer: &Mutex<Writer>) -> Result<std::sync::MutexGuard<'_, Writer>, JournalError> {
+    writer
+        .lock()
+        .map_err(|_| JournalError::new(JournalKind::Write, "the journal writer failed earlier"))
+}
+
+fn write(path: &Path, writer: &Mutex<Writer>, line: &str, sync: bool) -> Result<(), JournalError> {
     let mut writer = locked(writer)?;
-    let failed = |e: std::io::Error| format!("cannot write the journal {}: {e}", path.display());
+    let unwritten = |e| failed(JournalKind::Write, path, e);
     match &mut *writer {
         Writer::Deferred { header, spares } => {
-            let header = serde_json::to_string(header).map_err(|e| e.to_string())?;
+            let header = serde_json::to_string(header).map_err(super::unwritable)?;
             let mut file = open_file(path, spares.as_deref())?;
             file.write_all(format!("{header}\n{line}\n").as_bytes())
-                .map_err(failed)?;
+                .map_err(unwritten)?;
             // Only a file whose header is written takes the next lines; one that failed
             // stays empty, and is taken over as a run that stopped before its header.
             *writer = Writer::Open {
@@ -161,7 +171,7 @@ fn write(path: &Path, writer: &Mutex<Writer>, line: &str, sync: bool) -> Result<
             let mut bytes = Vec::with_capacity(line.len() + 1);
             bytes.extend_from_slice(line.as_bytes());
             bytes.push(b'\n');
-            file.write_all(&bytes).map_err(failed)?;
+            file.write_all(&bytes).map_err(unwritten)?;
             *unsynced = true;
         }
     }
@@ -171,12 +181,12 @@ fn write(path: &Path, writer: &Mutex<Writer>, line: &str, sync: bool) -> Result<
     Ok(())
 }
 
-fn sync(path: &Path, writer: &Mutex<Writer>) -> Result<(), String> {
+fn sync(path: &Path, writer: &Mutex<Writer>) -> Result<(), JournalError> {
     synced(path, &mut *locked(writer)?)
 }
 
 /// Puts what was written on the disk: the lines, and a new file's name in its folder.
-fn synced(path: &Path, writer: &mut Writer) -> Result<(), String> {
+fn synced(path: &Path, writer: &mut Writer) -> Result<(), JournalError> {
     let Writer::Open {
         file,
         unsynced,
@@ -187,7 +197,7 @@ fn synced(path: &Path, writer: &mut Writer) -> Result<(), String> {
     };
     if *unsynced {
         file.sync_data()
-            .map_err(|e| format!("cannot write the journal {}: {e}", path.display()))?;
+            .map_err(|e| failed(JournalKind::Sync, path, e))?;
         *unsynced = false;
     }
     if *unnamed {
@@ -199,7 +209,7 @@ fn synced(path: &Path, writer: &mut Writer) -> Result<(), String> {
 
 /// The journal file at `path` for a new run: a spare when there is one, else a file
 /// made for it.
-fn open_file(path: &Path, spares: Option<&Spares>) -> Result<Flock<File>, String> {
+fn open_file(path: &Path, spares: Option<&Spares>) -> Result<Flock<File>, JournalError> {
     match spares.and_then(|s| s.take(path)) {
         Some(file) => Ok(file),
         None => create_locked(path),

@@ -10,7 +10,7 @@
 //! ([`RowMessage`]) naming the same batch and row, a row below the batch's count.
 
 use super::results::store_result;
-use super::{valid_batch_name, BatchRecord, RowMessage, Server};
+use super::{valid_batch_name, BatchRecord, NatsError, NatsKind, RowMessage, Server};
 use crate::ledger::Shared;
 use async_nats::jetstream::{AckKind, Message};
 use std::collections::HashMap;
@@ -39,7 +39,7 @@ pub(super) enum Admitted<H> {
     Dropped(String),
     /// The worker cannot go on (the server is away, its own settings do not fit the
     /// batch): the message is left for later.
-    Stop(String),
+    Stop(NatsError),
 }
 
 /// How loading a batch ended.
@@ -49,7 +49,7 @@ enum Loaded<H> {
     Refused(String),
     /// No such batch, or a record that cannot be read: its rows name no batch.
     Unknown(String),
-    Stop(String),
+    Stop(NatsError),
 }
 
 pub(super) async fn admit<H, F>(
@@ -161,7 +161,7 @@ where
     }
     let mut record = match server.batch_record(name).await {
         Ok(Some(Ok(record))) => record,
-        Ok(Some(Err(why))) => return Loaded::Unknown(why),
+        Ok(Some(Err(why))) => return Loaded::Unknown(why.to_string()),
         Ok(None) => {
             return Loaded::Unknown(format!(
                 "a row of batch {name} came, but the server has no record of that batch"
@@ -200,7 +200,10 @@ where
     ));
     let host = match make_host(&record, shared) {
         Ok(host) => host,
-        Err(e) => return Loaded::Stop(format!("batch {name}: {e}")),
+        Err(e) => {
+            let e = NatsError::new(NatsKind::Settings, format!("batch {name}: {e}"));
+            return Loaded::Stop(e);
+        }
     };
     let run = Arc::new(Running {
         record,
@@ -214,13 +217,13 @@ where
 
 enum Fetched {
     Refused(String),
-    Stop(String),
+    Stop(NatsError),
 }
 
-/// The bundle `sha`'s bytes. An object whose bytes do not have the hash it is named by
-/// is removed, so that the next batch of the bundle stores it anew.
+/// The bundle `sha`'s bytes. An object whose bytes do not have the hash it is named by,
+/// or whose parts do not match it, is removed, so that the next batch of the bundle
+/// stores it anew; one that does not come whole in time is refused as it is.
 async fn fetch_bundle(server: &Server, batch: &str, sha: &str) -> Result<Vec<u8>, Fetched> {
-    use std::io::ErrorKind;
     let why = match server.bundle_bytes(sha).await {
         Ok(Some(bytes)) if crate::digest::sha256_hex(&bytes) == sha => return Ok(bytes),
         Ok(Some(_)) => "does not have the SHA-256 it is named by".to_string(),
@@ -229,16 +232,16 @@ async fn fetch_bundle(server: &Server, batch: &str, sha: &str) -> Result<Vec<u8>
             "the server has no bundle {sha}; publish the batch again under a new name to store it"
         )))
         }
-        Err(e) if e.kind() == ErrorKind::InvalidData => format!("is damaged: {e}"),
-        Err(e) if e.kind() == ErrorKind::TimedOut => {
+        Err(e) if e.kind() == NatsKind::Decode => format!("is damaged: {e}"),
+        Err(e) if e.kind() == NatsKind::Timeout => {
             return Err(Fetched::Refused(format!(
                 "the server's bundle object {sha}: {e}"
             )))
         }
         Err(e) => {
-            return Err(Fetched::Stop(format!(
-                "cannot fetch the bundle {sha} of batch {batch}: {e}"
-            )))
+            return Err(Fetched::Stop(e.context(format!(
+                "cannot fetch the bundle {sha} of batch {batch}"
+            ))))
         }
     };
     let removed = match server.bundles.delete(sha).await {

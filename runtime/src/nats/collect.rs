@@ -1,6 +1,6 @@
 //! `tvm batch --nats URL --collect` and `--status`: what the server holds of a batch.
 
-use super::{result_key, Server, CONSUMER, ROWS_STREAM};
+use super::{result_key, NatsError, NatsKind, Server, CONSUMER, ROWS_STREAM};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use std::io::Write;
 
@@ -37,42 +37,54 @@ impl Status {
 }
 
 /// How many keys of the results bucket match `filter` (`r.BATCH.*`).
-async fn count(server: &Server, filter: &str) -> Result<u64, String> {
+async fn count(server: &Server, filter: &str) -> Result<u64, NatsError> {
     let stream = server
         .js
         .get_stream("KV_tvm_results")
         .await
-        .map_err(|e| format!("cannot read the results: {e}"))?;
+        .map_err(|e| unread("the results", e))?;
     let subjects = stream
         .info_with_subjects(format!("$KV.tvm_results.{filter}"))
         .await
-        .map_err(|e| format!("cannot read the results: {e}"))?;
+        .map_err(|e| unread("the results", e))?;
     let n = subjects
         .try_fold(0u64, |n, _| async move { Ok(n + 1) })
         .await
-        .map_err(|e| format!("cannot read the results: {e}"))?;
+        .map_err(|e| unread("the results", e))?;
     Ok(n)
 }
 
-pub async fn status(server: &Server, batch: &str) -> Result<Status, String> {
-    let record = server
-        .batch(batch)
-        .await?
-        .ok_or_else(|| format!("the server has no batch {batch}"))?;
+/// A request to read `what` that the server did not carry out, for `e`.
+fn unread(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> NatsError {
+    NatsError::new(NatsKind::Request, format!("cannot read {what}: {e}")).because(e)
+}
+
+/// The record of batch `batch`, which the server must hold.
+async fn published(server: &Server, batch: &str) -> Result<super::BatchRecord, NatsError> {
+    server.batch(batch).await?.ok_or_else(|| {
+        NatsError::new(
+            NatsKind::NotFound,
+            format!("the server has no batch {batch}"),
+        )
+    })
+}
+
+pub async fn status(server: &Server, batch: &str) -> Result<Status, NatsError> {
+    let record = published(server, batch).await?;
     let finished = count(server, &format!("r.{batch}.*")).await?;
     let failed = count(server, &format!("f.{batch}.*")).await?;
     let rows = server
         .js
         .get_stream(ROWS_STREAM)
         .await
-        .map_err(|e| format!("cannot read the queue: {e}"))?;
+        .map_err(|e| unread("the queue", e))?;
     let queued = rows
         .info_with_subjects(format!("tvm.rows.{batch}"))
         .await
-        .map_err(|e| format!("cannot read the queue: {e}"))?
+        .map_err(|e| unread("the queue", e))?
         .try_fold(0u64, |n, (_, c)| async move { Ok(n + c as u64) })
         .await
-        .map_err(|e| format!("cannot read the queue: {e}"))?;
+        .map_err(|e| unread("the queue", e))?;
     let running_all = match rows.consumer_info(CONSUMER).await {
         Ok(info) => info.num_ack_pending as u64,
         Err(_) => 0,
@@ -88,11 +100,12 @@ pub async fn status(server: &Server, batch: &str) -> Result<Status, String> {
 
 /// Writes the result line of every finished row of `batch` to `out`, in the order of
 /// the rows; the status says how many were not finished.
-pub async fn collect(server: &Server, batch: &str, out: &mut impl Write) -> Result<Status, String> {
-    let record = server
-        .batch(batch)
-        .await?
-        .ok_or_else(|| format!("the server has no batch {batch}"))?;
+pub async fn collect(
+    server: &Server,
+    batch: &str,
+    out: &mut impl Write,
+) -> Result<Status, NatsError> {
+    let record = published(server, batch).await?;
     let mut status = Status {
         rows: record.rows,
         ..Status::default()
@@ -101,7 +114,8 @@ pub async fn collect(server: &Server, batch: &str, out: &mut impl Write) -> Resu
         .map(|i| async move { server.results.get(result_key(batch, i)).await })
         .buffered(READS_IN_FLIGHT);
     while let Some(line) = lines.next().await {
-        let Some(bytes) = line.map_err(|e| format!("cannot read the results: {e}"))? else {
+        let read = line.map_err(|e| NatsError::from_server(e).context("cannot read the results"));
+        let Some(bytes) = read? else {
             continue;
         };
         status.finished += 1;
@@ -113,9 +127,13 @@ pub async fn collect(server: &Server, batch: &str, out: &mut impl Write) -> Resu
         }
         out.write_all(&bytes)
             .and_then(|()| out.write_all(b"\n"))
-            .map_err(|e| format!("cannot write a result: {e}"))?;
+            .map_err(unwritten)?;
     }
-    out.flush()
-        .map_err(|e| format!("cannot write a result: {e}"))?;
+    out.flush().map_err(unwritten)?;
     Ok(status)
+}
+
+/// A result that could not be written where it was collected to.
+fn unwritten(e: std::io::Error) -> NatsError {
+    NatsError::new(NatsKind::Local, format!("cannot write a result: {e}")).because(e)
 }

@@ -5,6 +5,7 @@
 //! password written in the URL (`nats://USER:PASSWORD@HOST`) are taken out of it before
 //! the client library sees it, and every message names the URL without them.
 
+use super::{NatsError, NatsKind};
 use async_nats::ConnectOptions;
 use percent_encoding::percent_decode_str;
 use std::path::PathBuf;
@@ -51,7 +52,7 @@ impl Connect {
     }
 
     /// The client library's options, and the URLs to give it.
-    pub(super) async fn options(&self) -> Result<(ConnectOptions, String), String> {
+    pub(super) async fn options(&self) -> Result<(ConnectOptions, String), NatsError> {
         let parsed = parse(&self.url)?;
         let shown = &parsed.clean;
         let options = ConnectOptions::new()
@@ -76,9 +77,9 @@ impl Connect {
             }
             (None, None) => {}
             _ => {
-                return Err(format!(
+                return Err(unusable(format!(
                     "--nats {shown}: a client certificate needs both --nats-cert and --nats-key"
-                ))
+                )))
             }
         }
         Ok((options, parsed.clean))
@@ -89,7 +90,7 @@ impl Connect {
         &self,
         options: ConnectOptions,
         parsed: &Parsed,
-    ) -> Result<ConnectOptions, String> {
+    ) -> Result<ConnectOptions, NatsError> {
         let shown = &parsed.clean;
         let user = pick(&self.user, &parsed.user, "user", shown)?;
         let password = pick(&self.password, &parsed.password, "password", shown)?;
@@ -101,17 +102,18 @@ impl Connect {
         };
         let ways = [self.creds.is_some(), token.is_some(), user.is_some()];
         if ways.iter().filter(|w| **w).count() > 1 {
-            return Err(format!(
+            return Err(unusable(format!(
                 "--nats {shown}: give one way to sign in: --nats-creds, a token or a user and password"
-            ));
+            )));
         }
         if let Some(creds) = &self.creds {
             readable(creds, "--nats-creds")?;
             return options.credentials_file(creds).await.map_err(|e| {
-                format!(
+                unusable(format!(
                     "--nats-creds {}: not a NATS credentials file ({e})",
                     creds.display()
-                )
+                ))
+                .because(e)
             });
         }
         if let Some(token) = token {
@@ -119,12 +121,12 @@ impl Connect {
         }
         match (user, password) {
             (Some(u), Some(p)) => Ok(options.user_and_password(u, p)),
-            (Some(_), None) => Err(format!(
+            (Some(_), None) => Err(unusable(format!(
                 "--nats {shown}: a user needs a password (--nats-password, or $NATS_PASSWORD)"
-            )),
-            (None, Some(_)) => Err(format!(
+            ))),
+            (None, Some(_)) => Err(unusable(format!(
                 "--nats {shown}: a password needs a user (--nats-user)"
-            )),
+            ))),
             (None, None) => Ok(options),
         }
     }
@@ -136,11 +138,11 @@ fn pick(
     in_url: &Option<String>,
     what: &str,
     shown: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, NatsError> {
     match (flag, in_url) {
-        (Some(_), Some(_)) => Err(format!(
+        (Some(_), Some(_)) => Err(unusable(format!(
             "--nats {shown}: the {what} is given both in the URL and with --nats-{what}; give it once"
-        )),
+        ))),
         (Some(v), None) | (None, Some(v)) => Ok(Some(v.clone())),
         (None, None) => Ok(None),
     }
@@ -148,22 +150,28 @@ fn pick(
 
 /// Checks that `path` is a regular file within [`files::NATS_FILE`] before the client
 /// library, which reads it whole and would wait on a FIFO, is given it.
-fn readable(path: &std::path::Path, flag: &str) -> Result<(), String> {
-    let file = crate::files::open(path).map_err(|e| format!("{flag} {} {e}", path.display()))?;
+fn readable(path: &std::path::Path, flag: &str) -> Result<(), NatsError> {
+    let file = crate::files::open(path)
+        .map_err(|e| unusable(format!("{flag} {} {e}", path.display())).because(e))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len > crate::files::NATS_FILE.max {
-        return Err(format!(
+        return Err(unusable(format!(
             "{flag} {} {}",
             path.display(),
             crate::files::FileError::TooLarge(crate::files::NATS_FILE)
-        ));
+        )));
     }
     Ok(())
 }
 
+/// What this process was given to reach the server does not hold together.
+fn unusable(message: String) -> NatsError {
+    NatsError::new(NatsKind::Settings, message)
+}
+
 /// Reads `urls` (one, or several separated by commas, as NATS clients take them): each
 /// without its user and password, and the user and password they carry.
-fn parse(urls: &str) -> Result<Parsed, String> {
+fn parse(urls: &str) -> Result<Parsed, NatsError> {
     let mut parsed = Parsed {
         clean: String::new(),
         user: None,
@@ -180,13 +188,13 @@ fn parse(urls: &str) -> Result<Parsed, String> {
         let mut url = url::Url::parse(&with_scheme).map_err(|e| {
             // Shown without what precedes an `@`, which may be a password.
             let host = one.rsplit('@').next().unwrap_or_default();
-            format!("--nats {host}: not a NATS server URL ({e})")
+            unusable(format!("--nats {host}: not a NATS server URL ({e})")).because(e)
         })?;
         if !matches!(url.scheme(), "nats" | "tls") {
-            return Err(format!(
+            return Err(unusable(format!(
                 "--nats {}: a NATS server URL starts with nats:// or tls://",
                 url.host_str().unwrap_or_default()
-            ));
+            )));
         }
         parsed.tls |= url.scheme() == "tls";
         let decode = |s: &str| percent_decode_str(s).decode_utf8_lossy().into_owned();
@@ -201,7 +209,7 @@ fn parse(urls: &str) -> Result<Parsed, String> {
         clean.push(url.to_string());
     }
     if clean.is_empty() {
-        return Err("--nats: the server's URL is empty".into());
+        return Err(unusable("--nats: the server's URL is empty".into()));
     }
     parsed.clean = clean.join(",");
     Ok(parsed)
@@ -222,7 +230,12 @@ mod tests {
         let t = parse("tls://h:4222,u:p@other:4223").expect("parse");
         assert_eq!(t.clean, "tls://h:4222,nats://other:4223");
         assert!(t.tls);
-        let bad = parse("nats://ann:s3cret@[::1").err().unwrap_or_default();
-        assert!(!bad.contains("s3cret"), "{bad}");
+        let bad = parse("nats://ann:s3cret@[::1").err().expect("refused");
+        assert_eq!(bad.kind(), NatsKind::Settings);
+        assert_eq!(
+            bad.to_string(),
+            "--nats [::1: not a NATS server URL (invalid IPv6 address)",
+            "no password shown"
+        );
     }
 }

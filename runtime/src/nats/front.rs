@@ -3,7 +3,7 @@
 //! that names none means, the record a published batch is known by and its name, the
 //! results written to a file, and the settings a worker runs a batch's rows with.
 
-use super::{collect, status, BatchRecord, Connect, Server, Status};
+use super::{collect, status, BatchRecord, Connect, NatsError, NatsKind, Server, Status};
 use crate::batch::front::Survey;
 use crate::config::env::{self, Source};
 use crate::config::{Environment, RunConfig};
@@ -43,15 +43,16 @@ impl Connect {
 }
 
 /// The one batch the server holds, when it holds one.
-pub async fn only_batch(server: &Server) -> Result<String, String> {
+pub async fn only_batch(server: &Server) -> Result<String, NatsError> {
     let names = server.batch_names().await?;
+    let none = |message: String| NatsError::new(NatsKind::NotFound, message);
     match names.as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err("the server holds no batch".into()),
-        many => Err(format!(
+        [] => Err(none("the server holds no batch".into())),
+        many => Err(none(format!(
             "the server holds several batches ({}): choose one with --batch NAME",
             many.join(", ")
-        )),
+        ))),
     }
 }
 
@@ -75,7 +76,7 @@ pub struct Publishing<'a> {
 /// decides for itself is not the batch's. Unnamed, the batch is named by the first 12
 /// hex digits of the SHA-256 of the record's JSON (its name empty), so the same batch
 /// published again has the same name.
-pub fn record(p: Publishing<'_>) -> Result<BatchRecord, String> {
+pub fn record(p: Publishing<'_>) -> Result<BatchRecord, NatsError> {
     let mut config = p.config.result_shaping();
     config.cost.max_cost = p.config.cost.max_cost;
     let header = Header {
@@ -100,7 +101,8 @@ pub fn record(p: Publishing<'_>) -> Result<BatchRecord, String> {
             n.to_string()
         }
         None => {
-            let text = serde_json::to_string(&record).map_err(|e| e.to_string())?;
+            let text = serde_json::to_string(&record)
+                .map_err(|e| NatsError::new(NatsKind::Decode, e.to_string()).because(e))?;
             crate::digest::sha256_hex(text.as_bytes())[..12].to_string()
         }
     };
@@ -115,7 +117,7 @@ pub async fn collect_to(
     name: &str,
     out: &Path,
     wait: bool,
-) -> Result<Status, String> {
+) -> Result<Status, NatsError> {
     if wait {
         loop {
             let s = status(server, name).await?;
@@ -128,16 +130,22 @@ pub async fn collect_to(
     let mut partial = out.as_os_str().to_os_string();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
-    let file = File::create(&partial).map_err(|e| format!("--out {}: {e}", partial.display()))?;
+    let file = File::create(&partial).map_err(|e| unwritten(&partial, e))?;
     let mut writer = BufWriter::new(file);
     let s = collect(server, name, &mut writer).await?;
     writer
         .into_inner()
-        .map_err(|e| e.to_string())
-        .and_then(|f| f.sync_all().map_err(|e| e.to_string()))
-        .map_err(|e| format!("--out {}: {e}", partial.display()))?;
-    std::fs::rename(&partial, out).map_err(|e| format!("--out {}: {e}", out.display()))?;
+        .map_err(std::io::IntoInnerError::into_error)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| unwritten(&partial, e))?;
+    std::fs::rename(&partial, out).map_err(|e| unwritten(out, e))?;
     Ok(s)
+}
+
+/// `--out` at `path` could not be written.
+fn unwritten(path: &Path, e: std::io::Error) -> NatsError {
+    let message = format!("--out {}: {e}", path.display());
+    NatsError::new(NatsKind::Local, message).because(e)
 }
 
 /// The worker's settings with the batch's over them: the model, sampling and output

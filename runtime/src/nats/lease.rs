@@ -11,7 +11,7 @@
 //! older than the one holding the lease (the same message, handed out fewer times) is
 //! given up at once.
 
-use super::patiently;
+use super::{patiently, NatsError, NatsKind};
 use async_nats::jetstream::kv::{self, Operation};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
@@ -42,16 +42,14 @@ impl Lease {
         row: &str,
         seq: u64,
         delivered: u64,
-    ) -> Result<Option<Lease>, String> {
+    ) -> Result<Option<Lease>, NatsError> {
         let key = format!("{row}.lease");
         let value: bytes::Bytes = serde_json::to_vec(&Holder { seq, delivered })
-            .map_err(|e| e.to_string())?
+            .map_err(|e| NatsError::new(NatsKind::Decode, e.to_string()).because(e))?
             .into();
-        let failed = |e: &dyn std::fmt::Display| format!("cannot take the lease of row {row}: {e}");
+        let failed = |e: NatsError| e.context(format!("cannot take the lease of row {row}"));
         loop {
-            let entry = patiently(|| kv.entry(key.clone()), |_| false)
-                .await
-                .map_err(|e| failed(&e))?;
+            let entry = patiently(|| kv.entry(key.clone())).await.map_err(failed)?;
             let (holder, revision) = match entry {
                 Some(e) if e.operation == Operation::Put => {
                     (serde_json::from_slice::<Holder>(&e.value).ok(), e.revision)
@@ -64,8 +62,7 @@ impl Lease {
             if holder.is_some_and(|h| h.seq == seq && h.delivered > delivered) {
                 return Ok(None);
             }
-            let moved = |e: &kv::UpdateError| e.kind() == kv::UpdateErrorKind::WrongLastRevision;
-            let written = patiently(|| kv.update(&key, value.clone(), revision), moved).await;
+            let written = patiently(|| kv.update(&key, value.clone(), revision)).await;
             match written {
                 Ok(revision) => {
                     return Ok(Some(Lease {
@@ -76,28 +73,23 @@ impl Lease {
                     }))
                 }
                 // Written meanwhile by another delivery: read again.
-                Err(e) if moved(&e) => continue,
-                Err(e) => return Err(failed(&e)),
+                Err(e) if e.kind() == NatsKind::RevisionMoved => continue,
+                Err(e) => return Err(failed(e)),
             }
         }
     }
 
     /// Holds the lease again; `Ok(false)` when another delivery took it since.
-    pub(super) async fn hold(&self) -> Result<bool, String> {
+    pub(super) async fn hold(&self) -> Result<bool, NatsError> {
         let mut revision = self.revision.lock().await;
-        let moved = |e: &kv::UpdateError| e.kind() == kv::UpdateErrorKind::WrongLastRevision;
-        let written = patiently(
-            || self.kv.update(&self.key, self.value.clone(), *revision),
-            moved,
-        )
-        .await;
+        let written = patiently(|| self.kv.update(&self.key, self.value.clone(), *revision)).await;
         match written {
             Ok(r) => {
                 *revision = r;
                 Ok(true)
             }
-            Err(e) if moved(&e) => Ok(false),
-            Err(e) => Err(format!("cannot hold the lease of {}: {e}", self.key)),
+            Err(e) if e.kind() == NatsKind::RevisionMoved => Ok(false),
+            Err(e) => Err(e.context(format!("cannot hold the lease of {}", self.key))),
         }
     }
 

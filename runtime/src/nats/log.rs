@@ -10,8 +10,8 @@
 //! took it over.
 
 use super::lease::{Lease, TAKEN};
-use super::patiently;
-use crate::journal::RemoteLog;
+use super::{patiently, NatsError, NatsKind};
+use crate::journal::{JournalError, RemoteLog};
 use async_nats::jetstream::kv::{self, Operation};
 use futures::future::BoxFuture;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,7 +55,7 @@ impl KvLog {
         key: String,
         header: String,
         lease: Arc<Lease>,
-    ) -> Result<(String, KvLog), String> {
+    ) -> Result<(String, KvLog), NatsError> {
         let mut all = String::new();
         let mut last = Part {
             number: 0,
@@ -65,19 +65,24 @@ impl KvLog {
         };
         for number in 0u32.. {
             if all.len() > MAX_JOURNAL_BYTES {
-                return Err(format!(
+                return Err(NatsError::new(
+                    NatsKind::Payload,
+                    format!(
                     "the journal of row {key} in the server holds more than {} MiB; it is not read",
                     MAX_JOURNAL_BYTES >> 20
+                ),
                 ));
             }
             let part = format!("{key}.{number}");
-            let entry = patiently(|| kv.entry(part.clone()), |_| false)
+            let entry = patiently(|| kv.entry(part.clone()))
                 .await
-                .map_err(|e| format!("cannot read the journal of row {key}: {e}"))?;
+                .map_err(|e| e.context(format!("cannot read the journal of row {key}")))?;
             match entry {
                 Some(e) if e.operation == Operation::Put => {
-                    let text = String::from_utf8(e.value.to_vec())
-                        .map_err(|_| format!("the journal of row {key} is not UTF-8"))?;
+                    let text = String::from_utf8(e.value.to_vec()).map_err(|e| {
+                        let message = format!("the journal of row {key} is not UTF-8");
+                        NatsError::new(NatsKind::Decode, message).because(e)
+                    })?;
                     all.push_str(&text);
                     last = Part {
                         number,
@@ -115,12 +120,13 @@ impl KvLog {
         }
     }
 
-    fn taken(&self) -> String {
+    /// Another worker took the row over: this one writes no more of it.
+    fn taken(&self) -> NatsError {
         self.lost.store(true, Ordering::SeqCst);
-        format!("row {} {TAKEN}", self.key)
+        NatsError::new(NatsKind::RevisionMoved, format!("row {} {TAKEN}", self.key))
     }
 
-    async fn write(&self, line: String) -> Result<(), String> {
+    async fn write(&self, line: String) -> Result<(), NatsError> {
         let mut last = self.last.lock().await;
         if !self.lease.hold().await? {
             return Err(self.taken());
@@ -143,18 +149,10 @@ impl KvLog {
         text.push('\n');
         let key = format!("{}.{}", self.key, last.number);
         let written = if last.revision == 0 {
-            let exists = |e: &kv::CreateError| e.kind() == kv::CreateErrorKind::AlreadyExists;
-            let created = patiently(|| self.kv.create(&key, text.clone().into()), exists).await;
-            created.map_err(|e| (exists(&e), e.to_string()))
+            patiently(|| self.kv.create(&key, text.clone().into())).await
         } else {
             let revision = last.revision;
-            let moved = |e: &kv::UpdateError| e.kind() == kv::UpdateErrorKind::WrongLastRevision;
-            let updated = patiently(
-                || self.kv.update(&key, text.clone().into(), revision),
-                moved,
-            )
-            .await;
-            updated.map_err(|e| (moved(&e), e.to_string()))
+            patiently(|| self.kv.update(&key, text.clone().into(), revision)).await
         };
         match written {
             Ok(revision) => {
@@ -162,18 +160,19 @@ impl KvLog {
                 last.revision = revision;
                 Ok(())
             }
-            Err((true, _)) => Err(self.taken()),
-            Err((false, e)) => Err(format!(
-                "cannot write the journal of row {} in the server: {e}",
+            // Written by another worker since this one read or wrote it.
+            Err(e) if e.settled() => Err(self.taken()),
+            Err(e) => Err(e.context(format!(
+                "cannot write the journal of row {} in the server",
                 self.key
-            )),
+            ))),
         }
     }
 }
 
 impl RemoteLog for KvLog {
-    fn append(&self, line: String) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(self.write(line))
+    fn append(&self, line: String) -> BoxFuture<'_, Result<(), JournalError>> {
+        Box::pin(async move { self.write(line).await.map_err(JournalError::remote) })
     }
 
     fn name(&self) -> String {

@@ -19,6 +19,7 @@
 mod admit;
 mod collect;
 mod connect;
+mod error;
 pub mod front;
 mod lease;
 mod log;
@@ -29,11 +30,13 @@ mod worker;
 
 pub use collect::{collect, status, Status};
 pub use connect::Connect;
+pub use error::{NatsError, NatsKind};
 pub use publish::{publish, Published};
 pub use worker::{work, WorkerOptions};
 
 use crate::journal::Header;
 use async_nats::jetstream::{self, kv, object_store, stream};
+use error::Classified;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -81,20 +84,20 @@ pub struct BatchRecord {
 impl BatchRecord {
     /// A record from its JSON: one published by a tvm of another journal format is
     /// refused as [`Header::read`] refuses its journal.
-    fn read(mut value: serde_json::Value, name: &str) -> Result<BatchRecord, String> {
+    fn read(mut value: serde_json::Value, name: &str) -> Result<BatchRecord, NatsError> {
         let header = value
             .get_mut("header")
             .map(serde_json::Value::take)
             .unwrap_or_default();
-        let header = Header::read(header, &format!("batch {name} in the server"))?;
+        let header = Header::read(header, &format!("batch {name} in the server"))
+            .map_err(|e| NatsError::new(NatsKind::Record, e.to_string()).because(e))?;
         if let Some(fields) = value.as_object_mut() {
             fields.insert(
                 "header".into(),
                 serde_json::to_value(&header).unwrap_or_default(),
             );
         }
-        serde_json::from_value(value)
-            .map_err(|e| format!("the record of batch {name} in the server is damaged: {e}"))
+        serde_json::from_value(value).map_err(|e| damaged_record(name, e))
     }
 }
 
@@ -122,7 +125,7 @@ pub struct Server {
 }
 
 /// A batch name: what the keys and subjects are made of.
-pub fn valid_batch_name(name: &str) -> Result<(), String> {
+pub fn valid_batch_name(name: &str) -> Result<(), NatsError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
@@ -131,23 +134,27 @@ pub fn valid_batch_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{name}` is not a batch name: use 1 to 64 letters, digits, `-` or `_`"
+        Err(NatsError::new(
+            NatsKind::Record,
+            format!("`{name}` is not a batch name: use 1 to 64 letters, digits, `-` or `_`"),
         ))
     }
 }
 
 impl Server {
     /// Connects as `to` says and opens (or makes) the stream, consumer and buckets.
-    pub async fn connect(to: &Connect) -> Result<Server, String> {
+    pub async fn connect(to: &Connect) -> Result<Server, NatsError> {
         // Once connected, a server restarted under a running worker is reconnected to
         // (the client does so by itself); one that is not there at the start is an
         // error at once.
         let (options, url) = to.options().await?;
         let client = tokio::time::timeout(Duration::from_secs(10), options.connect(url.as_str()))
             .await
-            .map_err(|_| format!("--nats {url}: no NATS server answered within 10 s"))?
-            .map_err(|e| connect_failed(&url, to, &e))?;
+            .map_err(|_| {
+                let message = format!("--nats {url}: no NATS server answered within 10 s");
+                NatsError::new(NatsKind::Timeout, message)
+            })?
+            .map_err(|e| connect_failed(&url, to, e))?;
         let js = jetstream::new(client.clone());
         let rows = js
             .get_or_create_stream(stream::Config {
@@ -189,7 +196,7 @@ impl Server {
     }
 
     /// The record of batch `name`, if it was published.
-    pub async fn batch(&self, name: &str) -> Result<Option<BatchRecord>, String> {
+    pub async fn batch(&self, name: &str) -> Result<Option<BatchRecord>, NatsError> {
         self.batch_record(name).await?.transpose()
     }
 
@@ -198,21 +205,24 @@ impl Server {
     pub(crate) async fn batch_record(
         &self,
         name: &str,
-    ) -> Result<Option<Result<BatchRecord, String>>, String> {
-        let got = patiently(|| self.batches.get(name), |_| false).await;
-        let Some(bytes) = got.map_err(|e| format!("cannot read batch {name}: {e}"))? else {
+    ) -> Result<Option<Result<BatchRecord, NatsError>>, NatsError> {
+        let got = patiently(|| self.batches.get(name)).await;
+        let Some(bytes) = got.map_err(|e| e.context(format!("cannot read batch {name}")))? else {
             return Ok(None);
         };
         let record = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .map_err(|e| format!("the record of batch {name} in the server is damaged: {e}"))
+            .map_err(|e| damaged_record(name, e))
             .and_then(|r| BatchRecord::read(r, name))
             .and_then(|r| {
                 if r.batch == name {
                     Ok(r)
                 } else {
-                    Err(format!(
+                    Err(NatsError::new(
+                        NatsKind::Record,
+                        format!(
                         "the record of batch {name} in the server is damaged: it names batch `{}`",
                         r.batch
+                    ),
                     ))
                 }
             });
@@ -221,9 +231,11 @@ impl Server {
 
     /// The names of the batches the server holds, read from the bucket's subjects
     /// (listing the keys of an empty bucket waits for one to come).
-    pub async fn batch_names(&self) -> Result<Vec<String>, String> {
+    pub async fn batch_names(&self) -> Result<Vec<String>, NatsError> {
         use futures::TryStreamExt;
-        let failed = |e: &dyn std::fmt::Display| format!("cannot list the batches: {e}");
+        let failed = |e: &dyn std::fmt::Display| {
+            NatsError::new(NatsKind::Request, format!("cannot list the batches: {e}"))
+        };
         let stream = self
             .js
             .get_stream(format!("KV_{BATCHES}"))
@@ -244,9 +256,11 @@ impl Server {
     }
 
     /// The bytes of the bundle object `name`; `Ok(None)` when there is none. An
-    /// object whose parts do not match its description (`InvalidData`) is an error of
-    /// its own; one that does not come whole within [`BUNDLE_READ`] is an error.
-    pub(crate) async fn bundle_bytes(&self, name: &str) -> Result<Option<Vec<u8>>, std::io::Error> {
+    /// object whose parts do not match its description is an error of its own
+    /// ([`NatsKind::Decode`]), as is one that does not come whole within [`BUNDLE_READ`]
+    /// ([`NatsKind::Timeout`]); a request for the object that fails is the server's
+    /// trouble ([`NatsKind::Request`]), not the object's.
+    pub(crate) async fn bundle_bytes(&self, name: &str) -> Result<Option<Vec<u8>>, NatsError> {
         use async_nats::jetstream::object_store::GetErrorKind;
         use std::io::{Error, ErrorKind};
         let store = self.bundles.clone();
@@ -265,13 +279,21 @@ impl Server {
             Ok(Some(bytes))
         });
         match tokio::time::timeout(BUNDLE_READ, read).await {
-            Ok(Ok(read)) => read,
-            Ok(Err(e)) => Err(Error::new(
-                ErrorKind::InvalidData,
+            Ok(Ok(read)) => read.map_err(|e| {
+                let kind = match e.kind() {
+                    ErrorKind::InvalidData => NatsKind::Decode,
+                    ErrorKind::TimedOut => NatsKind::Timeout,
+                    _ => NatsKind::Request,
+                };
+                NatsError::new(kind, e.to_string()).because(e)
+            }),
+            Ok(Err(e)) => Err(NatsError::new(
+                NatsKind::Decode,
                 format!("the object cannot be read ({e})"),
-            )),
-            Err(_) => Err(Error::new(
-                ErrorKind::TimedOut,
+            )
+            .because(e)),
+            Err(_) => Err(NatsError::new(
+                NatsKind::Timeout,
                 format!(
                     "the object did not come whole within {} s",
                     BUNDLE_READ.as_secs()
@@ -290,7 +312,7 @@ async fn open_bucket(
     js: &jetstream::Context,
     name: &str,
     max_age: Duration,
-) -> Result<kv::Store, String> {
+) -> Result<kv::Store, NatsError> {
     if let Ok(store) = js.get_key_value(name).await {
         return Ok(store);
     }
@@ -313,35 +335,57 @@ async fn open_bucket(
     let made = js.get_or_create_stream(config).await;
     // Made meanwhile by another process, or now.
     js.get_key_value(name).await.map_err(|e| match made {
-        Err(made) => format!("cannot make the bucket {name}: {made}"),
-        Ok(_) => format!("cannot open the bucket {name}: {e}"),
+        Err(made) => NatsError::new(
+            NatsKind::NoJetStream,
+            format!("cannot make the bucket {name}: {made}"),
+        )
+        .because(made),
+        Ok(_) => NatsError::new(
+            NatsKind::Request,
+            format!("cannot open the bucket {name}: {e}"),
+        )
+        .because(e),
     })
 }
 
 /// Why connecting failed, in words that say what to do.
-fn connect_failed(url: &str, to: &Connect, e: &async_nats::ConnectError) -> String {
+fn connect_failed(url: &str, to: &Connect, e: async_nats::ConnectError) -> NatsError {
     use async_nats::ConnectErrorKind as Kind;
     use std::error::Error;
     let cause = e.source().map(|s| format!(": {s}")).unwrap_or_default();
-    match e.kind() {
-        Kind::AuthorizationViolation | Kind::Authentication => format!(
+    let (kind, message) = match e.kind() {
+        Kind::AuthorizationViolation | Kind::Authentication => (NatsKind::Auth, format!(
             "--nats {url}: the server refused to let us in (authorization violation): check --nats-creds, --nats-token, or --nats-user and --nats-password"
-        ),
-        // A certificate the client does not trust comes as an I/O error.
-        _ if e.kind() == Kind::Tls || e.to_string().contains("certificate") => {
+        )),
+        // A certificate the client does not trust comes as an I/O error, rustls's inside.
+        _ if e.kind() == Kind::Tls || error::tls_failed(&e) => {
             let hint = if to.ca.is_none() {
                 "; a server whose certificate a private CA signed needs --nats-ca FILE"
             } else {
                 ""
             };
-            format!("--nats {url}: the TLS connection failed{cause}{hint}")
+            (NatsKind::Tls, format!("--nats {url}: the TLS connection failed{cause}{hint}"))
         }
-        _ => format!("--nats {url}: cannot connect to a NATS server there: {e}"),
-    }
+        kind => {
+            let kind = match kind {
+                Kind::TimedOut => NatsKind::Timeout,
+                _ => NatsKind::Connect,
+            };
+            (kind, format!("--nats {url}: cannot connect to a NATS server there: {e}"))
+        }
+    };
+    NatsError::new(kind, message).because(e)
 }
 
-fn jetstream_failed(url: &str, e: impl std::fmt::Display) -> String {
-    format!("--nats {url}: {e} (is JetStream on? start the server with `nats-server -js`; a user that may not make streams, as a worker in the README's layout, needs a batch published first)")
+fn jetstream_failed(url: &str, e: impl std::error::Error + Send + Sync + 'static) -> NatsError {
+    let message = format!("--nats {url}: {e} (is JetStream on? start the server with `nats-server -js`; a user that may not make streams, as a worker in the README's layout, needs a batch published first)");
+    NatsError::new(NatsKind::NoJetStream, message).because(e)
+}
+
+/// A batch's record in the server that is not one, for `e`.
+fn damaged_record(name: &str, e: serde_json::Error) -> NatsError {
+    let message = format!("the record of batch {name} in the server is damaged: {e}");
+    NatsError::new(NatsKind::Record, message).because(e)
 }
 
 /// The key of row `index`'s result.
@@ -360,17 +404,23 @@ const OUTAGE: Duration = Duration::from_secs(60);
 
 /// Runs `op` again while it fails for a reason that may pass (the server away, a
 /// timeout), for up to [`OUTAGE`], waiting 50 ms, then twice as long each time up to 1 s;
-/// a failure `settled` says is the server's answer (a key that exists, a revision that
-/// moved) is returned at once.
-pub(crate) async fn patiently<T, E, F, Fut>(op: F, settled: impl Fn(&E) -> bool) -> Result<T, E>
+/// a failure that is the server's answer ([`NatsError::settled`]: a key that exists, a
+/// revision that moved) is returned at once.
+pub(crate) async fn patiently<T, E, F, Fut>(op: F) -> Result<T, NatsError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, E>>,
+    E: Classified,
 {
     use backon::Retryable;
     let start = std::time::Instant::now();
     let waits = crate::backoff::doubling(Duration::from_millis(50), Duration::from_secs(1));
+    let settled = |e: &E| NatsError::settles(e.nats_kind());
     op.retry(waits)
         .when(|e| !settled(e) && start.elapsed() < OUTAGE)
         .await
+        .map_err(NatsError::from_server)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
 //! `tvm batch --nats URL`: the bundle, the batch's record and its rows put in the
 //! server for the workers.
 
-use super::{result_key, BatchRecord, RowMessage, Server};
+use super::{result_key, BatchRecord, NatsError, NatsKind, RowMessage, Server};
 use crate::batch::{named, read_row, Lines, MAX_ROW_BYTES};
 use async_nats::jetstream::message::PublishMessage;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -37,7 +37,7 @@ pub async fn publish(
     function: u32,
     record: &BatchRecord,
     inputs: impl BufRead,
-) -> Result<Published, String> {
+) -> Result<Published, NatsError> {
     store_bundle(server, bundle_bytes, &record.header.bundle_sha256).await?;
     let again = claim_name(server, record).await?;
     let name = &record.batch;
@@ -47,7 +47,9 @@ pub async fn publish(
     let mut acks = FuturesUnordered::new();
     let mut index = 0u64;
     for next in Lines::new(inputs, MAX_ROW_BYTES) {
-        let (n, line) = next.map_err(|e| format!("cannot read the inputs: {e}"))?;
+        let (n, line) = next.map_err(|e| {
+            NatsError::new(NatsKind::Local, format!("cannot read the inputs: {e}")).because(e)
+        })?;
         if line.as_ref().is_ok_and(|l| l.trim().is_empty()) {
             continue;
         }
@@ -78,7 +80,7 @@ pub async fn publish(
             id: row.id.clone(),
             args,
         };
-        let payload = serde_json::to_vec(&message).map_err(|e| e.to_string())?;
+        let payload = serde_json::to_vec(&message).map_err(unwritable)?;
         if payload.len() > max {
             let why = format!(
                 "line {n}: the row takes {} bytes, more than the {max} the NATS server takes in one message (its max_payload)",
@@ -95,7 +97,7 @@ pub async fn publish(
             .js
             .send_publish(subject.clone(), publish)
             .await
-            .map_err(|e| format!("cannot publish row {}: {e}", row.index))?;
+            .map_err(|e| refused(format!("cannot publish row {}", row.index), e))?;
         acks.push(ack.into_future());
         if acks.len() >= ACKS_IN_FLIGHT {
             count(&mut done, acks.next().await)?;
@@ -109,21 +111,39 @@ pub async fn publish(
 
 fn count(
     done: &mut Published,
-    ack: Option<Result<async_nats::jetstream::publish::PublishAck, impl std::fmt::Display>>,
-) -> Result<(), String> {
+    ack: Option<
+        Result<
+            async_nats::jetstream::publish::PublishAck,
+            impl std::error::Error + Send + Sync + 'static,
+        >,
+    >,
+) -> Result<(), NatsError> {
     match ack {
         Some(Ok(a)) if a.duplicate => done.already += 1,
         Some(Ok(_)) => done.queued += 1,
-        Some(Err(e)) => return Err(format!("the server did not take a row: {e}")),
+        Some(Err(e)) => return Err(refused("the server did not take a row", e)),
         None => {}
     }
     Ok(())
 }
 
+/// A request the server did not carry out while `what` was being done, for `e`.
+fn refused(
+    what: impl std::fmt::Display,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> NatsError {
+    NatsError::new(NatsKind::Request, format!("{what}: {e}")).because(e)
+}
+
+/// A value that cannot be written as JSON (it always can: its fields are JSON's).
+fn unwritable(e: serde_json::Error) -> NatsError {
+    NatsError::new(NatsKind::Decode, e.to_string()).because(e)
+}
+
 /// Stores the bundle under its hash, unless the store holds it already: an object of
 /// that name whose bytes have another hash (damaged, or stored by someone else) is
 /// replaced.
-async fn store_bundle(server: &Server, bytes: &[u8], sha256: &str) -> Result<(), String> {
+async fn store_bundle(server: &Server, bytes: &[u8], sha256: &str) -> Result<(), NatsError> {
     if stored_intact(server, sha256).await {
         return Ok(());
     }
@@ -133,7 +153,7 @@ async fn store_bundle(server: &Server, bytes: &[u8], sha256: &str) -> Result<(),
         .put(sha256, &mut reader)
         .await
         .map(|_| ())
-        .map_err(|e| format!("cannot store the bundle in the server: {e}"))
+        .map_err(|e| refused("cannot store the bundle in the server", e))
 }
 
 /// Whether the object `sha256` holds bytes with that hash.
@@ -144,16 +164,17 @@ async fn stored_intact(server: &Server, sha256: &str) -> bool {
 
 /// Makes the batch's record; `true` when it was there already, for the same rows,
 /// bundle and entry (the batch is being published again).
-async fn claim_name(server: &Server, record: &BatchRecord) -> Result<bool, String> {
+async fn claim_name(server: &Server, record: &BatchRecord) -> Result<bool, NatsError> {
     let name = &record.batch;
-    let bytes = serde_json::to_vec(record).map_err(|e| e.to_string())?;
+    let bytes = serde_json::to_vec(record).map_err(unwritable)?;
     let Err(e) = server.batches.create(name, bytes.into()).await else {
         return Ok(false);
     };
     let Some(earlier) = server.batch(name).await? else {
-        return Err(format!(
+        let e = NatsError::from_server(e);
+        return Err(NatsError::new(e.kind(), format!(
             "cannot make the record of batch {name}: {e} (may this NATS user write the bucket tvm_batches?)"
-        ));
+        )).because(e));
     };
     let same = earlier.header.bundle_sha256 == record.header.bundle_sha256
         && earlier.header.entry == record.header.entry
@@ -162,19 +183,19 @@ async fn claim_name(server: &Server, record: &BatchRecord) -> Result<bool, Strin
     if same {
         Ok(true)
     } else {
-        Err(format!(
+        Err(NatsError::new(NatsKind::Exists, format!(
             "batch {name} was published with another bundle, entry point or rows; choose another name with --batch NAME"
-        ))
+        )))
     }
 }
 
-async fn has_result(server: &Server, batch: &str, index: u64) -> Result<bool, String> {
+async fn has_result(server: &Server, batch: &str, index: u64) -> Result<bool, NatsError> {
     server
         .results
         .get(result_key(batch, index))
         .await
         .map(|v| v.is_some())
-        .map_err(|e| format!("cannot read the results: {e}"))
+        .map_err(|e| NatsError::from_server(e).context("cannot read the results"))
 }
 
 /// Stores row `index` as failed for `why` (a line that is not a row).
@@ -184,7 +205,7 @@ async fn fail_row(
     index: u64,
     id: &serde_json::Value,
     why: &str,
-) -> Result<(), String> {
+) -> Result<(), NatsError> {
     let failed = TaskResult::failed(TaskError::failure(Reason::InputValidationFailure, why));
     super::results::store_result(server, batch, index, id, &failed)
         .await

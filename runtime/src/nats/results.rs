@@ -1,8 +1,7 @@
 //! The results bucket: a row's result line, stored once (create-if-absent), so a row
 //! handed out twice has one result.
 
-use super::{failed_key, patiently, result_key, Server};
-use async_nats::jetstream::kv;
+use super::{failed_key, patiently, result_key, NatsError, NatsKind, Server};
 use serde_json::json;
 use tv_vm::result::{Status, TaskResult};
 
@@ -20,20 +19,21 @@ pub(super) async fn store_result(
     index: u64,
     id: &serde_json::Value,
     result: &TaskResult,
-) -> Result<bool, String> {
+) -> Result<bool, NatsError> {
     let line: bytes::Bytes = line(index, id, result).into();
     let key = result_key(batch, index);
-    let exists = |e: &kv::CreateError| e.kind() == kv::CreateErrorKind::AlreadyExists;
-    match patiently(|| server.results.create(&key, line.clone()), exists).await {
+    let unstored = |e: NatsError| e.context("cannot store the result");
+    match patiently(|| server.results.create(&key, line.clone())).await {
         Ok(_) => {}
-        Err(e) if exists(&e) => return Ok(false),
-        Err(e) => return Err(format!("cannot store the result: {e}")),
+        // Another delivery of the row stored its result first.
+        Err(e) if e.kind() == NatsKind::Exists => return Ok(false),
+        Err(e) => return Err(unstored(e)),
     }
     if result.status != Status::Complete {
         let key = failed_key(batch, index);
-        patiently(|| server.results.put(&key, "1".into()), |_| false)
+        patiently(|| server.results.put(&key, "1".into()))
             .await
-            .map_err(|e| format!("cannot store the result: {e}"))?;
+            .map_err(unstored)?;
     }
     Ok(true)
 }

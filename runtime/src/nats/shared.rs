@@ -19,7 +19,7 @@
 //! a worker cut off from the server for longer than the lease may run one call beside
 //! the N.
 
-use super::{patiently, SLOT_LEASE};
+use super::{patiently, NatsKind, SLOT_LEASE};
 use crate::ledger::{dollars, micro, Shared, Ticket};
 use crate::model::{CallError, CallKind};
 use async_nats::jetstream::kv::{self, Operation};
@@ -72,7 +72,7 @@ impl NatsShared {
     ) -> Result<u64, CallError> {
         let key = format!("spent.{}", self.batch);
         loop {
-            let entry = patiently(|| self.counters.entry(&key), |_| false)
+            let entry = patiently(|| self.counters.entry(&key))
                 .await
                 .map_err(unreachable)?;
             let (now, revision) = match entry {
@@ -85,24 +85,15 @@ impl NatsShared {
             let after = change(now)?;
             let value: bytes::Bytes = after.to_string().into_bytes().into();
             let written = if revision == 0 {
-                let exists = |e: &kv::CreateError| e.kind() == kv::CreateErrorKind::AlreadyExists;
-                let w = patiently(|| self.counters.create(&key, value.clone()), exists).await;
-                w.map_err(|e| (exists(&e), e.to_string()))
+                patiently(|| self.counters.create(&key, value.clone())).await
             } else {
-                let moved =
-                    |e: &kv::UpdateError| e.kind() == kv::UpdateErrorKind::WrongLastRevision;
-                let w = patiently(
-                    || self.counters.update(&key, value.clone(), revision),
-                    moved,
-                )
-                .await;
-                w.map_err(|e| (moved(&e), e.to_string()))
+                patiently(|| self.counters.update(&key, value.clone(), revision)).await
             };
             match written {
                 Ok(_) => return Ok(after),
                 // Another worker wrote first: read again.
-                Err((true, _)) => continue,
-                Err((false, e)) => return Err(unreachable(e)),
+                Err(e) if e.settled() => continue,
+                Err(e) => return Err(unreachable(e)),
             }
         }
     }
@@ -120,16 +111,14 @@ impl NatsShared {
             let mine = self.freed.lock().ok().and_then(|mut f| f.pop());
             let others = (0..self.places).map(|k| start.wrapping_add(k) % self.places);
             for place in mine.into_iter().chain(others) {
-                let taken = patiently(
-                    || {
-                        self.slots
-                            .create(self.key(place), ticket.to_string().into_bytes().into())
-                    },
-                    |e| e.kind() == kv::CreateErrorKind::AlreadyExists,
-                );
+                let taken = patiently(|| {
+                    self.slots
+                        .create(self.key(place), ticket.to_string().into_bytes().into())
+                });
                 match taken.await {
                     Ok(revision) => return Ok((place, revision)),
-                    Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
+                    // Another call holds the place.
+                    Err(e) if e.kind() == NatsKind::Exists => {}
                     Err(e) => return Err(unreachable(e)),
                 }
             }

@@ -13,7 +13,9 @@ use super::admit::{admit, Admitted, Batches, Running};
 use super::lease::{Lease, TAKEN};
 use super::log::KvLog;
 use super::results::store_result;
-use super::{patiently, result_key, BatchRecord, RowMessage, Server, CONSUMER};
+use super::{
+    patiently, result_key, BatchRecord, NatsError, NatsKind, RowMessage, Server, CONSUMER,
+};
 use crate::host::AsyncHost;
 use crate::journal::{Journal, RemoteLog};
 use crate::ledger::Shared;
@@ -71,7 +73,7 @@ pub async fn work<H, F>(
     server: &Server,
     options: &WorkerOptions,
     make_host: F,
-) -> Result<Worked, String>
+) -> Result<Worked, NatsError>
 where
     H: AsyncHost,
     F: Fn(&BatchRecord, Arc<dyn Shared>) -> Result<H, String>,
@@ -159,7 +161,7 @@ where
 
 /// The workers' consumer, made by the first worker; a worker with another `--lease`
 /// sets it for all.
-async fn consumer(server: &Server, lease: Duration) -> Result<PullConsumer, String> {
+async fn consumer(server: &Server, lease: Duration) -> Result<PullConsumer, NatsError> {
     let config = pull::Config {
         durable_name: Some(CONSUMER.into()),
         ack_policy: AckPolicy::Explicit,
@@ -170,7 +172,12 @@ async fn consumer(server: &Server, lease: Duration) -> Result<PullConsumer, Stri
         max_ack_pending: -1,
         ..Default::default()
     };
-    let failed = |e: &dyn std::fmt::Display| format!("cannot open the queue of rows: {e}");
+    let failed = |e: &dyn std::fmt::Display| {
+        NatsError::new(
+            NatsKind::Request,
+            format!("cannot open the queue of rows: {e}"),
+        )
+    };
     match server.rows.get_consumer::<pull::Config>(CONSUMER).await {
         Ok(mut c) => {
             let same = c.info().await.is_ok_and(|i| i.config.ack_wait == lease);
@@ -201,7 +208,7 @@ async fn row<H: AsyncHost>(
 ) -> Ended {
     let batch = &run.record.batch;
     let key = result_key(batch, row.index);
-    if let Ok(Some(_)) = patiently(|| server.results.get(key.clone()), |_| false).await {
+    if let Ok(Some(_)) = patiently(|| server.results.get(key.clone())).await {
         let _ = message.double_ack().await;
         return Ended::Already;
     }
@@ -237,34 +244,37 @@ async fn row<H: AsyncHost>(
             // Another worker has the row now; its result is that worker's to store.
             Ok((_, log)) if log.lost() => return Ended::Lost,
             Ok((result, log)) => (result, Some(log)),
-            Err(e) => {
-                let e = TaskError::failure(Reason::ExecutionHalted, e);
-                (TaskResult::failed(e), None)
-            }
+            Err(e) => (TaskResult::failed(e), None),
         }
     };
     finish(server, &run, &row, &message, result, (log, lease), options).await
 }
 
-/// Runs the row with its journal in the server.
+/// Runs the row with its journal in the server; the row's failure when its journal
+/// cannot be read, which stops it.
 async fn run_row<H: AsyncHost>(
     server: &Server,
     run: &Running<H>,
     row: &RowMessage,
     lease: Arc<Lease>,
-) -> Result<(TaskResult, Arc<KvLog>), String> {
+) -> Result<(TaskResult, Arc<KvLog>), TaskError> {
+    let halted =
+        |e: &dyn std::fmt::Display| TaskError::failure(Reason::ExecutionHalted, e.to_string());
     let mut header = run.record.header.clone();
     header.args = row.args.clone();
-    let header_line = serde_json::to_string(&header).map_err(|e| e.to_string())?;
+    let header_line = serde_json::to_string(&header).map_err(|e| halted(&e))?;
     let key = format!("{}.{}", run.record.batch, row.index);
-    let (lines, log) = KvLog::open(server.journals.clone(), key, header_line, lease).await?;
+    let (lines, log) = KvLog::open(server.journals.clone(), key, header_line, lease)
+        .await
+        .map_err(|e| halted(&e))?;
     let log = Arc::new(log);
-    let journal = Journal::remote(&header, &lines, log.clone() as Arc<dyn RemoteLog>)?;
+    let journal = Journal::remote(&header, &lines, log.clone() as Arc<dyn RemoteLog>)
+        .map_err(|e| TaskError::failure(e.reason(), e.to_string()))?;
     let f = run
         .bundle
         .functions
         .get(run.function as usize)
-        .ok_or("the entry point has no function")?;
+        .ok_or_else(|| halted(&"the entry point has no function"))?;
     let values = match args::bind(f, row.args.clone()) {
         Ok(v) => v,
         Err(e) => {
@@ -299,7 +309,9 @@ async fn finish<H>(
     match lease.hold().await {
         Ok(true) => {}
         held => {
-            let why = held.err().unwrap_or_else(|| TAKEN.to_string());
+            let why = held
+                .err()
+                .map_or_else(|| TAKEN.to_string(), |e| e.to_string());
             tracing::error!(
                 "batch {batch} row {}: {why}; its result is not stored",
                 row.index

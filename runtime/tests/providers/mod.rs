@@ -7,6 +7,7 @@ mod faults;
 use crate::support::http;
 mod openai_spec;
 mod rate;
+mod reply_cache;
 use crate::support::openapi;
 mod settings;
 mod structured;

@@ -71,7 +71,9 @@ fn an_unnamed_batch_is_named_by_the_hash_of_its_record() {
     let named = record(publishing(Some("nightly-1"))).expect("a record");
     assert_eq!(named.batch, "nightly-1");
     let e = record(publishing(Some("a.b"))).expect_err("refused");
-    assert!(e.contains("a.b"), "{e}");
+    assert_eq!(e.kind(), NatsKind::Record);
+    let why = "`a.b` is not a batch name: use 1 to 64 letters, digits, `-` or `_`";
+    assert_eq!(e.to_string(), why);
 }
 
 /// The name [`an_unnamed_batch_is_named_by_the_hash_of_its_record`]'s batch has had
