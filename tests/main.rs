@@ -15,6 +15,7 @@ mod fixtures;
 mod fuzz_vm;
 mod limits;
 mod reask;
+mod requests;
 mod robustness;
 mod runs;
 mod shell_quoting;
