@@ -8,7 +8,7 @@ use std::io::{self, BufRead, Read};
 pub const MAX_ROW_BYTES: usize = 64 << 20;
 
 /// One line of the inputs: its text, or why it cannot be a row.
-pub type Line = Result<String, String>;
+pub(super) type Line = Result<String, String>;
 
 /// The lines of `reader` with their numbers (from 1), each at most `cap` bytes.
 pub struct Lines<R> {
