@@ -7,8 +7,8 @@ use crate::output;
 use std::path::{Path, PathBuf};
 use tv_cli::color::{stderr_color, Color};
 use tv_compiler::driver::{self, Compilation};
-use tv_runtime::digest::sha256_hex;
 use tv_runtime::files;
+use tv_runtime::sha256_hex;
 use tv_vm::bundle::{Bundle, BundleError, Verified};
 
 /// A program ready to run: its verified bundle and the bundle's bytes.

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use tv_compiler::ast::{Check, TestCase, TestValue};
 use tv_compiler::driver::Compilation;
 use tv_runtime::observe::Trace;
-use tv_runtime::offline::ReplyRule;
 use tv_runtime::testing::{self, TestSpec};
+use tv_runtime::ReplyRule;
 
 #[derive(Args)]
 pub(crate) struct TestArgs {

@@ -5,7 +5,7 @@
 use std::io::{self, BufRead, Read};
 
 /// Bytes one input line may have, as `--arg NAME=@FILE` may.
-pub const MAX_ROW_BYTES: usize = 64 << 20;
+pub(crate) const MAX_ROW_BYTES: usize = 64 << 20;
 
 /// One line of the inputs: its text, or why it cannot be a row.
 pub(super) type Line = Result<String, String>;
