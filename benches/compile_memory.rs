@@ -3,8 +3,9 @@
 //! compiles generated libraries written to a temporary folder: the benchmark library's
 //! templates (`function_library`, about 700 bytes each) at 10,000 and at 40 MB, and the
 //! densest library, one-line templates of about 100 bytes (`dense_library`), at 40 MB.
-//! Each compile's peak resident memory is read from `wait4` when it ends; each library
-//! is compiled three times and the median printed, with its time.
+//! Each compile runs in a child of the benchmark, which reads its peak resident memory
+//! from `getrusage` when it ends; each library is compiled three times and the median
+//! printed, with its time.
 
 use std::path::Path;
 use std::process::Command;
@@ -20,34 +21,64 @@ const LARGE: usize = 40_000_000;
 /// Peak resident memory allowed, as a multiple of the XML's size.
 const TARGET: f64 = 12.0;
 
-/// `tvc compile FILE -o OUT`: its peak resident memory in KiB, and its time.
-// `wait4` reaps the child, with its resource usage, which `Child::wait` does not give.
-#[allow(clippy::zombie_processes)]
-fn compile(tvc: &Path, file: &Path, out: &Path) -> (u64, Duration) {
+/// Set in the child that runs one `tvc compile` and reports its peak: the binary's, the
+/// library's and the bundle's paths. A child of its own, as this process waits for
+/// nothing else, so `getrusage(RUSAGE_CHILDREN)` reads that one compile, and it holds
+/// none of the generated libraries (a process started from this one would take its
+/// peak resident memory as its own first figure).
+const CHILD: &str = "TV_BENCH_COMPILE_MEMORY_CHILD";
+
+/// In the child: `tvc compile FILE -o OUT`, then its peak resident memory in KiB and its
+/// time in nanoseconds. Panics unless it succeeded.
+fn report_compile(tvc: &Path, file: &Path, out: &Path) {
+    use nix::sys::resource::{getrusage, UsageWho};
     let start = Instant::now();
-    let child = Command::new(tvc)
+    let status = Command::new(tvc)
         .arg("compile")
         .arg(file)
         .arg("-o")
         .arg(out)
-        .spawn()
+        .status()
         .expect("tvc starts");
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is valid, and `wait4` fills it for our own child,
-    // which `Child` never waits for itself.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let took = start.elapsed();
     assert!(
-        waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "tvc compile {} failed",
+        status.success(),
+        "tvc compile {} failed: {status}",
         file.display()
     );
-    (usage.ru_maxrss as u64, took)
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).expect("getrusage");
+    println!("{} {}", usage.max_rss(), took.as_nanos());
+}
+
+/// `tvc compile FILE -o OUT`, in a child of this benchmark: its peak resident memory in
+/// KiB, and its time.
+fn compile(tvc: &Path, file: &Path, out: &Path) -> (u64, Duration) {
+    let spec = [tvc, file, out]
+        .map(|p| p.display().to_string())
+        .join("\u{1f}");
+    let child = Command::new(std::env::current_exe().expect("own path"))
+        .env(CHILD, spec)
+        .output()
+        .expect("the measuring child runs");
+    assert!(
+        child.status.success(),
+        "the measuring child failed: {}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    let text = String::from_utf8_lossy(&child.stdout);
+    let n: Vec<u64> = text
+        .split_whitespace()
+        .map(|n| n.parse().expect("a number"))
+        .collect();
+    (n[0], Duration::from_nanos(n[1]))
 }
 
 fn main() {
+    if let Ok(spec) = std::env::var(CHILD) {
+        let paths: Vec<&Path> = spec.split('\u{1f}').map(Path::new).collect();
+        report_compile(paths[0], paths[1], paths[2]);
+        return;
+    }
     let Some(tvc) = workloads::tvc_binary() else {
         println!("no release tvc: run `cargo build --release --bin tvc` first");
         return;

@@ -12,7 +12,7 @@
 //! Without `--max-turns` a run stops at its 200th call, the default turn limit.
 //!
 //! Criterion times each run (wall clock). As the machine is shared, every run is also
-//! measured in interleaved rounds through `wait4`: its CPU time (user + system), minor
+//! measured in interleaved rounds through `getrusage`: its CPU time (user + system), minor
 //! page faults and peak resident memory, printed as min and median over the rounds. A
 //! 200-step sequence with accumulation (200 calls, the default turn limit) gives the
 //! peak resident memory of a short run. The figures are printed last.
@@ -30,7 +30,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const LONG: usize = 10_000;
 /// The short run whose peak resident memory is reported: the default turn limit.
 const CALLS: usize = 200;
-/// Interleaved rounds of `wait4` measurements.
+/// Interleaved rounds of `getrusage` measurements.
 const ROUNDS: usize = 9;
 /// The default limit of 200 turns would stop the long runs.
 const LIMITS: [&str; 2] = ["--max-turns", "20000"];
@@ -42,7 +42,7 @@ struct Case {
     path: PathBuf,
 }
 
-/// What one spawned run used, read from `wait4`.
+/// What one spawned run used, read from `getrusage`.
 #[derive(Clone, Copy)]
 struct Used {
     wall: Duration,
@@ -72,33 +72,28 @@ const CHILD: &str = "TV_BENCH_STEP_COST_CHILD";
 /// In the child: runs `bundle` once and prints what the run used: wall and CPU time in
 /// nanoseconds, peak resident memory in KiB, minor page faults. Panics unless it exited
 /// 0 (COMPLETE).
-// `wait4` reaps the child, with its resource usage, which `Child::wait` does not give.
-#[allow(clippy::zombie_processes)]
 fn report_run(tvm: &Path, bundle: &Path) {
+    use nix::sys::resource::{getrusage, UsageWho};
     let start = Instant::now();
-    let child = command(tvm, bundle).spawn().expect("tvm starts");
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is valid, and `wait4` fills it for our own child,
-    // which `Child` never waits for itself.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let status = command(tvm, bundle).status().expect("tvm starts");
     let wall = start.elapsed();
     assert!(
-        waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "tvm run {} did not complete",
+        status.success(),
+        "tvm run {} did not complete: {status}",
         bundle.display()
     );
-    let time = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    // This process waits for nothing else: what its children used is what the run used.
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).expect("getrusage");
+    let time = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
     };
-    let cpu = time(usage.ru_utime) + time(usage.ru_stime);
+    let cpu = time(usage.user_time()) + time(usage.system_time());
     println!(
         "{} {} {} {}",
         wall.as_nanos(),
         cpu.as_nanos(),
-        usage.ru_maxrss,
-        usage.ru_minflt
+        usage.max_rss(),
+        usage.minor_page_faults()
     );
 }
 

@@ -157,8 +157,11 @@ fn cpu_time(pid: u32) -> Duration {
         .iter()
         .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
         .sum();
-    // SAFETY: sysconf only reads a configuration value.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(1)
+        .max(1) as u64;
     Duration::from_nanos(ticks * 1_000_000_000 / per_second)
 }
 

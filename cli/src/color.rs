@@ -23,7 +23,11 @@ pub fn stderr_color(choice: Color) -> bool {
 /// Whether diagnostics are coloured: `--color auto` colours a terminal unless
 /// `NO_COLOR` is set to anything but the empty string (https://no-color.org); an
 /// explicit `always` or `never` wins over both.
-pub fn use_color(choice: Color, no_color: Option<&std::ffi::OsStr>, is_terminal: bool) -> bool {
+pub(crate) fn use_color(
+    choice: Color,
+    no_color: Option<&std::ffi::OsStr>,
+    is_terminal: bool,
+) -> bool {
     match choice {
         Color::Auto => tv_compiler::diag::color_by_default(no_color, is_terminal),
         Color::Always => true,

@@ -40,7 +40,7 @@ pub fn vars() -> &'static Vars {
 }
 
 /// `NO_COLOR` (https://no-color.org).
-pub fn no_color() -> Option<OsString> {
+pub(crate) fn no_color() -> Option<OsString> {
     std::env::var_os("NO_COLOR")
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// Waits that start at `base` and double up to `max`, where they stay, without end;
 /// each has up to half again of jitter on top. Usable as backon's `Backoff`.
-pub fn doubling(
+pub(crate) fn doubling(
     base: Duration,
     max: Duration,
 ) -> impl Iterator<Item = Duration> + Send + Sync + Unpin + 'static {

@@ -218,7 +218,7 @@ fn end_line(mut file: &std::fs::File) -> std::io::Result<()> {
 
 /// The most memory a cassette's entries may take once read, by
 /// [`tv_stdlib::values::json_weight_bound`]: twice the most its file may have.
-pub const MAX_MEMORY: u64 = 2 * files::CASSETTE.max;
+pub(crate) const MAX_MEMORY: u64 = 2 * files::CASSETTE.max;
 
 /// Replies by request key; the same request asked twice gets its replies in order.
 pub struct Cassette {
@@ -239,7 +239,7 @@ pub struct Cassette {
 }
 
 impl Cassette {
-    /// The cassette at `path`: a regular file within [`files::CASSETTE`].
+    /// The cassette at `path`: a regular file within `files::CASSETTE`.
     pub fn load(path: &Path) -> Result<Cassette, String> {
         let text =
             files::read_text(path, files::CASSETTE).map_err(|e| format!("the cassette {e}"))?;
@@ -249,7 +249,7 @@ impl Cassette {
     /// The cassette `text` holds; errors name it `shown` with the line. Its entries are
     /// measured before each is parsed: a cassette may come with the templates it tests,
     /// and JSON of small values takes many times its length once read
-    /// ([`MAX_MEMORY`]).
+    /// (`MAX_MEMORY`).
     pub fn parse(text: &str, shown: &str) -> Result<Cassette, String> {
         let mut weight = 0u64;
         for (i, line) in text.lines().enumerate() {

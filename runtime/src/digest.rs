@@ -16,24 +16,24 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// A SHA-256 fed in parts: lines as they are read, or JSON written straight into it
 /// (`io::Write`), so that the text hashed is never built whole.
 #[derive(Clone, Default)]
-pub struct Sha256Hex(Sha256);
+pub(crate) struct Sha256Hex(Sha256);
 
 impl Sha256Hex {
-    pub fn new() -> Sha256Hex {
+    pub(crate) fn new() -> Sha256Hex {
         Sha256Hex::default()
     }
 
-    pub fn update(&mut self, bytes: impl AsRef<[u8]>) {
+    pub(crate) fn update(&mut self, bytes: impl AsRef<[u8]>) {
         self.0.update(bytes.as_ref());
     }
 
     /// The hash of what was fed, as bytes.
-    pub fn bytes(self) -> [u8; 32] {
+    pub(crate) fn bytes(self) -> [u8; 32] {
         self.0.finalize().into()
     }
 
     /// The hash of what was fed, in lowercase hex.
-    pub fn hex(self) -> String {
+    pub(crate) fn hex(self) -> String {
         hex(&self.bytes())
     }
 }

@@ -41,28 +41,28 @@ pub const ARGUMENT: Bound = Bound {
     max: 64 << 20,
 };
 /// `--cassette`, and a `<test>`'s cassette: replies of 8 MiB each leave room for 32.
-pub const CASSETTE: Bound = Bound {
+pub(crate) const CASSETTE: Bound = Bound {
     what: "a cassette",
     max: 256 << 20,
 };
 /// A `.env`: a file of keys and settings is small.
-pub const DOTENV: Bound = Bound {
+pub(crate) const DOTENV: Bound = Bound {
     what: "a .env file",
     max: 1 << 20,
 };
 /// A journal `tvm resume` reads whole: every reply of a run.
-pub const JOURNAL: Bound = Bound {
+pub(crate) const JOURNAL: Bound = Bound {
     what: "a journal",
     max: 1 << 30,
 };
 /// One entry of the reply cache (a reply of the largest `--max-reply-bytes` worth
 /// keeping, and its frame).
-pub const CACHE_ENTRY: Bound = Bound {
+pub(crate) const CACHE_ENTRY: Bound = Bound {
     what: "a reply cache entry",
     max: 16 << 20,
 };
 /// `--prices`: a table is a few KB.
-pub const PRICES: Bound = Bound {
+pub(crate) const PRICES: Bound = Bound {
     what: "a price file",
     max: 1 << 20,
 };
@@ -73,12 +73,12 @@ pub const SNAPSHOT: Bound = Bound {
 };
 /// A NATS credentials file, CA certificate, client certificate or key: a CA bundle of
 /// every public authority is a few hundred KB.
-pub const NATS_FILE: Bound = Bound {
+pub(crate) const NATS_FILE: Bound = Bound {
     what: "a NATS credentials or certificate file",
     max: 1 << 20,
 };
 /// The record a batch's state folder keeps of what it runs.
-pub const BATCH_RECORD: Bound = Bound {
+pub(crate) const BATCH_RECORD: Bound = Bound {
     what: "a batch's state record",
     max: 64 << 10,
 };
@@ -133,7 +133,7 @@ impl From<io::Error> for FileError {
 }
 
 /// `64 MiB`, `1 GiB`, `16 KiB`, or bytes.
-pub fn size(bytes: u64) -> String {
+pub(crate) fn size(bytes: u64) -> String {
     for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
         if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{} {unit}", bytes >> shift);
@@ -143,7 +143,7 @@ pub fn size(bytes: u64) -> String {
 }
 
 /// Opens `path` for reading without waiting on a FIFO; only a regular file is returned.
-pub fn open(path: &Path) -> Result<File, FileError> {
+pub(crate) fn open(path: &Path) -> Result<File, FileError> {
     let mut options = OpenOptions::new();
     options.read(true);
     open_with(path, &mut options)
@@ -151,7 +151,7 @@ pub fn open(path: &Path) -> Result<File, FileError> {
 
 /// Opens `path` with `options` (plus `O_NONBLOCK`, cleared once open); only a regular
 /// file is returned. For files tvm also writes, such as journals.
-pub fn open_with(path: &Path, options: &mut OpenOptions) -> Result<File, FileError> {
+pub(crate) fn open_with(path: &Path, options: &mut OpenOptions) -> Result<File, FileError> {
     let file = options
         .custom_flags(OFlag::O_NONBLOCK.bits())
         .open(path)
@@ -163,7 +163,7 @@ pub fn open_with(path: &Path, options: &mut OpenOptions) -> Result<File, FileErr
 /// FIFO no process reads is refused instead of waited on (a FIFO with a reader, a
 /// terminal or `/dev/stderr` are taken). Blocking again once open.
 /// The error says why: `is a FIFO that no process reads ...`, or `cannot be opened: ...`.
-pub fn open_stream(path: &Path, options: &mut OpenOptions) -> Result<File, String> {
+pub(crate) fn open_stream(path: &Path, options: &mut OpenOptions) -> Result<File, String> {
     let file = options
         .custom_flags(OFlag::O_NONBLOCK.bits())
         .open(path)
@@ -209,7 +209,7 @@ fn refused(e: io::Error) -> FileError {
 }
 
 /// What a file that is not a regular file is, for messages; `None` for a regular file.
-pub fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
+pub(crate) fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
     let kind = meta.file_type();
     if kind.is_file() {
         None
@@ -227,7 +227,7 @@ pub fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
 }
 
 /// `file` if it is a regular file, back in blocking mode.
-pub fn regular(file: File) -> Result<File, FileError> {
+pub(crate) fn regular(file: File) -> Result<File, FileError> {
     if let Some(what) = not_regular(&file.metadata()?) {
         return Err(FileError::NotRegular(what));
     }
@@ -271,7 +271,7 @@ pub(crate) fn sync_parent(path: &Path) {
 }
 
 /// The text of the file at `path`, within `bound`; an error is `PATH: why`.
-pub fn read_text(path: &Path, bound: Bound) -> Result<String, String> {
+pub(crate) fn read_text(path: &Path, bound: Bound) -> Result<String, String> {
     let shown = path.display();
     let bytes = read(path, bound).map_err(|e| format!("{shown} {e}"))?;
     String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8 text"))

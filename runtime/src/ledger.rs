@@ -62,7 +62,7 @@ pub struct Ticket {
 }
 
 /// A call's reservation, with the budget it was taken from.
-pub struct Held<'a> {
+pub(crate) struct Held<'a> {
     budget: &'a CostBudget,
     reservation: Reservation,
 }
@@ -79,14 +79,14 @@ impl Ledger {
 
     /// The cache key of sending `body` to `url` of `provider`, when there is a cache:
     /// where the request goes and what it says, never the headers (the key is in them).
-    pub fn cache_key(&self, provider: &str, url: &str, body: &Value) -> Option<CacheKey> {
+    pub(crate) fn cache_key(&self, provider: &str, url: &str, body: &Value) -> Option<CacheKey> {
         let cache = self.cache.as_ref()?;
         Some(cache.key(&json!({"provider": provider, "url": url, "body": body})))
     }
 
     /// The reply the cache holds under `key`, read by `read`, at no cost; `Err` is a
     /// warning (a damaged entry, or one `read` cannot take), and the call is made.
-    pub fn cached(
+    pub(crate) fn cached(
         &self,
         key: &CacheKey,
         read: impl Fn(&Value) -> Result<LlmReply, CallError>,
@@ -115,7 +115,7 @@ impl Ledger {
     /// The most sending `body` to `provider` may cost: its whole text as input, and its
     /// longest reply as output. `Ok(None)` when its model has no price; `Err` (why) when
     /// nothing bounds its reply.
-    pub fn worst(&self, provider: &str, body: &Value) -> Result<Option<u64>, String> {
+    pub(crate) fn worst(&self, provider: &str, body: &Value) -> Result<Option<u64>, String> {
         let Some(price) = self.price(provider, body) else {
             return Ok(None);
         };
@@ -125,7 +125,11 @@ impl Ledger {
 
     /// Reserves the worst case of sending `body` to `provider` from the budget, when
     /// there is one ([`Ledger::worst`]).
-    pub fn reserve(&self, provider: &str, body: &Value) -> Result<Option<Held<'_>>, CallError> {
+    pub(crate) fn reserve(
+        &self,
+        provider: &str,
+        body: &Value,
+    ) -> Result<Option<Held<'_>>, CallError> {
         let Some(budget) = &self.budget else {
             return Ok(None);
         };
@@ -157,7 +161,7 @@ impl Ledger {
     /// What `reply` to `body` cost (`None` without a price or a reply), with `held`
     /// settled at it; a reply that cannot be read was still paid for, so its worst case
     /// stays spent.
-    pub fn settle(
+    pub(crate) fn settle(
         &self,
         provider: &str,
         body: &Value,
@@ -181,7 +185,7 @@ impl Ledger {
     }
 
     /// The call was not answered: `held` is given back whole.
-    pub fn release(held: Option<Held<'_>>) {
+    pub(crate) fn release(held: Option<Held<'_>>) {
         if let Some(h) = held {
             h.budget.release(h.reservation);
         }
@@ -190,7 +194,7 @@ impl Ledger {
     /// Stores `raw` under `key`; a warning when it cannot. A put syncs the entry to
     /// disk, which takes milliseconds, so it runs off the thread that drives the other
     /// calls in flight.
-    pub async fn store(ledger: &Arc<Ledger>, key: CacheKey, raw: Value) -> Option<String> {
+    pub(crate) async fn store(ledger: &Arc<Ledger>, key: CacheKey, raw: Value) -> Option<String> {
         let ledger = Arc::clone(ledger);
         let stored = tokio::task::spawn_blocking(move || match &ledger.cache {
             Some(cache) => cache.put(&key, &raw).map_err(|e| e.to_string()),
@@ -217,7 +221,7 @@ pub struct CostBudget {
 /// A call's part of the budget, held while the call is in flight.
 #[derive(Debug)]
 #[must_use = "a reservation is settled or released"]
-pub struct Reservation {
+pub(crate) struct Reservation {
     worst: u64,
 }
 
@@ -230,7 +234,7 @@ impl CostBudget {
         }
     }
 
-    pub fn limit(&self) -> u64 {
+    pub(crate) fn limit(&self) -> u64 {
         self.limit
     }
 
@@ -240,7 +244,7 @@ impl CostBudget {
 
     /// Reserves `worst` picodollars, unless that would commit more than the limit:
     /// then nothing is reserved and the error says what the call would have needed.
-    pub fn reserve(&self, worst: u64, what: &str) -> Result<Reservation, CallError> {
+    pub(crate) fn reserve(&self, worst: u64, what: &str) -> Result<Reservation, CallError> {
         let fits = self
             .committed
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
@@ -266,7 +270,7 @@ impl CostBudget {
     }
 
     /// The call cost `actual`: it is spent and the rest of its reservation given back.
-    pub fn settle(&self, r: Reservation, actual: u64) {
+    pub(crate) fn settle(&self, r: Reservation, actual: u64) {
         self.spent.fetch_add(actual, Ordering::SeqCst);
         let _ = self
             .committed
@@ -276,7 +280,7 @@ impl CostBudget {
     }
 
     /// The call was not answered: its reservation is given back whole.
-    pub fn release(&self, r: Reservation) {
+    pub(crate) fn release(&self, r: Reservation) {
         self.settle(r, 0);
     }
 }
@@ -292,7 +296,7 @@ fn model_of(body: &Value) -> &str {
 /// `max_completion_tokens`), else the model's longest reply by the capability table;
 /// nothing at all bounds it when the output is free. `Err` says what to set when
 /// nothing bounds a priced reply.
-pub fn longest_reply(provider: &str, body: &Value, price: &Price) -> Result<u64, String> {
+pub(crate) fn longest_reply(provider: &str, body: &Value, price: &Price) -> Result<u64, String> {
     if let Some(n) = sent_limit(body) {
         return Ok(n);
     }
@@ -315,7 +319,7 @@ fn sent_limit(body: &Value) -> Option<u64> {
 
 /// Why a budget cannot hold calls to `model`, which send no max_tokens and whose longest
 /// reply the capability table does not know.
-pub fn unbounded(model: &str) -> String {
+pub(crate) fn unbounded(model: &str) -> String {
     format!(
         "a call to `{model}` sends no max_tokens and the capability table (stdlib/models.json) \
          does not know its longest reply, so --max-cost cannot bound it; set max_tokens on the \
@@ -339,7 +343,7 @@ pub fn estimate_tokens(text: &str) -> u64 {
 
 /// The worst case of one call: its whole body counted as input (so every message,
 /// tool and schema is in), and `max_tokens` of output.
-pub fn worst_case(price: &Price, body_text: &str, max_tokens: u64) -> u64 {
+pub(crate) fn worst_case(price: &Price, body_text: &str, max_tokens: u64) -> u64 {
     price.worst_case(estimate_tokens(body_text), max_tokens)
 }
 
@@ -349,7 +353,7 @@ pub(crate) fn micro(picodollars: u64) -> u64 {
 
 /// Dollars for a message: cents at least, and enough digits to tell small amounts
 /// apart (`0.01`, `0.002461`, `12.50`).
-pub fn dollars(picodollars: u64) -> String {
+pub(crate) fn dollars(picodollars: u64) -> String {
     let d = usd(picodollars);
     if d >= 1.0 {
         return format!("{d:.2}");

@@ -213,13 +213,13 @@ impl Progress {
         self.show();
     }
 
-    pub fn row_started(&self) {
+    pub(crate) fn row_started(&self) {
         self.rows.running.fetch_add(1, Ordering::SeqCst);
         self.show();
     }
 
     /// A row ended; `ran`: it ran in this batch (a bad line did not).
-    pub fn row_ended(&self, completed: bool, ran: bool) {
+    pub(crate) fn row_ended(&self, completed: bool, ran: bool) {
         let r = &self.rows;
         if ran {
             r.running.fetch_sub(1, Ordering::SeqCst);

@@ -16,7 +16,7 @@ pub struct ReplyRule {
 }
 
 /// The answers of one test run.
-pub struct Offline {
+pub(crate) struct Offline {
     rules: Vec<ReplyRule>,
     /// How many times each rule has answered.
     used: Mutex<Vec<u32>>,
@@ -24,10 +24,10 @@ pub struct Offline {
 }
 
 /// The model name offline replies carry, so results show where they came from.
-pub const OFFLINE_MODEL: &str = "offline";
+pub(crate) const OFFLINE_MODEL: &str = "offline";
 
 impl Offline {
-    pub fn new(rules: Vec<ReplyRule>, cassettes: Vec<Cassette>) -> Offline {
+    pub(crate) fn new(rules: Vec<ReplyRule>, cassettes: Vec<Cassette>) -> Offline {
         let used = Mutex::new(vec![0; rules.len()]);
         Offline {
             rules,
@@ -46,7 +46,11 @@ impl Offline {
     ///
     /// A catch-all reply answers after the cassettes, so that a cassette written beside
     /// one still answers what it recorded.
-    pub fn answer(&self, r: &LlmRequest, asked: Option<&str>) -> Result<LlmReply, CallError> {
+    pub(crate) fn answer(
+        &self,
+        r: &LlmRequest,
+        asked: Option<&str>,
+    ) -> Result<LlmReply, CallError> {
         let matched = self
             .rules
             .iter()

@@ -26,7 +26,7 @@ const PICODOLLARS_PER_USD: f64 = 1e12;
 /// USD per million tokens. cache_read / cache_write default to the input price when absent.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Price {
+pub(crate) struct Price {
     pub input: f64,
     pub output: f64,
     #[serde(default)]
@@ -63,7 +63,7 @@ impl Price {
     /// cached or not; of them `cache_read` were read from the provider's prompt cache and
     /// `cache_write` written to it (those two are charged at their own prices, the rest of
     /// `input` at the input price). Saturating, never panics.
-    pub fn cost(&self, input: u64, output: u64, cache_read: u64, cache_write: u64) -> u64 {
+    pub(crate) fn cost(&self, input: u64, output: u64, cache_read: u64, cache_write: u64) -> u64 {
         let [inp, out, read, write] = self.rates();
         // A provider that reports more cached tokens than input tokens is charged for
         // the cached ones it names; nothing is charged twice or below zero.
@@ -81,7 +81,7 @@ impl Price {
     /// The most a call of `input` tokens and at most `max_output` output tokens can cost,
     /// in picodollars: every input token at the highest of the input and cache-write
     /// prices, plus max_output at the output price.
-    pub fn worst_case(&self, input: u64, max_output: u64) -> u64 {
+    pub(crate) fn worst_case(&self, input: u64, max_output: u64) -> u64 {
         let [inp, out, read, write] = self.rates();
         // The cache-read price is in the maximum too: it is never above the input price
         // in a published table, but a `--prices` file may say otherwise, and the budget
@@ -129,7 +129,7 @@ impl Prices {
     /// dated snapshot (`gpt-4o-mini-2024-07-18`, `claude-sonnet-4-5-20250929`), the entry
     /// of the model it is a snapshot of. Nothing else is guessed: `gpt-4o-audio` is a
     /// different model at a different price, and a wrong price is worse than none.
-    pub fn get(&self, provider: Provider, model: &str) -> Option<&Price> {
+    pub(crate) fn get(&self, provider: Provider, model: &str) -> Option<&Price> {
         let prefix = provider.as_str();
         self.models
             .get(&format!("{prefix}:{model}"))
@@ -144,11 +144,6 @@ impl Prices {
     /// Where the prices were taken from, by provider.
     pub fn sources(&self) -> &BTreeMap<String, String> {
         &self.sources
-    }
-
-    /// Every priced model, keyed `provider:model`.
-    pub fn models(&self) -> &BTreeMap<String, Price> {
-        &self.models
     }
 }
 
@@ -241,7 +236,7 @@ fn check_price(price: &Price) -> Result<(), String> {
 }
 
 /// Picodollars as USD for JSON output (f64).
-pub fn usd(picodollars: u64) -> f64 {
+pub(crate) fn usd(picodollars: u64) -> f64 {
     picodollars as f64 / PICODOLLARS_PER_USD
 }
 
@@ -295,7 +290,7 @@ mod tests {
     #[test]
     fn the_builtin_table_parses_and_every_entry_is_sane() {
         let prices = Prices::builtin();
-        let (taken, models) = (prices.taken(), prices.models());
+        let (taken, models) = (prices.taken(), &prices.models);
         let dated = taken.len() == 10 && tv_stdlib::models::is_date(&taken.replace('-', ""));
         assert!(dated, "{taken}");
         assert_eq!(prices.sources().len(), 2);
@@ -372,7 +367,7 @@ mod tests {
 
     #[test]
     fn the_worst_case_bounds_the_cost_of_every_call_of_its_size() {
-        for p in Prices::builtin().models().values() {
+        for p in Prices::builtin().models.values() {
             let worst = p.worst_case(10_000, 1_000);
             for (read, write) in [(0, 0), (10_000, 0), (0, 10_000), (4_000, 6_000)] {
                 assert!(p.cost(10_000, 1_000, read, write) <= worst, "{p:?}");

@@ -25,7 +25,7 @@ pub struct Run<'a> {
     pub journal: Option<&'a Journal>,
     /// The run stops, as it stops at its wall-clock limit, once this holds `true`
     /// (`tvm run` sets it at Ctrl-C): every machine ends at its next wait with an
-    /// `execution_halted` failure ([`driver::INTERRUPTED`]), its calls in flight
+    /// `execution_halted` failure ([`INTERRUPTED`](crate::INTERRUPTED)), its calls in flight
     /// counted as abandoned.
     pub interrupt: Option<watch::Receiver<bool>>,
 }
@@ -40,7 +40,7 @@ pub struct Ran {
 impl Ran {
     /// The result of a run that could not start (its journal could not be opened):
     /// it used nothing, and says so in its `notes.usage` as every run's result does.
-    pub fn unstarted(mut result: TaskResult) -> Ran {
+    pub(crate) fn unstarted(mut result: TaskResult) -> Ran {
         let usage = Usage::default();
         result.set_note("usage", usage.notes());
         Ran { result, usage }

@@ -1,7 +1,7 @@
 //! Scripts as real processes: `sh -c COMMAND` in its own process group, inputs in the
-//! environment (`TVM_INPUT_<NAME>`, see [`Inputs`] for values too large for it) and as
+//! environment (`TVM_INPUT_<NAME>`, see `Inputs` for values too large for it) and as
 //! a JSON object on stdin, output captured up to a cap, and everything the script
-//! started killed when it exits or its timeout passes (see [`kill_all`]). The providers'
+//! started killed when it exits or its timeout passes (see `kill_all`). The providers'
 //! API keys are not passed on.
 
 use nix::sys::signal::{kill, killpg, Signal};
@@ -225,9 +225,9 @@ async fn capture(stream: Option<impl AsyncRead + Unpin>, cap: usize) -> Captured
 // by this user only, removed when the script ends); stdin has it as always.
 
 /// The largest value passed in the environment.
-pub const ENV_VALUE_MAX: usize = 64 << 10;
+pub(crate) const ENV_VALUE_MAX: usize = 64 << 10;
 /// The most bytes of input values passed in the environment, all together.
-pub const ENV_TOTAL_MAX: usize = 512 << 10;
+pub(crate) const ENV_TOTAL_MAX: usize = 512 << 10;
 
 /// Input values as the script's environment and files.
 #[derive(Default)]

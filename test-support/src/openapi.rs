@@ -25,7 +25,7 @@ pub fn spec_path() -> PathBuf {
 
 /// The compiled request schema. Panics, naming the path, if the spec cannot be read: a
 /// missing spec must fail the tests that need it, not let them pass unchecked.
-pub fn validator() -> &'static Validator {
+pub(crate) fn validator() -> &'static Validator {
     static VALIDATOR: OnceLock<Validator> = OnceLock::new();
     VALIDATOR.get_or_init(|| compile(read_spec(&spec_path()).unwrap_or_else(|e| panic!("{e}"))))
 }

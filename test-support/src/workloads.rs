@@ -97,7 +97,7 @@ pub fn sequence_without_accumulation(n: usize) -> String {
 }
 
 /// Parameters of the render workload: 20 variables, `items` being a list.
-pub const RENDER_PARAMS: [&str; 20] = [
+pub(crate) const RENDER_PARAMS: [&str; 20] = [
     "title", "author", "audience", "tone", "language", "product", "version", "date", "region",
     "owner", "goal", "deadline", "budget", "risk", "metric", "baseline", "target", "channel",
     "summary", "items",
@@ -185,7 +185,7 @@ pub fn bundle(src: &str) -> Verified {
 
 /// Where criterion writes its reports: `$CRITERION_HOME`, else `criterion` in the target
 /// folder this benchmark was built in.
-pub fn criterion_dir() -> PathBuf {
+pub(crate) fn criterion_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("CRITERION_HOME") {
         return PathBuf::from(home);
     }

@@ -47,7 +47,7 @@ impl Watched {
 /// Checks `paths`, then again after each change, until interrupted. A path that cannot
 /// be checked at the start is a usage error (exit 2), as for `tvc check`; later (a
 /// directory emptied, a file removed) the error is printed and watching goes on.
-pub fn run(paths: &[PathBuf], color: Color) -> ExitCode {
+pub(crate) fn run(paths: &[PathBuf], color: Color) -> ExitCode {
     let color = stderr_color(color);
     let (tx, events) = std::sync::mpsc::channel();
     let mut watcher = match notify::recommended_watcher(tx) {

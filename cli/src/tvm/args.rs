@@ -10,7 +10,7 @@ use tv_cli::env;
 use tv_runtime::nats::Connect;
 
 #[derive(Args)]
-pub struct BatchArgs {
+pub(crate) struct BatchArgs {
     /// The bundle (not needed with --nats --collect or --status).
     pub bundle: Option<PathBuf>,
     /// The entry point; may be left out when the bundle has only one.
@@ -44,7 +44,7 @@ pub struct BatchArgs {
 }
 
 #[derive(Args)]
-pub struct NatsArgs {
+pub(crate) struct NatsArgs {
     /// Spread the batch over `tvm worker`s through this NATS server (with JetStream on):
     /// the rows are published, the workers run them, --collect writes the results.
     #[arg(long, value_name = "URL")]
@@ -75,7 +75,7 @@ pub struct NatsArgs {
 /// The variables are read with every other one, at start (`tv_cli::env`), not by clap:
 /// the help's `[env: ...]` is written out, so it never shows a value.
 #[derive(Args, Clone)]
-pub struct ConnectArgs {
+pub(crate) struct ConnectArgs {
     /// A NATS credentials file (a user JWT and its seed, as `nsc` writes them) [env: NATS_CREDS=]
     #[arg(long, value_name = "FILE")]
     pub nats_creds: Option<PathBuf>,
@@ -102,7 +102,7 @@ pub struct ConnectArgs {
 
 impl ConnectArgs {
     /// The connection to `url`: these flags, else the environment's `NATS_*`.
-    pub fn to(&self, url: &str) -> Connect {
+    pub(crate) fn to(&self, url: &str) -> Connect {
         let flags = Connect {
             url: url.to_string(),
             creds: self.nats_creds.clone(),
@@ -118,7 +118,7 @@ impl ConnectArgs {
 }
 
 /// A path a mode of `tvm batch` needs.
-pub fn needed<'a>(given: &'a Option<PathBuf>, what: &str) -> Result<&'a PathBuf, String> {
+pub(crate) fn needed<'a>(given: &'a Option<PathBuf>, what: &str) -> Result<&'a PathBuf, String> {
     given
         .as_ref()
         .ok_or_else(|| format!("tvm batch needs {what}"))

@@ -11,7 +11,7 @@ use tv_runtime::batch::Summary;
 use tv_runtime::host::priced;
 use tv_runtime::journal::Header;
 
-pub fn batch(args: BatchArgs) -> Result<ExitCode, String> {
+pub(crate) fn batch(args: BatchArgs) -> Result<ExitCode, String> {
     let config = run_config(&args.host, Some(&args.limits))?;
     let bundle_path = needed(&args.bundle, "a bundle")?.clone();
     let inputs_path = needed(&args.inputs, "--inputs FILE")?.clone();

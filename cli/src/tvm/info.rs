@@ -17,7 +17,7 @@ use tv_stdlib::types::{Expanded, Type};
 use tv_vm::bundle::{Bundle, Function, CONTEXT_PARAM};
 
 #[derive(Args)]
-pub struct InfoArgs {
+pub(crate) struct InfoArgs {
     /// A bundle, or templates to compile first: a *.xml file or a directory of them.
     bundle: PathBuf,
     /// Print the same as one JSON object.
@@ -28,7 +28,7 @@ pub struct InfoArgs {
 /// What a task asks for when it names no model.
 const RUN_DEFAULT: &str = "(the run's default model)";
 
-pub fn info(args: &InfoArgs) -> Result<ExitCode, String> {
+pub(crate) fn info(args: &InfoArgs) -> Result<ExitCode, String> {
     let loaded = source::load(&args.bundle)?;
     let hash = loaded.hash();
     let text = if args.json {

@@ -5,10 +5,10 @@
 use crate::output;
 
 /// The exit code of a run that Ctrl-C stopped, as shells give a process SIGINT ended.
-pub const EXIT: u8 = 130;
+pub(crate) const EXIT: u8 = 130;
 
 /// Sets `stop` at the first Ctrl-C; exits at the second.
-pub async fn on_ctrl_c(stop: tokio::sync::watch::Sender<bool>) {
+pub(crate) async fn on_ctrl_c(stop: tokio::sync::watch::Sender<bool>) {
     if tokio::signal::ctrl_c().await.is_err() {
         return;
     }

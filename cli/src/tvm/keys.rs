@@ -26,7 +26,7 @@ const MAX_BYTES: u64 = 64 << 10;
 /// replaced, when it is the second image. When keys are in the environment, this does
 /// not return: the process goes on as a new image without them (an error says why it
 /// could not).
-pub fn take() -> Result<Vec<(String, String)>, String> {
+pub(crate) fn take() -> Result<Vec<(String, String)>, String> {
     let mut keys = received()?;
     let mut found = Vec::new();
     for name in SECRET_VARS {

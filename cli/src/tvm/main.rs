@@ -214,7 +214,7 @@ fn run(args: RunArgs) -> Result<ExitCode, String> {
                 .functions
                 .get(entry as usize)
                 .ok_or("the entry point has no function")?;
-            let hash = tv_runtime::digest::sha256_hex(&bytes);
+            let hash = tv_runtime::sha256_hex(&bytes);
             let mut header = Header::new(&args.bundle, hash, &f.name, &config);
             header.args = f
                 .params

@@ -16,7 +16,7 @@ use tv_runtime::nats::front::{self, Publishing};
 use tv_runtime::nats::{self, BatchRecord, NatsError, Server, WorkerOptions};
 
 #[derive(Args)]
-pub struct WorkerArgs {
+pub(crate) struct WorkerArgs {
     /// The NATS server (with JetStream on) the batches were published to.
     #[arg(long, value_name = "URL")]
     nats: String,
@@ -49,7 +49,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
-pub fn batch(args: BatchArgs) -> Result<ExitCode, String> {
+pub(crate) fn batch(args: BatchArgs) -> Result<ExitCode, String> {
     let to = args
         .nats
         .connect
@@ -146,7 +146,7 @@ async fn collect(server: &Server, name: &str, args: &BatchArgs) -> Result<ExitCo
     })
 }
 
-pub fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
+pub(crate) fn worker(mut args: WorkerArgs) -> Result<ExitCode, String> {
     let config = run_config(&args.host, None)?;
     let concurrency = config.concurrency();
     // Settings are checked now, not when the first row comes.

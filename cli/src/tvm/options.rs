@@ -24,7 +24,7 @@ use tv_vm::limits::Limits;
 
 /// Who answers host calls, and what is written down about them.
 #[derive(Args, Clone)]
-pub struct HostArgs {
+pub(crate) struct HostArgs {
     /// Who answers LLM calls: openai, anthropic, replay or echo (default: $TVM_PROVIDER,
     /// else the provider whose key is set).
     #[arg(long)]
@@ -151,7 +151,7 @@ impl HostArgs {
     /// The command line's layer of the run's config: what the flags give, nothing else.
     /// `--allow-read` paths are resolved (links, `..`, the current directory), so that
     /// the journal keeps what was meant whatever folder a resume starts from.
-    pub fn layer(&self) -> Result<RunConfig, String> {
+    pub(crate) fn layer(&self) -> Result<RunConfig, String> {
         let mut allow_read = Vec::new();
         for p in &self.allow_read {
             allow_read.push(
@@ -214,7 +214,7 @@ impl HostArgs {
 /// The config of a run, a batch or a worker: the defaults, the environment's settings,
 /// then the flags (and `limits`), with the `.env`'s bounds lowering what is in force
 /// (its warnings said); the provider, where none is named, is the one whose key is set.
-pub fn run_config(a: &HostArgs, limits: Option<&LimitArgs>) -> Result<RunConfig, String> {
+pub(crate) fn run_config(a: &HostArgs, limits: Option<&LimitArgs>) -> Result<RunConfig, String> {
     let env = env::environment();
     let mut flags = a.layer()?;
     if let Some(l) = limits {
@@ -236,13 +236,13 @@ pub fn run_config(a: &HostArgs, limits: Option<&LimitArgs>) -> Result<RunConfig,
 }
 
 /// The run's calls in flight (and bodies of a map at once).
-pub fn concurrency(config: &RunConfig) -> usize {
+pub(crate) fn concurrency(config: &RunConfig) -> usize {
     config.concurrency()
 }
 
 /// Limits; defaults are those of `Limits::default()`.
 #[derive(Args)]
-pub struct LimitArgs {
+pub(crate) struct LimitArgs {
     /// Nested template calls (the entry point is the first).
     #[arg(long, default_value_t = Limits::default().call_depth, value_parser = at_least_one)]
     pub max_call_depth: usize,
@@ -291,7 +291,7 @@ fn size(s: &str) -> Result<u64, String> {
 
 impl LimitArgs {
     /// The limits as a layer of the run's config (clap gives each its default).
-    pub fn layer(&self) -> LimitsPart {
+    pub(crate) fn layer(&self) -> LimitsPart {
         LimitsPart {
             call_depth: Some(self.max_call_depth),
             subtask_depth: Some(self.max_subtask_depth),
@@ -308,7 +308,7 @@ impl LimitArgs {
 /// The host for a run of `config`: provider adapters, cassette, recorder, trace,
 /// workspace; `a` gives where the run writes about itself and what a worker's calls
 /// share.
-pub fn host(config: &RunConfig, a: &HostArgs) -> Result<RunHost, String> {
+pub(crate) fn host(config: &RunConfig, a: &HostArgs) -> Result<RunHost, String> {
     let choice = config.provider.choice;
     let workspace = config.context.workspace.clone();
     if let Some(w) = &workspace {

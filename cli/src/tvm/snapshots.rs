@@ -15,7 +15,7 @@ use tv_compiler::driver::Compilation;
 use tv_runtime::files;
 use tv_vm::bundle::Bundle;
 
-pub struct Mode {
+pub(crate) struct Mode {
     on: bool,
     accept: bool,
     /// The snapshot files compared so far (lowercased, as a file system that ignores
@@ -24,7 +24,7 @@ pub struct Mode {
 }
 
 impl Mode {
-    pub fn new(on: bool, accept: bool) -> Mode {
+    pub(crate) fn new(on: bool, accept: bool) -> Mode {
         Mode {
             on,
             accept,
@@ -32,14 +32,14 @@ impl Mode {
         }
     }
 
-    pub fn on(&self) -> bool {
+    pub(crate) fn on(&self) -> bool {
         self.on
     }
 
     /// Compares `text` with `dir/snapshots/NAME.snap`: `None` when they match (or
     /// snapshots are off, or `--accept` wrote it), else what is wrong. An error is a
     /// file that could not be written.
-    pub fn compare(
+    pub(crate) fn compare(
         &self,
         dir: &Path,
         name: &str,
@@ -201,7 +201,7 @@ fn normalize(text: &str) -> String {
 }
 
 /// A test's name as part of a file name: lowercase letters, digits and `_`.
-pub fn slug(name: &str) -> String {
+pub(crate) fn slug(name: &str) -> String {
     let mut out = String::new();
     for c in name.chars() {
         if c.is_ascii_alphanumeric() {
@@ -215,7 +215,11 @@ pub fn slug(name: &str) -> String {
 
 /// Compares the listing of every template and task of the sources (`tvm disasm`'s
 /// text, item by item) with its snapshot; one line for each that does not match.
-pub fn listings(c: &Compilation, bundle: &Bundle, mode: &Mode) -> Result<Vec<String>, String> {
+pub(crate) fn listings(
+    c: &Compilation,
+    bundle: &Bundle,
+    mode: &Mode,
+) -> Result<Vec<String>, String> {
     let mut problems = Vec::new();
     for module in c.program.modules.iter().filter(|m| !m.std) {
         let path = &c.sources.get(module.file).path;

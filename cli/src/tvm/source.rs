@@ -7,12 +7,12 @@ use crate::output;
 use std::path::{Path, PathBuf};
 use tv_cli::color::{stderr_color, Color};
 use tv_compiler::driver::{self, Compilation};
-use tv_runtime::digest::sha256_hex;
 use tv_runtime::files;
+use tv_runtime::sha256_hex;
 use tv_vm::bundle::{Bundle, BundleError, Verified};
 
 /// A program ready to run: its verified bundle and the bundle's bytes.
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub bundle: Verified,
     pub bytes: Vec<u8>,
 }
@@ -20,18 +20,18 @@ pub struct Loaded {
 impl Loaded {
     /// The SHA-256 of the bundle's bytes, which names the program in journals, batches
     /// and `tvm info`. Computed when asked for: a run without a journal needs none.
-    pub fn hash(&self) -> String {
+    pub(crate) fn hash(&self) -> String {
         sha256_hex(&self.bytes)
     }
 }
 
 /// Whether `path` names templates rather than a bundle.
-pub fn is_source(path: &Path) -> bool {
+pub(crate) fn is_source(path: &Path) -> bool {
     path.is_dir() || path.extension().is_some_and(|e| e == "xml")
 }
 
 /// The bundle at `path`, or the bundle of the templates there.
-pub fn load(path: &Path) -> Result<Loaded, String> {
+pub(crate) fn load(path: &Path) -> Result<Loaded, String> {
     if is_source(path) {
         return compile(&[path.to_path_buf()]).map(|(_, loaded)| loaded);
     }
@@ -42,7 +42,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
 
 /// Checks and compiles the templates of `paths` as one program; warnings and errors go
 /// to stderr as `tvc` writes them. With errors nothing is compiled.
-pub fn compile(paths: &[PathBuf]) -> Result<(Compilation, Loaded), String> {
+pub(crate) fn compile(paths: &[PathBuf]) -> Result<(Compilation, Loaded), String> {
     let c = driver::check_paths(paths)?;
     let color = stderr_color(Color::Auto);
     output::say(&c.diags.render(&c.sources, color));

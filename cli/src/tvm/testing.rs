@@ -11,11 +11,11 @@ use std::process::ExitCode;
 use tv_compiler::ast::{Check, TestCase, TestValue};
 use tv_compiler::driver::Compilation;
 use tv_runtime::observe::Trace;
-use tv_runtime::offline::ReplyRule;
 use tv_runtime::testing::{self, TestSpec};
+use tv_runtime::ReplyRule;
 
 #[derive(Args)]
-pub struct TestArgs {
+pub(crate) struct TestArgs {
     /// Template files, or directories of them, compiled as one program.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
@@ -36,7 +36,7 @@ pub struct TestArgs {
     trace: Option<PathBuf>,
 }
 
-pub fn test(args: TestArgs) -> Result<ExitCode, String> {
+pub(crate) fn test(args: TestArgs) -> Result<ExitCode, String> {
     let (c, loaded) = source::compile(&args.paths)?;
     let tests: Vec<&TestCase> = c
         .program

@@ -2,7 +2,7 @@
 
 /// `tvm` with `args`, nothing on stdin, and none of the provider settings of the
 /// environment the tests run in: each test sets what it needs.
-pub fn tvm(args: &[&str]) -> std::process::Command {
+pub(crate) fn tvm(args: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tvm"));
     cmd.args(args).stdin(std::process::Stdio::null());
     for k in [
@@ -24,7 +24,7 @@ pub fn tvm(args: &[&str]) -> std::process::Command {
 
 /// Runs `tvm` with `args` and the environment variables `env` set; its exit code,
 /// stdout and stderr.
-pub fn run_tvm(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+pub(crate) fn run_tvm(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = tvm(args);
     for (k, v) in env {
         cmd.env(k, v);
@@ -43,7 +43,7 @@ const DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 /// Runs `cmd`, killing it at the deadline (and failing the test, naming `what`): its
 /// exit code and what it wrote, stdout then stderr. For runs that must end at once
 /// rather than wait on a FIFO, a device or a lock.
-pub fn within_deadline(mut cmd: std::process::Command, what: &str) -> (i32, String) {
+pub(crate) fn within_deadline(mut cmd: std::process::Command, what: &str) -> (i32, String) {
     use std::process::Stdio;
     let mut child = cmd
         .stdout(Stdio::piped())

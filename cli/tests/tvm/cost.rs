@@ -411,6 +411,6 @@ fn ctrl_c_stops_the_run_and_prints_its_result_with_the_calls_in_flight_counted()
     let result: Value = serde_json::from_slice(&out.stdout).expect("the result is printed");
     let error = &result["notes"]["error"];
     assert_eq!(error["reason"], "execution_halted", "{result:#}");
-    assert_eq!(error["message"], tv_runtime::driver::INTERRUPTED);
+    assert_eq!(error["message"], tv_runtime::INTERRUPTED);
     assert_abandoned(&result, 1, 2);
 }

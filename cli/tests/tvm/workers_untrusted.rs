@@ -209,7 +209,7 @@ fn a_bundle_object_that_does_not_hash_to_its_name_is_removed_and_publishing_agai
     hand.put_object(&sha, b"not the bundle");
     // A batch whose bundle has the hash of its name but is not a bundle.
     let junk = b"TVB\0 junk".to_vec();
-    let junk_sha = tv_runtime::digest::sha256_hex(&junk);
+    let junk_sha = tv_runtime::sha256_hex(&junk);
     hand.put_object(&junk_sha, &junk);
     let mut other = record.clone();
     other["batch"] = json!("junk");

@@ -222,7 +222,7 @@ fn write_marker(dir: &Path, record: &Value, replace: bool) -> Result<Flock<File>
 /// temporary name): the batch would write its journals over it, and `--rerun` would
 /// remove it as its own. Compared by the folder's device and inode, else (a folder not
 /// made yet) by the paths as written, made absolute.
-pub fn apart_from_state(dir: &Path, files: &[(&str, &Path)]) -> Result<(), String> {
+pub(crate) fn apart_from_state(dir: &Path, files: &[(&str, &Path)]) -> Result<(), String> {
     for (flag, file) in files {
         let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
             continue;

@@ -18,7 +18,7 @@ use tv_vm::bundle::Verified;
 use tv_vm::limits::Limits;
 
 /// The inputs of a batch: a regular file (`/dev/zero` has no end, a FIFO may never
-/// give one), read line by line, each line within [`MAX_ROW_BYTES`].
+/// give one), read line by line, each line within `MAX_ROW_BYTES`.
 pub fn open_inputs(inputs: &Path) -> Result<File, String> {
     files::open(inputs).map_err(|e| format!("--inputs {} {e}", inputs.display()))
 }
@@ -68,7 +68,7 @@ pub fn distinct(inputs: &Path, out: &Path) -> Result<(), String> {
 }
 
 /// The state folder of a batch writing `out`: `state` when named, else `OUT.state`.
-pub fn state_dir(out: &Path, state: Option<&Path>) -> PathBuf {
+pub(crate) fn state_dir(out: &Path, state: Option<&Path>) -> PathBuf {
     state.map_or_else(
         || {
             let mut d = out.as_os_str().to_os_string();

@@ -5,10 +5,10 @@
 use std::io::{self, BufRead, Read};
 
 /// Bytes one input line may have, as `--arg NAME=@FILE` may.
-pub const MAX_ROW_BYTES: usize = 64 << 20;
+pub(crate) const MAX_ROW_BYTES: usize = 64 << 20;
 
 /// One line of the inputs: its text, or why it cannot be a row.
-pub type Line = Result<String, String>;
+pub(super) type Line = Result<String, String>;
 
 /// The lines of `reader` with their numbers (from 1), each at most `cap` bytes.
 pub struct Lines<R> {

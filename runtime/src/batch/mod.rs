@@ -14,8 +14,9 @@ mod lines;
 mod results;
 mod state;
 
-pub use folder::apart_from_state;
-pub use lines::{Lines, MAX_ROW_BYTES};
+pub(crate) use folder::apart_from_state;
+pub use lines::Lines;
+pub(crate) use lines::MAX_ROW_BYTES;
 pub use state::{Start, State};
 
 use crate::host::AsyncHost;
@@ -92,7 +93,7 @@ pub async fn run<H: AsyncHost>(
 /// [`run`], stopped when `stop` is ready (Ctrl-C): rows in flight are dropped where they
 /// are, their journals keeping what they had received, and the summary says
 /// `interrupted`.
-pub async fn run_until<H: AsyncHost>(
+pub(crate) async fn run_until<H: AsyncHost>(
     b: &Batch<'_, H>,
     inputs: impl BufRead,
     out: &mut impl Write,

@@ -286,7 +286,7 @@ impl RunConfig {
     /// the reply cap and the limits. Who answers, how calls are retried, the files
     /// context reads, the prices and the cache are each worker's own.
     #[must_use]
-    pub fn result_shaping(&self) -> RunConfig {
+    pub(crate) fn result_shaping(&self) -> RunConfig {
         RunConfig {
             models: self.models.clone(),
             sampling: self.sampling.clone(),
@@ -335,7 +335,7 @@ impl RunConfig {
 
 impl LimitsPart {
     /// Every bound of `l` (its map concurrency aside, which is the calls').
-    pub fn from_limits(l: &Limits) -> LimitsPart {
+    pub(crate) fn from_limits(l: &Limits) -> LimitsPart {
         LimitsPart {
             call_depth: Some(l.call_depth),
             subtask_depth: Some(l.subtask_depth),

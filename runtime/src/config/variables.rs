@@ -5,7 +5,7 @@
 
 /// How a `.env` may set a variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DotEnv {
+pub(crate) enum DotEnv {
     /// Only the environment sets it.
     Never,
     Yes,
@@ -15,13 +15,17 @@ pub enum DotEnv {
 
 /// A variable `tvm` reads, as the README's table of settings lists it.
 #[derive(Clone, Copy, Debug)]
-pub struct Variable {
+pub(crate) struct Variable {
     pub name: &'static str,
-    /// What it sets, as the README says.
+    /// What it sets, as the README says (read by the test that holds the README's table
+    /// to this one).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub sets: &'static str,
     pub dotenv: DotEnv,
     /// A secret: it never stays in `tvm`'s environment block (`tvm` starts itself
-    /// again without it) and never reaches a script's environment.
+    /// again without it) and never reaches a script's environment. [`SECRET_VARS`] lists
+    /// them, and a test holds the two to each other.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub secret: bool,
 }
 
@@ -35,7 +39,7 @@ const fn var(name: &'static str, sets: &'static str, dotenv: DotEnv, secret: boo
 }
 
 /// Every variable `tvm` reads from its environment (and a `.env`).
-pub const VARIABLES: &[Variable] = &[
+pub(crate) const VARIABLES: &[Variable] = &[
     var(OPENAI_API_KEY, "OpenAI's key", DotEnv::Yes, true),
     var(ANTHROPIC_API_KEY, "Anthropic's key", DotEnv::Yes, true),
     var(OPENAI_BASE_URL, "OpenAI's server", DotEnv::Yes, false),
@@ -80,11 +84,11 @@ pub const VARIABLES: &[Variable] = &[
     var(NATS_KEY, "the NATS client key", DotEnv::Never, false),
 ];
 
-/// The variables that hold secrets `tvm` uses (those of [`VARIABLES`] marked secret).
+/// The variables that hold secrets `tvm` uses (those of `VARIABLES` marked secret).
 pub const SECRET_VARS: &[&str] = &[OPENAI_API_KEY, ANTHROPIC_API_KEY, NATS_TOKEN, NATS_PASSWORD];
 
 /// The variables the provider adapters read.
-pub const PROVIDER_VARS: &[&str] = &[
+pub(crate) const PROVIDER_VARS: &[&str] = &[
     OPENAI_API_KEY,
     OPENAI_BASE_URL,
     ANTHROPIC_API_KEY,
@@ -128,7 +132,7 @@ pub const NATS_CERT: &str = "NATS_CERT";
 pub const NATS_KEY: &str = "NATS_KEY";
 
 /// Whether a snapshot of the process environment should hold `name`: a variable of
-/// [`VARIABLES`], or a `TVM_*` name (a misspelt setting is named in a warning).
+/// `VARIABLES`, or a `TVM_*` name (a misspelt setting is named in a warning).
 pub fn wanted(name: &str) -> bool {
     name.starts_with("TVM_") || VARIABLES.iter().any(|v| v.name == name)
 }

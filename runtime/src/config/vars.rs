@@ -19,7 +19,7 @@ pub enum Source {
 impl Source {
     /// Whether two values were set in the same place: both in the environment, or both
     /// in the `.env` (there is only one).
-    pub fn same_place(self, other: Source) -> bool {
+    pub(crate) fn same_place(self, other: Source) -> bool {
         matches!(
             (self, other),
             (Source::Environment, Source::Environment)

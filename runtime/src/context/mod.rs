@@ -11,14 +11,14 @@
 //! A local file reaches a model only when the task names it or it lies under the workspace
 //! the user gave (`tvm run --workspace DIR`); without a workspace nothing is searched.
 //! `context_assembly` globs order the files a search finds and keep excluded ones out of
-//! every source (see [`assembly`]).
+//! every source (see `assembly`).
 
 mod assembly;
 mod builder;
 mod own;
 mod scope;
 mod search;
-pub mod secrets;
+mod secrets;
 
 use crate::script::ScriptRunner;
 use assembly::{written_form, Globs};
@@ -62,10 +62,10 @@ pub struct Assembler {
     /// The folder the user named; fresh context and descriptions search only here.
     pub workspace: Option<PathBuf>,
     /// Folders outside the workspace (or the current directory) whose files a task may
-    /// name literally (`tvm run --allow-read PATH`); see [`scope`].
+    /// name literally (`tvm run --allow-read PATH`); see `scope`.
     pub allow_read: Vec<PathBuf>,
     /// The run's own files and folders (its journal, trace, cassettes, cache): never
-    /// searched, even when they lie in the workspace (see [`own`]).
+    /// searched, even when they lie in the workspace (see `own`).
     pub own_files: Vec<PathBuf>,
     pub limits: Limits,
     /// `tvm run --require-files`: a file a task's own `file_paths` names (written out or

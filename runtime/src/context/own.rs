@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 /// What kind of tvm file `text` is, if it is one.
-pub fn kind(text: &str) -> Option<&'static str> {
+pub(super) fn kind(text: &str) -> Option<&'static str> {
     let start = text.trim_start_matches('\u{feff}').trim_start();
     let signatures = [
         ("{\"journal\":", "a journal"),
@@ -37,7 +37,7 @@ fn tests(text: &str) -> bool {
 
 /// The current run's own files and folders, as paths relative to the workspace `ws`
 /// (resolved): those inside it.
-pub fn inside(ws: &Path, own: &[PathBuf]) -> Vec<String> {
+pub(super) fn inside(ws: &Path, own: &[PathBuf]) -> Vec<String> {
     own.iter()
         .filter_map(|p| {
             let real = resolved(p)?;
@@ -48,7 +48,7 @@ pub fn inside(ws: &Path, own: &[PathBuf]) -> Vec<String> {
 }
 
 /// Whether the workspace path `display` is one of `own` or lies under one.
-pub fn listed(own: &[String], display: &str) -> bool {
+pub(super) fn listed(own: &[String], display: &str) -> bool {
     own.iter().any(|o| {
         display == o
             || display

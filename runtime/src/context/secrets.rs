@@ -9,7 +9,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::sync::OnceLock;
 
 /// The rules, as the README lists them.
-pub const RULES: &[&str] = &[
+pub(super) const RULES: &[&str] = &[
     // Environment files: `.env`, `.env.local`, `.envrc`, ...
     ".env*",
     // Private keys and certificates with their keys, key stores.
@@ -76,14 +76,14 @@ fn compiled() -> &'static Compiled {
 }
 
 /// The rule that `path` (relative, forward slashes) matches, if any.
-pub fn rule(path: &str) -> Option<&'static str> {
+pub(super) fn rule(path: &str) -> Option<&'static str> {
     let c = compiled();
     let hit = c.set.matches(path).into_iter().min()?;
     Some(c.owner[hit])
 }
 
 /// The first rule any of `names` matches: a path as written and as found.
-pub fn rule_of(names: &[&str]) -> Option<&'static str> {
+pub(super) fn rule_of(names: &[&str]) -> Option<&'static str> {
     names.iter().find_map(|n| rule(n))
 }
 

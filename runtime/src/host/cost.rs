@@ -76,7 +76,7 @@ pub fn priced(host: &RunHost, bundle: &Bundle) -> Result<(), BudgetError> {
 impl RunHost {
     /// What of the bundle's LLM calls a budget cannot hold. Calls answered by echo or a
     /// cassette cost nothing and need neither a price nor a bound.
-    pub fn unbudgeted(&self, bundle: &Bundle) -> Unbudgeted {
+    pub(crate) fn unbudgeted(&self, bundle: &Bundle) -> Unbudgeted {
         let Some(ledger) = &self.ledger else {
             return Unbudgeted::default();
         };

@@ -5,7 +5,7 @@ mod cost;
 mod run;
 
 pub use cost::{llm_tasks, priced, BudgetError, Unbudgeted};
-pub use run::{relevant_subset, Choice, RunHost, NO_PROVIDER};
+pub use run::{relevant_subset, Choice, RunHost};
 
 use serde_json::Value;
 use std::fmt;

@@ -73,7 +73,7 @@ pub struct RunHost {
 }
 
 /// What `tvm` says when a run needs a provider and none is configured.
-pub const NO_PROVIDER: &str = "no provider is configured: pass --provider openai|anthropic (with OPENAI_API_KEY or ANTHROPIC_API_KEY set, \
+const NO_PROVIDER: &str = "no provider is configured: pass --provider openai|anthropic (with OPENAI_API_KEY or ANTHROPIC_API_KEY set, \
 or OPENAI_BASE_URL pointing at a local server), or --provider echo for a dry run; TVM_PROVIDER sets the default";
 
 impl RunHost {
@@ -131,7 +131,7 @@ impl RunHost {
     }
 
     /// A host whose LLM calls `models` answer (tests, embedding).
-    pub fn with_models(default: Choice, models: Models, scripts: ScriptRunner) -> RunHost {
+    pub(crate) fn with_models(default: Choice, models: Models, scripts: ScriptRunner) -> RunHost {
         RunHost {
             default: Some(default),
             defaults: ModelSettings::default(),
@@ -199,7 +199,7 @@ impl RunHost {
     /// The model `r` (as prepared) asks, by the name its answerer is sent: the task's
     /// (or `--force-model`'s), else the run's (`--model`, `TVM_MODEL`), else the
     /// provider's default. `None` when nothing names one, or nothing answers.
-    pub fn asked_model(&self, r: &LlmRequest) -> Option<String> {
+    pub(crate) fn asked_model(&self, r: &LlmRequest) -> Option<String> {
         self.model_for(r)?.asked(r)
     }
 

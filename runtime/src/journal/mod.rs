@@ -1,7 +1,7 @@
 //! The run journal: every host-call outcome is appended and synced to disk before the
 //! machine goes on, so a run that crashed, was killed or lost power can be resumed
 //! without paying again for the calls it had finished. (A batch row's journal,
-//! [`Journal::deferred`], syncs before the row's next call instead, and the batch makes
+//! `Journal::deferred`, syncs before the row's next call instead, and the batch makes
 //! the row's last answers durable with its results file.) The echo provider's answers
 //! are not kept: asking again costs nothing and gives the same reply.
 //!
@@ -133,7 +133,7 @@ pub enum Record {
     },
     /// A body of an iteration (a map's, a reduce's inner task) that COMPLETED, which
     /// a resumed run takes instead of running it again; `request` identifies the
-    /// call it was ([`body_request`]).
+    /// call it was (`body_request`).
     BodyEnded {
         body: String,
         request: String,
@@ -153,7 +153,7 @@ pub enum Answer {
 
 /// A script that was running when the run stopped.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Interrupted {
+pub(crate) struct Interrupted {
     pub call: String,
     pub task: String,
     pub command: String,
@@ -195,7 +195,7 @@ fn request_hash(r: &HostRequest) -> String {
 }
 
 /// What identifies a body: the hash of the function it calls and its arguments.
-pub fn body_request(function: u32, args: &[Value]) -> String {
+pub(crate) fn body_request(function: u32, args: &[Value]) -> String {
     let call = (function, args);
     sha256_hex(serde_json::to_string(&call).unwrap_or_default().as_bytes())
 }
@@ -219,7 +219,7 @@ impl Journal {
     /// written at once but synced only before the run's next call or script starts, so
     /// that a run's last records hold up nothing: whoever takes the run's result makes
     /// it durable (a batch syncs its results file before the row's journal goes).
-    pub fn deferred(path: &Path, header: Header, spares: Option<Arc<Spares>>) -> Journal {
+    pub(crate) fn deferred(path: &Path, header: Header, spares: Option<Arc<Spares>>) -> Journal {
         let echo = header.echo();
         let out = Sink::File(Output::deferred(path, header, spares));
         Journal::over(out, echo, true, Held::default())
@@ -250,7 +250,7 @@ impl Journal {
     }
 
     /// Whether the journal's file exists: it was opened, or has been written to.
-    pub fn on_disk(&self) -> bool {
+    pub(crate) fn on_disk(&self) -> bool {
         self.out.on_disk()
     }
 
@@ -265,7 +265,7 @@ impl Journal {
     /// Syncs the journal's file and closes it, kept for a later run to resume: a batch
     /// row that failed keeps its answers for `--retry-failed`. (A write still under way
     /// is left to finish unsynced.)
-    pub fn close_synced(self) {
+    pub(crate) fn close_synced(self) {
         if let Some(file) = self.into_file() {
             let _ = file.sync_data();
         }
@@ -332,7 +332,7 @@ impl Journal {
     }
 
     /// Scripts that started and never finished: their effects may have happened.
-    pub fn interrupted(&self) -> Vec<Interrupted> {
+    pub(crate) fn interrupted(&self) -> Vec<Interrupted> {
         let mut v: Vec<Interrupted> = self.started.values().cloned().collect();
         v.sort_by(|a, b| a.call.cmp(&b.call));
         v
@@ -353,7 +353,7 @@ impl Journal {
     }
 
     /// The result body `name` completed with, when the journal holds one for the same
-    /// call (`request`, from [`body_request`]). A body asked with other arguments is
+    /// call (`request`, from `body_request`). A body asked with other arguments is
     /// run again; its own calls are then checked against the journal as any are.
     pub fn body(&self, name: &str, request: &str) -> Option<(TaskResult, Spending)> {
         let (journaled, result, spent) = self.bodies.get(name)?;
@@ -383,7 +383,7 @@ impl Journal {
 
     /// Answers call `at` from the journal, or makes it on `host` and journals its
     /// answer before returning it (synced, unless the journal syncs later:
-    /// [`Journal::deferred`]). Failed calls are not journaled: a resumed run tries them
+    /// `Journal::deferred`). Failed calls are not journaled: a resumed run tries them
     /// again.
     pub async fn call<H: AsyncHost>(
         &self,

@@ -55,7 +55,7 @@ impl Spares {
     }
 
     /// Removes the spares kept so far: the batch that kept them has ended.
-    pub fn remove_all(&self) {
+    pub(crate) fn remove_all(&self) {
         let Ok(mut free) = self.free.lock() else {
             return;
         };

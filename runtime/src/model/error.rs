@@ -95,7 +95,7 @@ impl CallError {
     }
 
     /// The request field the server refused, when that is why the call failed.
-    pub fn refused_field(&self) -> Option<&'static str> {
+    pub(crate) fn refused_field(&self) -> Option<&'static str> {
         match self.kind {
             CallKind::Refused { field, .. } => Some(field),
             _ => None,
@@ -116,7 +116,7 @@ impl CallError {
 
     /// The same failure with `text` after its message (what was tried, what to do).
     #[must_use]
-    pub fn with_suffix(mut self, text: &str) -> CallError {
+    pub(crate) fn with_suffix(mut self, text: &str) -> CallError {
         self.message.push_str(text);
         self
     }

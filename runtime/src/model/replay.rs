@@ -31,7 +31,7 @@ impl Replay {
     }
 
     /// Answers from a test's replies and cassettes.
-    pub fn test(offline: Offline, default_model: Option<String>) -> Replay {
+    pub(crate) fn test(offline: Offline, default_model: Option<String>) -> Replay {
         Replay {
             from: From::Test(offline),
             default_model,

@@ -14,7 +14,7 @@
 //! - the bucket `tvm_results`: each row's result line, `r.BATCH.ROW`, stored only if
 //!   absent, and `f.BATCH.ROW` beside it when the row failed, for `--status`;
 //! - the buckets `tvm_shared` and `tvm_slots`: the batch's budget and its cap on calls
-//!   in flight ([`shared`]).
+//!   in flight (`shared`).
 
 mod admit;
 mod collect;
@@ -25,7 +25,7 @@ mod lease;
 mod log;
 mod publish;
 mod results;
-pub mod shared;
+mod shared;
 mod worker;
 
 pub use collect::{collect, status, Status};
@@ -40,8 +40,8 @@ use error::Classified;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-pub const ROWS_STREAM: &str = "TVM_ROWS";
-pub const CONSUMER: &str = "tvm-workers";
+pub(crate) const ROWS_STREAM: &str = "TVM_ROWS";
+pub(crate) const CONSUMER: &str = "tvm-workers";
 const BATCHES: &str = "tvm_batches";
 const BUNDLES: &str = "tvm_bundles";
 const JOURNALS: &str = "tvm_journals";
@@ -59,7 +59,7 @@ const BUNDLE_READ: Duration = Duration::from_secs(120);
 
 /// A place among the calls in flight that its worker stopped refreshing is free again
 /// after this long.
-pub const SLOT_LEASE: Duration = Duration::from_secs(30);
+pub(crate) const SLOT_LEASE: Duration = Duration::from_secs(30);
 
 /// What a batch is: published once with its rows, read by every worker that takes
 /// one of them.
@@ -70,7 +70,7 @@ pub struct BatchRecord {
     pub rows: u64,
     pub rows_sha256: String,
     /// The bundle's entry point and the settings every row runs with: the part of the
-    /// publisher's config that shapes results ([`crate::config::RunConfig::result_shaping`]: the
+    /// publisher's config that shapes results (`crate::config::RunConfig::result_shaping`: the
     /// limits, the models, sampling, JSON mode and reply cap) and `--max-cost` (the
     /// whole batch's). Its provider, keys, cassette, workspace, cache and retries are
     /// each worker's own.
@@ -103,7 +103,7 @@ impl BatchRecord {
 
 /// One row as it waits in the queue.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RowMessage {
+pub(crate) struct RowMessage {
     pub batch: String,
     pub index: u64,
     pub id: serde_json::Value,
@@ -125,7 +125,7 @@ pub struct Server {
 }
 
 /// A batch name: what the keys and subjects are made of.
-pub fn valid_batch_name(name: &str) -> Result<(), NatsError> {
+pub(crate) fn valid_batch_name(name: &str) -> Result<(), NatsError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
@@ -231,7 +231,7 @@ impl Server {
 
     /// The names of the batches the server holds, read from the bucket's subjects
     /// (listing the keys of an empty bucket waits for one to come).
-    pub async fn batch_names(&self) -> Result<Vec<String>, NatsError> {
+    pub(crate) async fn batch_names(&self) -> Result<Vec<String>, NatsError> {
         use futures::TryStreamExt;
         let failed = |e: &dyn std::fmt::Display| {
             NatsError::new(NatsKind::Request, format!("cannot list the batches: {e}"))

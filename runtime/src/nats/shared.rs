@@ -30,7 +30,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tv_vm::result::Resource;
 
-pub struct NatsShared {
+pub(super) struct NatsShared {
     counters: kv::Store,
     slots: kv::Store,
     batch: String,
@@ -50,7 +50,12 @@ pub struct NatsShared {
 }
 
 impl NatsShared {
-    pub fn new(server: &super::Server, batch: &str, limit: Option<u64>, places: usize) -> Self {
+    pub(super) fn new(
+        server: &super::Server,
+        batch: &str,
+        limit: Option<u64>,
+        places: usize,
+    ) -> Self {
         NatsShared {
             counters: server.shared.clone(),
             slots: server.slots.clone(),

@@ -12,14 +12,14 @@ use tv_stdlib::models::Provider;
 use tv_vm::host::{LlmReply, LlmRequest, Role};
 
 /// Where the key comes from, named when a server refuses it.
-pub const KEY_VAR: &str = crate::config::env::ANTHROPIC_API_KEY;
+pub(crate) const KEY_VAR: &str = crate::config::env::ANTHROPIC_API_KEY;
 
 /// The API version the request and reply shapes below follow.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// The API requires a limit on the reply: this one is sent when neither the task nor
 /// the run sets `max_tokens`.
-pub const MAX_TOKENS: u64 = 4096;
+pub(crate) const MAX_TOKENS: u64 = 4096;
 
 /// What the forced reply tool is for, in words a model reads.
 const REPLY_TOOL_DESCRIPTION: &str = "Give your reply to the task: its input is the reply, \

@@ -4,7 +4,7 @@
 
 /// What a call whose reply passed the cap fails with; a cassette's reply over the cap
 /// fails its call with the same words, so a replay is no way around the cap.
-pub fn too_large(cap: usize) -> String {
+pub(crate) fn too_large(cap: usize) -> String {
     format!("the reply is larger than the limit of {cap} bytes (--max-reply-bytes); reading stopped there")
 }
 

@@ -1,31 +1,31 @@
 //! LLM provider adapters (DESIGN §9): a HandlerPayload ([`LlmRequest`]) becomes one HTTP
 //! call to an OpenAI-compatible chat-completions server or to Anthropic's messages API,
-//! with retries ([`retry`]), a per-attempt timeout and a cap on concurrent calls.
+//! with retries (`retry`), a per-attempt timeout and a cap on concurrent calls.
 //!
 //! The API key never appears in an error, a `Debug` rendering or a log line: it is held
 //! in a header value marked sensitive, and error excerpts of response bodies are scrubbed
 //! of it (servers sometimes echo the key they refused).
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 mod body;
-pub mod openai;
+pub(crate) mod openai;
 mod rate;
 mod retry;
-pub mod structured;
+mod structured;
 mod transport;
 
 use crate::config::env as vars;
-pub use crate::config::env::{Source, Var, Vars};
+pub(crate) use crate::config::env::{Source, Vars};
 pub use crate::model::{CallError, CallKind};
 pub use anthropic::Anthropic;
 pub use openai::OpenAi;
-pub use structured::JsonMode;
+pub use structured::{schema_name, JsonMode};
 
 pub use crate::config::{
     DEFAULT_CONCURRENCY, DEFAULT_MAX_REPLY_BYTES, DEFAULT_RATE_WAIT_SECS,
     DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_RETRIES,
 };
-pub use body::too_large;
+pub(crate) use body::too_large;
 use serde_json::{json, Value};
 use std::fmt;
 
@@ -36,7 +36,7 @@ use tv_vm::bundle::ModelSettings;
 use tv_vm::host::LlmRequest;
 
 /// The name of the tool through which a model asks for a subtask.
-pub const SPAWN_SUBTASK: &str = "spawn_subtask";
+pub(crate) const SPAWN_SUBTASK: &str = "spawn_subtask";
 
 /// How one provider is reached. Every field is public so that a caller (or a test) can
 /// start from [`Settings::new`] or the `*_from_vars` constructors and adjust.
@@ -59,7 +59,7 @@ pub struct Settings {
     /// which counts apart from `max_retries` and `max_retry_wait` (default 300 s).
     pub max_rate_wait: Duration,
     /// Attempts in flight at once, over all requests to this provider, at most (default
-    /// 16); fewer while the provider answers 429 (see [`rate`]).
+    /// 16); fewer while the provider answers 429 (see `rate`).
     pub concurrency: usize,
     /// Bytes one reply may have (default 8 MiB); a longer one fails its call, unretried.
     pub max_reply_bytes: usize,
@@ -98,12 +98,12 @@ impl Settings {
 
     /// OpenAI's settings from `vars`, or `None` when neither its key nor a base URL is
     /// set; an error when the key would go to a server named elsewhere than the key.
-    pub fn openai_from(vars: &Vars) -> Result<Option<Settings>, String> {
+    pub(crate) fn openai_from(vars: &Vars) -> Result<Option<Settings>, String> {
         OPENAI.checked(vars)
     }
 
     /// Anthropic's settings from `vars`, as [`Settings::openai_from`].
-    pub fn anthropic_from(vars: &Vars) -> Result<Option<Settings>, String> {
+    pub(crate) fn anthropic_from(vars: &Vars) -> Result<Option<Settings>, String> {
         ANTHROPIC.checked(vars)
     }
 
@@ -238,7 +238,7 @@ pub fn subtask_schema() -> Value {
 }
 
 /// What the spawning tool is for, in words a model reads.
-pub const SPAWN_SUBTASK_DESCRIPTION: &str = "Run a subtask and continue this task with its \
+pub(crate) const SPAWN_SUBTASK_DESCRIPTION: &str = "Run a subtask and continue this task with its \
 result. Use it when part of the work is a separate task of its own.";
 
 /// A request the server refused for its spawning tool gets told which task offered the

@@ -10,7 +10,7 @@ use tv_stdlib::models::Provider;
 use tv_vm::host::{LlmReply, LlmRequest, Role};
 
 /// Where the key comes from, named when a server refuses it.
-pub const KEY_VAR: &str = crate::config::env::OPENAI_API_KEY;
+pub(crate) const KEY_VAR: &str = crate::config::env::OPENAI_API_KEY;
 
 #[derive(Debug)]
 pub struct OpenAi {

@@ -18,7 +18,7 @@ pub use crate::config::JsonMode;
 
 /// How one request asks for the shape of its reply.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Shape {
+pub(super) enum Shape {
     /// Text, or JSON of no declared type: nothing is added to the request.
     Free,
     /// The provider's own field: a strict schema under a name. `wrapped`: the type is
@@ -37,7 +37,7 @@ impl Shape {
     /// The shape of `req`'s reply in `mode`. `spawn_conflicts`: the adapter's native form
     /// would keep the model from calling the spawning tool (a forced tool), so a task that
     /// offers that tool has its schema described instead.
-    pub fn of(req: &LlmRequest, mode: JsonMode, spawn_conflicts: bool) -> Shape {
+    pub(super) fn of(req: &LlmRequest, mode: JsonMode, spawn_conflicts: bool) -> Shape {
         let ty = match &req.task.output {
             Output::Json(Some(ty)) if *ty.as_type() != Type::Any => ty.as_type(),
             // `any` and undeclared JSON have nothing to describe.
@@ -58,7 +58,7 @@ impl Shape {
     }
 
     /// What the system text ends with, if anything.
-    pub fn instruction(&self) -> Option<String> {
+    pub(super) fn instruction(&self) -> Option<String> {
         match self {
             Shape::Described(schema) => Some(format!(
                 "Reply with JSON only, matching this JSON Schema:\n{schema}"
@@ -68,7 +68,7 @@ impl Shape {
     }
 
     /// `system` with this shape's instruction as its last part.
-    pub fn system(&self, mut system: String) -> String {
+    pub(super) fn system(&self, mut system: String) -> String {
         if let Some(text) = self.instruction() {
             if !system.is_empty() {
                 system.push_str("\n\n");

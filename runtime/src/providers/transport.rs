@@ -20,7 +20,7 @@ use tv_vm::host::LlmReply;
 const EXCERPT_CHARS: usize = 200;
 
 /// How long a server may take to accept a connection.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// TCP keepalive: the first probe of a quiet connection, the probes after it, how many
 /// may go unanswered before the connection is given up (30 s in all) and the call
 /// retried. A server's system answers them while its model works on a reply.

@@ -27,7 +27,7 @@ pub struct TestSpec {
     pub entry: String,
     /// Its arguments by parameter name, in the order written.
     pub args: Vec<(String, TestValue)>,
-    /// Replies to model calls, tried before the cassettes (see [`Offline::answer`]).
+    /// Replies to model calls, tried before the cassettes (see `Offline::answer`).
     pub replies: Vec<ReplyRule>,
     /// Cassettes answering what no reply matches, in order, by path relative to
     /// `folder`.

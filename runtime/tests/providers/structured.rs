@@ -589,7 +589,7 @@ fn the_json_mode_reads_native_or_prompt() {
 
 #[test]
 fn a_declared_record_keeps_its_name_and_other_types_are_named_after_the_task() {
-    use tv_runtime::providers::structured::schema_name;
+    use tv_runtime::providers::schema_name;
     let field = |name: &str| Field {
         name: name.into(),
         optional: false,

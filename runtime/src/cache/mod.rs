@@ -23,7 +23,7 @@ use std::sync::Mutex;
 /// The largest entry read or written. Replies are capped at 8 MiB by default while they
 /// stream in (`--max-reply-bytes`); this leaves room for a raised cap and stops a stray
 /// huge file from being read into memory.
-pub const MAX_ENTRY_BYTES: u64 = files::CACHE_ENTRY.max;
+pub(crate) const MAX_ENTRY_BYTES: u64 = files::CACHE_ENTRY.max;
 
 /// The layout's folder: a later layout gets a folder of its own instead of misreading
 /// this one's entries.

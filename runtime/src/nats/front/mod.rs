@@ -72,7 +72,7 @@ pub struct Publishing<'a> {
 }
 
 /// The record of a batch to publish. Its settings are the part of the publisher's
-/// that shapes results ([`RunConfig::result_shaping`]) and its budget; what each worker
+/// that shapes results (`RunConfig::result_shaping`) and its budget; what each worker
 /// decides for itself is not the batch's. Unnamed, the batch is named by the first 12
 /// hex digits of the SHA-256 of the record's JSON (its name empty), so the same batch
 /// published again has the same name.
@@ -150,7 +150,7 @@ fn unwritten(path: &Path, e: std::io::Error) -> NatsError {
 
 /// The worker's settings with the batch's over them: the model, sampling and output
 /// settings shape every row's result, so they are the batch's
-/// ([`RunConfig::result_shaping`]); the provider, keys, cassette, workspace, prices,
+/// (`RunConfig::result_shaping`); the provider, keys, cassette, workspace, prices,
 /// cache and retries are the worker's. The budget is the batch's, kept in the server,
 /// and the calls in flight the fewer of the worker's `concurrency` and the batch's.
 pub fn batch_settings(worker: &RunConfig, concurrency: usize, record: &BatchRecord) -> RunConfig {

@@ -185,7 +185,7 @@ impl State {
 
     /// The journal of row `index`: the one it left when it was stopped, else a new one
     /// for its arguments `args` (by parameter name), whose file is made with its first
-    /// record ([`Journal::deferred`]): rows that keep nothing (answered by the echo
+    /// record (`Journal::deferred`): rows that keep nothing (answered by the echo
     /// provider) make no file, and the others sync their header with their first call.
     /// A journal left without a whole header (the row stopped as it began) or for other
     /// arguments starts afresh; any other journal that cannot be resumed fails the row.
