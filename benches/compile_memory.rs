@@ -10,6 +10,7 @@
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use tv_test_support::child::numbers_from_child;
 use tv_test_support::workloads;
 
 /// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
@@ -56,20 +57,7 @@ fn compile(tvc: &Path, file: &Path, out: &Path) -> (u64, Duration) {
     let spec = [tvc, file, out]
         .map(|p| p.display().to_string())
         .join("\u{1f}");
-    let child = Command::new(std::env::current_exe().expect("own path"))
-        .env(CHILD, spec)
-        .output()
-        .expect("the measuring child runs");
-    assert!(
-        child.status.success(),
-        "the measuring child failed: {}",
-        String::from_utf8_lossy(&child.stderr)
-    );
-    let text = String::from_utf8_lossy(&child.stdout);
-    let n: Vec<u64> = text
-        .split_whitespace()
-        .map(|n| n.parse().expect("a number"))
-        .collect();
+    let n = numbers_from_child(CHILD, &spec);
     (n[0], Duration::from_nanos(n[1]))
 }
 

@@ -21,6 +21,7 @@ use criterion::{BenchmarkId, Criterion, SamplingMode};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tv_test_support::child::numbers_from_child;
 use tv_test_support::workloads;
 
 /// Benchmarks measure with the allocator the `tvc` and `tvm` binaries use.
@@ -99,23 +100,8 @@ fn report_run(tvm: &Path, bundle: &Path) {
 
 /// Runs `bundle` once, in a child of this benchmark; what the run used.
 fn used(tvm: &Path, bundle: &Path) -> Used {
-    let out = Command::new(std::env::current_exe().expect("own path"))
-        .env(
-            CHILD,
-            format!("{}\u{1f}{}", tvm.display(), bundle.display()),
-        )
-        .output()
-        .expect("the measuring child runs");
-    assert!(
-        out.status.success(),
-        "the measuring child failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let n: Vec<u64> = text
-        .split_whitespace()
-        .map(|n| n.parse().expect("a number"))
-        .collect();
+    let spec = format!("{}\u{1f}{}", tvm.display(), bundle.display());
+    let n = numbers_from_child(CHILD, &spec);
     Used {
         wall: Duration::from_nanos(n[0]),
         cpu: Duration::from_nanos(n[1]),

@@ -31,13 +31,11 @@ use tv_test_support::openapi;
 use tv_test_support::temp::TempDir;
 use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered, run_with, Fixture};
 use tv_vm::bundle::Verified;
-use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest, ScriptReply};
+use tv_vm::host::{Host, HostReply, HostRequest, LlmRequest};
 use tv_vm::limits::Limits;
 
-/// Answers as `tests/runs.rs`' host does, so that the requests are the ones its
-/// snapshots show: a prompt holding `REPLY ` is answered with the rest of that line, any
-/// other with `echo: ` and its first line; a script whose command starts with `fail `
-/// fails with the rest on stderr, any other prints its command. Keeps every LLM request.
+/// Answers as `tests/runs.rs`' host does ([`crate::runs::answer`]), so that the
+/// requests are the ones its snapshots show; keeps every LLM request.
 #[derive(Default)]
 struct Asked {
     requests: Vec<LlmRequest>,
@@ -45,35 +43,10 @@ struct Asked {
 
 impl Host for Asked {
     fn call(&mut self, request: &HostRequest) -> HostReply {
-        match request {
-            HostRequest::Llm(r) => {
-                self.requests.push(r.clone());
-                let prompt = r.messages.last().map_or("", |m| m.content.as_str());
-                let content = match prompt.split_once("REPLY ") {
-                    Some((_, rest)) => rest.lines().next().unwrap_or("").to_string(),
-                    None => format!("echo: {}", prompt.lines().next().unwrap_or("")),
-                };
-                HostReply::Llm(Ok(LlmReply {
-                    content,
-                    input_tokens: 10,
-                    output_tokens: 5,
-                    ..LlmReply::default()
-                }))
-            }
-            HostRequest::Script(s) => {
-                HostReply::Script(Ok(match s.command.strip_prefix("fail ") {
-                    Some(why) => ScriptReply {
-                        stderr: why.to_string(),
-                        exit_code: 1,
-                        ..ScriptReply::default()
-                    },
-                    None => ScriptReply {
-                        stdout: s.command.clone(),
-                        ..ScriptReply::default()
-                    },
-                }))
-            }
+        if let HostRequest::Llm(r) = request {
+            self.requests.push(r.clone());
         }
+        crate::runs::answer(request)
     }
 }
 
@@ -94,16 +67,6 @@ fn source_of(f: &Fixture) -> String {
         .collect()
 }
 
-/// The `args: {...}` line of a fixture's leading comment, as `tests/runs.rs` reads it.
-fn args_of(source: &str) -> Value {
-    source
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("args:"))
-        .map_or(json!({}), |a| {
-            serde_json::from_str(a.trim().trim_end_matches("-->").trim()).expect("args: is JSON")
-        })
-}
-
 /// Every LLM request the fixture's run makes, in order.
 fn requests_of(f: &Fixture) -> Vec<LlmRequest> {
     let c = compile(f);
@@ -117,7 +80,7 @@ fn requests_of(f: &Fixture) -> Vec<LlmRequest> {
     let bundle = Verified::new(bundle).expect("verifies");
     let entry = bundle.entries.first().expect("an entry").name.clone();
     let mut host = Asked::default();
-    let args = args_of(&source_of(f));
+    let args = crate::runs::args_of(&source_of(f));
     run_with(&bundle, &entry, args, Limits::default(), &mut host);
     host.requests
 }

@@ -11,7 +11,7 @@
 use serde_json::Value;
 use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered, run_with};
 use tv_vm::bundle::Verified;
-use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, ScriptReply};
+use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest, ScriptReply};
 use tv_vm::limits::Limits;
 
 #[derive(Default)]
@@ -24,28 +24,17 @@ impl Host for RunHost {
         use std::fmt::Write as _;
         match request {
             HostRequest::Llm(r) => {
-                let prompt = r.messages.last().map_or("", |m| m.content.as_str());
                 let _ = writeln!(self.log, "llm {}", tv_vm::disasm::describe_task(&r.task));
                 for (label, text) in [
                     ("system", r.system_prompt.as_str()),
                     ("context", &r.context.to_string()),
                     ("query", r.query.as_deref().unwrap_or("")),
-                    ("prompt", prompt),
+                    ("prompt", prompt_of(r)),
                 ] {
                     if !text.is_empty() {
                         let _ = writeln!(self.log, "  {label}: {text:?}");
                     }
                 }
-                let content = match prompt.split_once("REPLY ") {
-                    Some((_, rest)) => rest.lines().next().unwrap_or("").to_string(),
-                    None => format!("echo: {}", prompt.lines().next().unwrap_or("")),
-                };
-                HostReply::Llm(Ok(LlmReply {
-                    content,
-                    input_tokens: 10,
-                    output_tokens: 5,
-                    ..LlmReply::default()
-                }))
             }
             HostRequest::Script(s) => {
                 let _ = writeln!(self.log, "script {:?}", s.command);
@@ -53,25 +42,52 @@ impl Host for RunHost {
                     let inputs = serde_json::to_string(&s.inputs).unwrap_or_default();
                     let _ = writeln!(self.log, "  inputs: {inputs}");
                 }
-                let reply = match s.command.strip_prefix("fail ") {
-                    Some(why) => ScriptReply {
-                        stderr: why.to_string(),
-                        exit_code: 1,
-                        ..ScriptReply::default()
-                    },
-                    None => ScriptReply {
-                        stdout: s.command.clone(),
-                        ..ScriptReply::default()
-                    },
-                };
-                HostReply::Script(Ok(reply))
             }
+        }
+        answer(request)
+    }
+}
+
+fn prompt_of(r: &LlmRequest) -> &str {
+    r.messages.last().map_or("", |m| m.content.as_str())
+}
+
+/// What a run fixture's host answers (see the module's comment): `tests/requests.rs`
+/// answers the same, so that its requests are the ones these snapshots show.
+pub(crate) fn answer(request: &HostRequest) -> HostReply {
+    match request {
+        HostRequest::Llm(r) => {
+            let prompt = prompt_of(r);
+            let content = match prompt.split_once("REPLY ") {
+                Some((_, rest)) => rest.lines().next().unwrap_or("").to_string(),
+                None => format!("echo: {}", prompt.lines().next().unwrap_or("")),
+            };
+            HostReply::Llm(Ok(LlmReply {
+                content,
+                input_tokens: 10,
+                output_tokens: 5,
+                ..LlmReply::default()
+            }))
+        }
+        HostRequest::Script(s) => {
+            let reply = match s.command.strip_prefix("fail ") {
+                Some(why) => ScriptReply {
+                    stderr: why.to_string(),
+                    exit_code: 1,
+                    ..ScriptReply::default()
+                },
+                None => ScriptReply {
+                    stdout: s.command.clone(),
+                    ..ScriptReply::default()
+                },
+            };
+            HostReply::Script(Ok(reply))
         }
     }
 }
 
 /// The `args: {...}` line of a fixture's leading comment.
-fn args_of(source: &str) -> Value {
+pub(crate) fn args_of(source: &str) -> Value {
     source
         .lines()
         .find_map(|l| l.trim().strip_prefix("args:"))

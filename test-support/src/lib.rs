@@ -3,10 +3,12 @@
 //! (`http`), a real `nats-server -js` (`nats`), OpenAI's published API description as the
 //! judge of request bodies (`openapi`), and, with the `compiler` feature, what the command
 //! line's tests run `tvm` on (`files`) and the benchmarks' generated programs
-//! (`workloads`), with the benchmarks' keep-alive server (`loopback`).
+//! (`workloads`), with the benchmarks' keep-alive server (`loopback`) and their measuring
+//! children (`child`).
 //!
 //! A dev-dependency only: nothing here ships.
 
+pub mod child;
 #[cfg(feature = "compiler")]
 pub mod files;
 pub mod http;
