@@ -29,8 +29,7 @@ use tv_runtime::providers::{Anthropic, OpenAi, Settings};
 use tv_stdlib::models::{parse_model, Provider};
 use tv_test_support::openapi;
 use tv_test_support::temp::TempDir;
-use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered, run_with, Fixture};
-use tv_vm::bundle::Verified;
+use tv_tests::{each_fixture, fixtures, in_suite, run_with, Fixture};
 use tv_vm::host::{Host, HostReply, HostRequest, LlmRequest};
 use tv_vm::limits::Limits;
 
@@ -50,37 +49,12 @@ impl Host for Asked {
     }
 }
 
-/// The fixture's text: the file, or a folder's files in name order.
-fn source_of(f: &Fixture) -> String {
-    if !f.path.is_dir() {
-        return std::fs::read_to_string(&f.path).expect("fixture");
-    }
-    let mut files: Vec<_> = std::fs::read_dir(&f.path)
-        .expect("fixture folder")
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "xml"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|p| std::fs::read_to_string(p).expect("fixture file"))
-        .collect()
-}
-
 /// Every LLM request the fixture's run makes, in order.
 fn requests_of(f: &Fixture) -> Vec<LlmRequest> {
-    let c = compile(f);
-    assert!(
-        !c.diags.has_errors(),
-        "{}:\n{}",
-        f.path.display(),
-        rendered(&c)
-    );
-    let (_, bundle) = tv_compiler::driver::compile(&c).expect("compiles");
-    let bundle = Verified::new(bundle).expect("verifies");
+    let bundle = crate::runs::verified(f);
     let entry = bundle.entries.first().expect("an entry").name.clone();
     let mut host = Asked::default();
-    let args = crate::runs::args_of(&source_of(f));
+    let args = crate::runs::args_of(&std::fs::read_to_string(&f.path).expect("fixture"));
     run_with(&bundle, &entry, args, Limits::default(), &mut host);
     host.requests
 }

@@ -9,7 +9,7 @@
 //! prints its command.
 
 use serde_json::Value;
-use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered, run_with};
+use tv_tests::{compile, each_fixture, fixtures, in_suite, rendered, run_with, Fixture};
 use tv_vm::bundle::Verified;
 use tv_vm::host::{Host, HostReply, HostRequest, LlmReply, LlmRequest, ScriptReply};
 use tv_vm::limits::Limits;
@@ -86,6 +86,19 @@ pub(crate) fn answer(request: &HostRequest) -> HostReply {
     }
 }
 
+/// The run fixture `f`, compiled and verified (it must compile without errors).
+pub(crate) fn verified(f: &Fixture) -> Verified {
+    let c = compile(f);
+    assert!(
+        !c.diags.has_errors(),
+        "{}:\n{}",
+        f.path.display(),
+        rendered(&c)
+    );
+    let (_, bundle) = tv_compiler::driver::compile(&c).expect("compiles");
+    Verified::new(bundle).expect("verifies")
+}
+
 /// The `args: {...}` line of a fixture's leading comment.
 pub(crate) fn args_of(source: &str) -> Value {
     source
@@ -101,15 +114,7 @@ fn every_run_fixture_asks_and_returns_what_its_snapshot_shows() {
     let all = fixtures("runs");
     assert!(all.len() >= 8, "only {} run fixtures", all.len());
     each_fixture("runs", |f| {
-        let c = compile(f);
-        assert!(
-            !c.diags.has_errors(),
-            "{}:\n{}",
-            f.path.display(),
-            rendered(&c)
-        );
-        let (_, bundle) = tv_compiler::driver::compile(&c).expect("compiles");
-        let bundle = Verified::new(bundle).expect("verifies");
+        let bundle = verified(f);
         let source = std::fs::read_to_string(&f.path).expect("fixture");
         let entry = bundle.entries.first().expect("an entry").name.clone();
         let mut host = RunHost::default();
